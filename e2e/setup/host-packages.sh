@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and the test tiers need, only when something is missing, so a
+# warm machine pays nothing. Needs root (or passwordless sudo) on a fresh machine.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  openmpi-bin libopenmpi-dev        # Open MPI: the default mpicc/mpirun
+  mpich libmpich-dev                # MPICH: the MPI of the images (mpicc.mpich, mpirun.mpich)
+  libjansson-dev                    # JSON for the C shim and probe
+  openssl                           # PKI of the local control plane
+  python3-venv
+  procps psmisc curl ca-certificates
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "host-packages: installing ${missing[*]}" >&2
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo -n)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,39 @@
+"""The one in-memory form every trace reader produces and the planner consumes.
+
+Columnar numpy arrays, one entry per I/O request, so a whole trace is costed without a Python loop per
+request. Readers (CSV, shim binary, Darshan DXT) fill the raw columns; ``derive`` fills the model inputs
+(p, m, sequential) that the cost model needs per request (DIGEST §3.5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OP_READ = 1
+OP_WRITE = 2
+
+
+@dataclass
+class Trace:
+    """Requests of one run, columnar. All arrays have the same length; times are seconds, sizes bytes."""
+
+    rank: np.ndarray  # int32
+    op: np.ndarray  # uint8, OP_READ or OP_WRITE
+    offset: np.ndarray  # int64, byte offset in the file
+    size: np.ndarray  # int64, bytes moved
+    start: np.ndarray  # float64
+    end: np.ndarray  # float64
+    file_id: np.ndarray  # int32, index into ``files``
+    files: list[str] = field(default_factory=list)
+    # node index per rank (len = number of ranks), or None when the trace does not know nodes
+    node_of_rank: np.ndarray | None = None
+    # derived per request by ``pfslayout.traces.derive``; None until then
+    p: np.ndarray | None = None  # int32, concurrency
+    m: np.ndarray | None = None  # int32, ranks of that phase on the issuing node
+    sequential: np.ndarray | None = None  # bool
+    collective: np.ndarray | None = None  # bool, when the source knows it
+
+    def __len__(self) -> int:
+        return int(self.size.shape[0])
