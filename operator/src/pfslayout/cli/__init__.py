@@ -21,8 +21,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+@app.callback()
+def _root() -> None:
+    """Cost-model-driven data layouts for OrangeFS."""
+
+
 for module in (cost, plan, calibrate, costmap, render):
     module.register(app)
+
+
+@app.command()
+def version() -> None:
+    """Print the pfslayout version."""
+    from pfslayout import __version__
+
+    print(__version__)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -40,10 +53,10 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         print("pfslayout: aborted", file=sys.stderr)
         sys.exit(1)
-    except Exception as err:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(err, click.ClickException):
+    except Exception as err:
+        # Usage errors of typer's (vendored) click arrive here in non-standalone mode; matched by
+        # duck type because typer does not export its click exception classes publicly.
+        if hasattr(err, "format_message") and hasattr(err, "exit_code"):
             print(f"pfslayout: error: {err.format_message()}", file=sys.stderr)
             sys.exit(2)
         raise
