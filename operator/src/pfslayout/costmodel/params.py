@@ -1,0 +1,139 @@
+"""Cost-model parameters: the five platform constants of seeds 000/003 and the parameters file.
+
+Units are SI throughout: seconds and bytes. The seeds print v and beta as 1/(120 MB) and 1/(1000 MB); we
+read MB as MiB (DIGEST §6 A7) because their request sizes are powers of two, so the seeds' constants
+below are seconds per byte with MB = 2**20 bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pfslayout.errors import InputError
+
+MIB = 1 << 20
+
+_PARAM_NAMES = ("e", "v", "alpha_seq", "alpha_rand", "beta")
+
+
+def _check_finite(value: float | None, info: Any) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+class ServerParams(BaseModel):
+    """Per-server overrides for heterogeneous servers; unset fields inherit the global value."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str | None = Field(default=None, description="server alias (e.g. OrangeFS host) for hints")
+    e: float | None = Field(default=None, ge=0)
+    v: float | None = Field(default=None, ge=0)
+    alpha_seq: float | None = Field(default=None, ge=0)
+    alpha_rand: float | None = Field(default=None, ge=0)
+    beta: float | None = Field(default=None, gt=0)
+
+    _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta")(_check_finite)
+
+
+class CostParams(BaseModel):
+    """e (s), v (s/byte), alpha_seq (s), alpha_rand (s), beta (s/byte); optional per-server overrides.
+
+    Unknown keys are ignored (a calibration result may carry fit statistics beside the parameters); a
+    misspelt parameter is still caught because all five are required.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    e: float = Field(ge=0, description="time to establish one network connection, s")
+    v: float = Field(ge=0, description="network transfer time per byte, s/byte")
+    alpha_seq: float = Field(ge=0, description="disk startup time of a sequential access, s")
+    alpha_rand: float = Field(ge=0, description="disk startup time of a random access, s")
+    beta: float = Field(ge=0, description="disk read/write time per byte, s/byte")
+    servers: list[ServerParams] | None = Field(
+        default=None, description="per-server overrides, one entry per server in server order"
+    )
+
+    _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta")(_check_finite)
+
+    def for_server(self, index: int) -> CostParams:
+        """The effective parameters of server ``index`` (global values with its overrides applied)."""
+        base = {k: getattr(self, k) for k in _PARAM_NAMES}
+        if self.servers is not None and 0 <= index < len(self.servers):
+            override = self.servers[index]
+            base.update({k: getattr(override, k) for k in _PARAM_NAMES if getattr(override, k) is not None})
+        return CostParams(**base)
+
+    @property
+    def heterogeneous(self) -> bool:
+        if not self.servers:
+            return False
+        effective = {tuple(getattr(self.for_server(i), k) for k in _PARAM_NAMES) for i in range(len(self.servers))}
+        return len(effective) > 1
+
+    def scalars(self) -> dict[str, float]:
+        return {k: float(getattr(self, k)) for k in _PARAM_NAMES}
+
+
+# 003 Table 3 (= 000 Table 4). alpha and beta are the same on both networks.
+SEED_ETHERNET = CostParams(e=0.0003, v=1.0 / (120 * MIB), alpha_seq=0.0001, alpha_rand=0.0003, beta=1.0 / (120 * MIB))
+SEED_INFINIBAND = CostParams(e=0.0002, v=1.0 / (1000 * MIB), alpha_seq=0.0001, alpha_rand=0.0003, beta=1.0 / (120 * MIB))
+
+SEEDS: dict[str, CostParams] = {"ethernet": SEED_ETHERNET, "infiniband": SEED_INFINIBAND}
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc) or "params"
+
+
+def params_from_mapping(data: Any, source: str = "params") -> CostParams:
+    """Validate a mapping into CostParams; the first problem becomes an InputError naming the field."""
+    if not isinstance(data, dict):
+        raise InputError(source, f"must be a mapping with keys {', '.join(_PARAM_NAMES)} (got {type(data).__name__})",
+                         "write a JSON/YAML object")
+    try:
+        return CostParams.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = _field_name(first["loc"])
+        problem = first["msg"].lower()
+        if first["type"] == "missing":
+            problem = "is required"
+        return_fix = "give e, alpha_* in seconds and v, beta in seconds per byte"
+        raise InputError(f"{source}: {field}", problem, return_fix) from None
+
+
+def load_params(path: str | Path) -> CostParams:
+    """Read a cost parameters file (JSON or YAML, chosen by content: JSON is valid YAML)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("--params", f"file {path} does not exist", "pass a JSON or YAML parameters file") from None
+    except OSError as err:
+        raise InputError("--params", f"cannot read {path}: {err.strerror}") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        line = getattr(err, "lineno", None) or getattr(getattr(err, "problem_mark", None), "line", None)
+        where = f" (line {line})" if line is not None else ""
+        raise InputError("--params", f"{path} is not valid JSON/YAML{where}", "fix the syntax") from None
+    return params_from_mapping(data, source=str(path))
+
+
+def resolve_params(spec: str | Path | CostParams | None) -> CostParams:
+    """CLI helper: None → Ethernet seed; 'ethernet'/'infiniband' → that seed; anything else a file."""
+    if spec is None:
+        return SEED_ETHERNET
+    if isinstance(spec, CostParams):
+        return spec
+    if str(spec).lower() in SEEDS:
+        return SEEDS[str(spec).lower()]
+    return load_params(spec)

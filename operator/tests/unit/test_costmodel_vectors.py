@@ -1,0 +1,94 @@
+"""The numpy cost model against the shared vectors (generated independently, exact rationals)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pfslayout.costmodel import CostParams, coefficients, cost
+
+pytestmark = pytest.mark.unit
+
+VECTORS_DIR = Path(__file__).resolve().parents[1] / "vectors"
+VECTORS = json.loads((VECTORS_DIR / "cost-vectors.json").read_text())
+CASES = VECTORS["cases"]
+TERMS = ("T_e", "T_x", "T_s", "T_rw", "total")
+
+
+def close(got: float, want: float) -> bool:
+    return abs(got - want) <= 1e-12 * abs(want) + 1e-18
+
+
+def test_format_and_size() -> None:
+    assert VECTORS["format"] == "pfslayout-cost-vectors/1"
+    assert VECTORS["units"] == {"time": "s", "size": "bytes"}
+    assert len(CASES) >= 200
+    assert len({c["id"] for c in CASES}) == len(CASES)
+    rows = Counter((c["variant"], c["layout"], c["branch"]) for c in CASES)
+    assert len(rows) == 16  # 8 table rows x 2 variants, each present
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_scalar_case(case: dict) -> None:
+    params = CostParams(**case["params"])
+    got = cost(case["layout"], case["p"], case["n"], case["m"], case["s"], case["g"], random=case["random"],
+               params=params, variant=case["variant"])
+    for term in TERMS:
+        assert close(float(getattr(got, term)), case["expected"][term]), (term, float(getattr(got, term)))
+
+
+@pytest.mark.parametrize("variant", ["printed", "corrected"])
+@pytest.mark.parametrize("layout", ["1-DV", "1-DH", "2-D"])
+def test_vectorised_matches_cases(variant: str, layout: str) -> None:
+    # One array call per (layout, variant, n, params) group: the vectorised path must equal the scalar one.
+    groups: dict[tuple, list[dict]] = {}
+    for c in CASES:
+        if c["variant"] == variant and c["layout"] == layout:
+            groups.setdefault((c["n"], json.dumps(c["params"], sort_keys=True)), []).append(c)
+    assert groups
+    for (n, pjson), cases in groups.items():
+        arr = {k: np.array([c[k] for c in cases]) for k in ("p", "m", "s", "random")}
+        g = np.array([c["g"] for c in cases]) if layout == "2-D" else None
+        got = cost(layout, arr["p"], n, arr["m"], arr["s"], g, random=arr["random"],
+                   params=CostParams(**json.loads(pjson)), variant=variant)
+        for term in TERMS:
+            want = np.array([c["expected"][term] for c in cases])
+            np.testing.assert_allclose(getattr(got, term), want, rtol=1e-12, atol=1e-18)
+
+
+def test_coefficients_are_linear_in_parameters() -> None:
+    case = next(c for c in CASES if c["id"] == "hand-2d-corrected-g-not-dividing-n")
+    c = coefficients("2-D", case["p"], case["n"], case["m"], case["s"], case["g"], variant="corrected")
+    prm = case["params"]
+    total = c.ce * prm["e"] + c.cv * prm["v"] + c.ca * prm["alpha_seq"] + c.cb * prm["beta"]
+    assert close(float(total), case["expected"]["total"])
+
+
+def test_hand_checked_cases_match_their_milliseconds() -> None:
+    by_id = {c["id"]: c for c in CASES}
+    assert len(VECTORS["hand_checked"]) >= 12
+    for h in VECTORS["hand_checked"]:
+        assert h["checked_against"]
+        assert abs(by_id[h["id"]]["expected"]["total"] * 1e3 - h["ms"]) < 5e-5, h["id"]
+
+
+def test_digest_29_argmins() -> None:
+    # DIGEST §2.9 argmin column, and the note that row 4 picks 1-DV under the max form.
+    by_id = {c["id"]: c for c in CASES}
+    for tag, best in [("eth-rand-p8", "2-D"), ("eth-seq-p64", "1-DV"), ("ib-seq-p4", "2-D"), ("eth-rand-p1", "1-DH")]:
+        totals = {L: by_id[f"digest-2.9-{tag}-{L}"]["expected"]["total"] for L in ("1-DV", "1-DH", "2-D")}
+        assert min(totals, key=totals.__getitem__) == best
+    row4 = {L: float(cost(L, 1, 16, 1, 4096, 8 if L == "2-D" else None, random=True).total) for L in ("1-DV", "1-DH", "2-D")}
+    assert min(row4, key=row4.__getitem__) == "1-DV"
+
+
+def test_committed_file_is_what_the_generator_writes() -> None:
+    out = subprocess.run([sys.executable, str(VECTORS_DIR / "generate_cost_vectors.py")], capture_output=True,
+                         text=True, check=True).stdout
+    assert out == (VECTORS_DIR / "cost-vectors.json").read_text()

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Generate cost-vectors.json: the shared test vectors of the 003 Table 2 cost model.
+
+Written straight from the table (DIGEST §2.2, 003 Table 2) as plain scalar Python with exact rational
+arithmetic (fractions.Fraction), deliberately independent of ``pfslayout.costmodel`` (numpy) so that the
+tests comparing the two are not circular. It imports nothing from the package.
+
+Run:  python3 operator/tests/vectors/generate_cost_vectors.py > operator/tests/vectors/cost-vectors.json
+The output is deterministic; re-running must give a byte-identical file (a test checks that).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from fractions import Fraction as F
+
+MIB = 1 << 20
+KIB = 1 << 10
+
+# 003 Table 3; MB read as MiB (DIGEST §6 A7). Values as the floats the implementations use.
+ETH = {"e": 0.0003, "v": 1.0 / (120 * MIB), "alpha_seq": 0.0001, "alpha_rand": 0.0003, "beta": 1.0 / (120 * MIB)}
+IB = {"e": 0.0002, "v": 1.0 / (1000 * MIB), "alpha_seq": 0.0001, "alpha_rand": 0.0003, "beta": 1.0 / (120 * MIB)}
+# A made-up platform where every term has a different weight, so swapped terms cannot cancel.
+ODD = {"e": 0.00017, "v": 3.1e-9, "alpha_seq": 0.00023, "alpha_rand": 0.0071, "beta": 7.7e-9}
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def printed(layout: str, p: int, n: int, m: int, s: int, g: int | None) -> tuple[str, list[F]]:
+    """003 Table 2 exactly as printed. Returns (row label, [ce, cv, ca, cb]) as exact rationals."""
+    s = F(s)
+    if layout == "1-DV":
+        q = ceil_div(p, n)
+        if p <= n:
+            row, te, tx = "p<=n", m, m * s
+        elif m <= q:
+            row, te, tx = "p>n,m<=ceil(p/n)", q, q * s
+        else:
+            row, te, tx = "p>n,m>ceil(p/n)", m, m * s
+        return row, [F(te), tx, F(q), q * s]
+    if layout == "1-DH":
+        q = ceil_div(p, n)
+        if m <= q:
+            row, te, tx = "m<=ceil(p/n)", p, p * s / n
+        else:
+            row, te, tx = "m>ceil(p/n)", m * n, m * s
+        return row, [F(te), tx, F(p), p * s / n]
+    assert g is not None
+    G = ceil_div(p, g)
+    k = ceil_div(n, g)
+    if p <= g:
+        row, te, tx = "p<=g", m * k, m * s
+    elif m <= F(G, k):
+        row, te, tx = "p>g,m<=ceil(p/g)/ceil(n/g)", G, G * s / k
+    else:
+        row, te, tx = "p>g,m>ceil(p/g)/ceil(n/g)", m * G, m * s  # m⌈p/g⌉e as printed (DIGEST §6 A2)
+    return row, [F(te), tx, F(G), G * s / k]
+
+
+def side(server: F, client: F) -> str:
+    return "server" if server > client else "client" if client > server else "tie"
+
+
+def corrected(layout: str, p: int, n: int, m: int, s: int, g: int | None) -> tuple[dict[str, str], list[F]]:
+    """The max form (larger of server-side and client-side serial counts) with DIGEST §6 A1-A3 fixes."""
+    s = F(s)
+    if layout == "1-DV":
+        q = ceil_div(p, n)
+        se, ce_ = F(q), F(m)
+        sx, cx = q * s, m * s
+        ca, cb = F(q), q * s
+    elif layout == "1-DH":
+        se, ce_ = F(p), F(m * n)  # A3: a client node opens n connections per request
+        sx, cx = p * s / n, m * s
+        ca, cb = F(p), p * s / n
+    else:
+        assert g is not None
+        G = ceil_div(p, g)
+        k_conn = ceil_div(n, g)  # servers one request touches
+        k_par = n // g  # A1: the smallest group bounds the parallel transfer
+        se, ce_ = F(G), F(m * k_conn)  # A2: client side is m⌈n/g⌉ connections
+        sx, cx = G * s / k_par, m * s
+        ca, cb = F(G), G * s / k_par
+    sides = {"T_e": side(se, ce_), "T_x": side(sx, cx)}
+    return sides, [max(se, ce_), max(sx, cx), ca, cb]
+
+
+def expected(coef: list[F], params: dict[str, float], random: bool) -> dict[str, float]:
+    alpha = params["alpha_rand"] if random else params["alpha_seq"]
+    terms = [coef[0] * F(params["e"]), coef[1] * F(params["v"]), coef[2] * F(alpha), coef[3] * F(params["beta"])]
+    out = {name: float(t) for name, t in zip(("T_e", "T_x", "T_s", "T_rw"), terms)}
+    out["total"] = float(sum(terms))
+    return out
+
+
+def grid() -> list[tuple[str, int, int, int, int | None, int, bool, str]]:
+    """(layout, p, n, m, g, s, random, params name) — hand-picked to hit every row and edge."""
+    out: list[tuple[str, int, int, int, int | None, int, bool, str]] = []
+    sizes = [0, 1, 4 * KIB, 256 * KIB, MIB, 4 * MIB, 1 << 40]
+    # (p, n, m): p=1, p<n, p=n, p=n+1, p>>n; m small, m=ceil(p/n), m above it, m=p.
+    pnm = [
+        (1, 1, 1), (1, 16, 1), (2, 16, 1), (2, 16, 2), (8, 16, 1), (8, 16, 8), (16, 16, 1), (16, 16, 4),
+        (17, 16, 1), (17, 16, 2), (17, 16, 3), (64, 16, 2), (64, 16, 4), (64, 16, 5), (64, 16, 64),
+        (4, 8, 1), (8, 8, 8), (9, 8, 2), (100, 8, 13), (100, 8, 14), (4096, 8, 1), (4096, 8, 512),
+        (4096, 8, 600), (7, 6, 2), (24, 6, 4), (24, 6, 5), (3, 1, 3), (5, 1, 1),
+    ]
+    for i, (p, n, m) in enumerate(pnm):
+        for layout in ("1-DV", "1-DH"):
+            for j, s in enumerate(sizes):
+                if (i + j) % 3:  # a third of the size grid per (p, n, m) keeps the file readable
+                    continue
+                out.append((layout, p, n, m, None, s, (i * 7 + j) % 2 == 0, ("ETH", "IB", "ODD")[(i + 2 * j) % 3]))
+    # 2-D: (p, n, m, g) covering p<=g, both p>g rows, g | n and g ∤ n (⌈n/g⌉ ≠ ⌊n/g⌋), g = 1, g = n.
+    pnmg = [
+        (1, 16, 1, 8), (8, 16, 1, 8), (8, 16, 4, 8), (9, 16, 1, 8), (9, 16, 2, 8), (64, 16, 2, 8), (64, 16, 4, 8),
+        (64, 16, 5, 8), (64, 16, 3, 8), (4, 8, 1, 4), (5, 8, 1, 4), (12, 8, 1, 4), (12, 8, 2, 4),
+        (1, 1, 1, 1), (6, 1, 2, 1), (16, 16, 1, 16), (17, 16, 1, 16), (17, 16, 2, 16), (32, 16, 1, 1),
+        (32, 16, 2, 1), (7, 10, 1, 3), (12, 10, 1, 3), (40, 10, 3, 3), (40, 10, 4, 3), (40, 10, 5, 3),
+        (90, 10, 7, 4), (90, 10, 8, 4), (90, 10, 12, 4), (1000, 10, 40, 6), (1000, 10, 90, 6),
+        (1000, 10, 200, 6), (5, 7, 1, 5), (11, 7, 3, 5), (300, 16, 1, 5), (300, 16, 20, 5),
+    ]
+    for i, (p, n, m, g) in enumerate(pnmg):
+        for j, s in enumerate(sizes):
+            if (i + j) % 2:
+                continue
+            out.append(("2-D", p, n, m, g, s, (i + j) % 4 == 0, ("ETH", "IB", "ODD")[(i + j) % 3]))
+    return out
+
+
+# DIGEST §2.9: four rows costed under the three layouts by the printed table, in ms to 4 decimals.
+DIGEST_29 = [
+    # (tag, params, random, p, n, g, m, s, {layout: ms})
+    ("eth-rand-p8", "ETH", True, 8, 16, 8, 1, 256 * KIB, {"1-DV": 4.7667, "1-DH": 6.8833, "2-D": 4.0250}),
+    ("eth-seq-p64", "ETH", False, 64, 16, 8, 2, MIB, {"1-DV": 68.2667, "1-DH": 92.2667, "2-D": 69.8667}),
+    ("ib-seq-p4", "IB", False, 4, 8, 4, 1, MIB, {"1-DV": 9.6333, "1-DH": 5.8667, "2-D": 5.6667}),
+    ("eth-rand-p1", "ETH", True, 1, 16, 8, 1, 4 * KIB, {"1-DV": 0.6651, "1-DH": 0.6041, "2-D": 0.9488}),
+]
+
+# Further cases checked by hand against 003 Table 2 cells, with the arithmetic written out.
+EXTRA_HAND = [
+    ("hand-2d-printed-client-bound", "printed", "2-D", 64, 16, 5, 8, MIB, False, "ETH",
+     "003 Table 2, 2-D row p>g, m>⌈p/g⌉/⌈n/g⌉: ⌈64/8⌉=8, ⌈16/8⌉=2, 5>4 so T_e = m⌈p/g⌉e = 5·8·0.3 ms = 12 ms "
+     "(the printed typo, DIGEST §6 A2), T_x = msv = 5/120 s = 41.6667 ms, T_s = 8·0.1 ms, T_rw = 8/(2·120) s "
+     "= 33.3333 ms; total 87.8 ms.", 87.8),
+    ("hand-2d-corrected-client-bound", "corrected", "2-D", 64, 16, 5, 8, MIB, False, "ETH",
+     "Same inputs under the max form: T_e = max(⌈p/g⌉, m⌈n/g⌉)e = max(8, 10)·0.3 ms = 3 ms (A2 fixed), "
+     "T_x = max(8/2, 5)·s·v = 41.6667 ms, storage as printed; total 78.8 ms.", 78.8),
+    ("hand-1dh-corrected-p1", "corrected", "1-DH", 1, 16, 1, None, 4 * KIB, True, "ETH",
+     "Max form for DIGEST §2.9 row 4 (A3): T_e = max(p, mn)e = 16·0.3 ms = 4.8 ms, T_x = max(s/16, s)v "
+     "= 4096/(120·2^20) s = 0.032552 ms, T_s = 0.3 ms, T_rw = s·β/16 = 0.0020345 ms; total 5.1346 ms.", 5.1346),
+    ("hand-2d-corrected-g-not-dividing-n", "corrected", "2-D", 40, 10, 3, 3, MIB, False, "ETH",
+     "g=3 ∤ n=10 (A1): ⌈p/g⌉=14, ⌈n/g⌉=4 connections, ⌊n/g⌋=3 parallel; T_e = max(14, 3·4)e = 4.2 ms, "
+     "T_x = max(14/3, 3)·s·v = 14/360 s = 38.8889 ms, T_s = 14·0.1 ms = 1.4 ms, T_rw = 38.8889 ms; "
+     "total 83.3778 ms.", 83.3778),
+]
+
+
+def main() -> None:
+    params = {"ETH": ETH, "IB": IB, "ODD": ODD}
+    cases: list[dict] = []
+    hand: list[dict] = []
+
+    def add(variant: str, layout: str, p: int, n: int, m: int, g: int | None, s: int, random: bool,
+            pname: str, cid: str | None = None) -> str:
+        if variant == "printed":
+            row, coef = printed(layout, p, n, m, s, g)
+            extra = {}
+        else:
+            row, _ = printed(layout, p, n, m, s, g)
+            sides, coef = corrected(layout, p, n, m, s, g)
+            extra = {"max_sides": sides}
+        cid = cid or f"{variant}-{layout}-{len(cases):04d}"
+        case = {"id": cid, "variant": variant, "layout": layout, "p": p, "n": n, "m": m, "g": g, "s": s,
+                "random": random, "params": params[pname], "branch": row, **extra,
+                "expected": expected(coef, params[pname], random)}
+        cases.append(case)
+        return cid
+
+    for tag, pname, random, p, n, g, m, s, ms in DIGEST_29:
+        for layout, value in ms.items():
+            cid = add("printed", layout, p, n, m, g if layout == "2-D" else None, s, random, pname,
+                      f"digest-2.9-{tag}-{layout}")
+            hand.append({"id": cid, "checked_against": f"DIGEST §2.9 row {tag}: {layout} = {value} ms "
+                         "(003 Table 2 as printed, 003 Table 3 parameters)", "ms": value})
+    for cid, variant, layout, p, n, m, g, s, random, pname, note, ms in EXTRA_HAND:
+        add(variant, layout, p, n, m, g, s, random, pname, cid)
+        hand.append({"id": cid, "checked_against": note, "ms": ms})
+    for h in hand:  # the table code must reproduce every hand-computed total
+        got = next(c for c in cases if c["id"] == h["id"])["expected"]["total"] * 1e3
+        if abs(got - h["ms"]) > 5e-5:
+            raise SystemExit(f"{h['id']}: generated {got:.6f} ms, hand-checked {h['ms']} ms")
+    for variant in ("printed", "corrected"):
+        for layout, p, n, m, g, s, random, pname in grid():
+            add(variant, layout, p, n, m, g, s, random, pname)
+
+    doc = {
+        "format": "pfslayout-cost-vectors/1",
+        "units": {"time": "s", "size": "bytes"},
+        "generator": "operator/tests/vectors/generate_cost_vectors.py (exact rationals, independent of pfslayout)",
+        "hand_checked": hand,
+        "cases": cases,
+    }
+    json.dump(doc, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
