@@ -1,0 +1,575 @@
+"""The three pfslayout.io/v1alpha1 kinds, as OpenAPI v3 schemas with CEL rules.
+
+Field names here are the contract with the operator (`operator/src/pfslayout/`), the chart and the docs.
+Run `python crds/generate.py` after an edit; it rewrites `crds/*.yaml`, the chart's copies and
+`docs/crd-reference.md`.
+"""
+
+from __future__ import annotations
+
+from schema_parts import (
+    DNS_LABEL, LAYOUTS, MAX_SERVERS, Schema, array, boolean, conditions, immutable, integer, layout,
+    layout_fields, layout_rules, node_selector, number, obj, object_ref, observed_generation, quantity,
+    resources, rule, strip_size, string, tolerations,
+)
+
+GROUP = "pfslayout.io"
+VERSION = "v1alpha1"
+
+DEFAULT_ORANGEFS_IMAGE = "pfs-layout-operator/orangefs:2.10.0"
+DEFAULT_MPI_IMAGE = "pfs-layout-operator/mpi:0.1.0"
+
+
+def _image(description: str, default: str | None = None) -> Schema:
+    out = string(description, minLength=1, maxLength=512, pattern=r"^[^\s]+$")
+    if default:
+        out["default"] = default
+    return out
+
+
+PULL_POLICY = string("When the kubelet pulls the image.", enum=["Always", "IfNotPresent", "Never"],
+                     default="IfNotPresent")
+
+
+# ---------------------------------------------------------------------------------------------------
+# OrangeFSCluster
+# ---------------------------------------------------------------------------------------------------
+
+def orangefs_cluster_spec() -> Schema:
+    servers = obj(
+        "The OrangeFS server pods (a StatefulSet `<name>-server` behind the headless Service "
+        "`<name>-server`). Every server stores data; `metadataCount` of them also store metadata.", {
+            "count": integer("Number of OrangeFS servers (n in the cost model). Scaling up adds servers "
+                             "to `fs.conf`; scaling down is reported in the `Ready` condition when data "
+                             "would be lost.", minimum=1, maximum=MAX_SERVERS, default=4),
+            "metadataCount": integer("How many servers (the first ordinals) also serve metadata; omitted "
+                                     "means all. File stuffing is enabled only when every server serves "
+                                     "metadata.", minimum=1, maximum=MAX_SERVERS),
+            "resources": resources("CPU and memory for each server container."),
+        }, rules=[rule("!has(self.metadataCount) || self.metadataCount <= self.count",
+                       "metadataCount must not exceed count", ".metadataCount")], default={})
+
+    storage = obj(
+        "Where each server keeps its data and metadata (Trove storage space). Fixed when the cluster is "
+        "created.", {
+            "type": string("`pvc`: a PersistentVolumeClaim per server from a volumeClaimTemplate; "
+                           "`hostPath`: a directory on the node (`hostPath.path/<pod name>`); `emptyDir`: "
+                           "scratch space lost with the pod (tests, demos).",
+                           enum=["pvc", "hostPath", "emptyDir"], default="pvc",
+                           **{"x-kubernetes-validations": [immutable("storage.type")]}),
+            "size": quantity("Capacity per server: the PVC request for `pvc`, the `sizeLimit` for "
+                             "`emptyDir`; forbidden for `hostPath`. Required for `pvc`. At least 64Mi."),
+            "storageClassName": string("StorageClass of the PVCs (`pvc` only); omitted uses the cluster "
+                                       "default.", maxLength=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"),
+            "hostPath": obj("Node directory for `hostPath` storage (required then, forbidden otherwise).", {
+                "path": string("Absolute directory on the node; each server uses `<path>/<pod name>`.",
+                               minLength=2, maxLength=4096, pattern=r"^/[^\x00]*[^/\x00]$"),
+            }, required=["path"]),
+            "medium": string("`emptyDir` medium: empty for node disk, `Memory` for tmpfs.",
+                             enum=["", "Memory"]),
+        }, rules=[
+            rule("self.type == 'pvc' ? has(self.size) : true", "size is required for storage type pvc",
+                 ".size"),
+            rule("self.type == 'hostPath' ? !has(self.size) : true",
+                 "size is forbidden for storage type hostPath (the node directory is not sized)", ".size"),
+            rule("!has(self.size) || (isQuantity(string(self.size)) && "
+                 "quantity(string(self.size)).compareTo(quantity('64Mi')) >= 0)",
+                 "size must be a quantity of at least 64Mi, e.g. 10Gi", ".size"),
+            rule("self.type == 'hostPath' ? has(self.hostPath) : !has(self.hostPath)",
+                 "hostPath is required for storage type hostPath and forbidden otherwise", ".hostPath"),
+            rule("self.type == 'pvc' || !has(self.storageClassName)",
+                 "storageClassName is only valid with storage type pvc", ".storageClassName"),
+            rule("self.type == 'emptyDir' || !has(self.medium)",
+                 "medium is only valid with storage type emptyDir", ".medium"),
+            rule("has(self.size) == has(oldSelf.size) && (!has(self.size) || self.size == oldSelf.size)",
+                 "storage.size is immutable (StatefulSet volume claims cannot change); create a new "
+                 "OrangeFSCluster instead", ".size"),
+            rule("has(self.storageClassName) == has(oldSelf.storageClassName) && "
+                 "(!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",
+                 "storage.storageClassName is immutable", ".storageClassName"),
+            rule("!has(oldSelf.hostPath) || (has(self.hostPath) && self.hostPath.path == oldSelf.hostPath.path)",
+                 "storage.hostPath.path is immutable: the data lives there", ".hostPath"),
+        ], default={})
+
+    fs = obj("The file system's identity, written into `fs.conf` and every client's `pvfs2tab`.", {
+        "name": string("File-system name (`Name` in `fs.conf`, the last part of `tcp://host:port/<name>`).",
+                       minLength=1, maxLength=32, pattern=r"^[a-z][a-z0-9_-]*$", default="orangefs",
+                       **{"x-kubernetes-validations": [immutable("fs.name")]}),
+        "id": integer("File-system ID (`ID` in `fs.conf`); omitted derives a fixed one from the object's "
+                      "namespace and name, shown in `status.fsId`. Cannot be set or changed later.",
+                      minimum=1, maximum=2147483647),
+    }, rules=[rule("has(self.id) == has(oldSelf.id) && (!has(self.id) || self.id == oldSelf.id)",
+                   "fs.id is immutable and cannot be added or removed after creation", ".id")], default={})
+
+    ports = obj("Network ports of the servers.", {
+        "tcp": integer("BMI TCP port every server listens on and every alias URL names.",
+                       minimum=1024, maximum=65535, default=3334,
+                       **{"x-kubernetes-validations": [immutable("ports.tcp")]}),
+    }, default={})
+
+    distribution = obj(
+        "Default distribution for files created where no directory hint applies (`<Distribution>` in "
+        "`fs.conf`). `varstrip_dist` is not offered here: its `strips` parameter is a string, which "
+        "`fs.conf` cannot hold; use a LayoutPolicy rule instead.", {
+            "name": string("`simple_stripe` (round robin, the 1-DH default), `twod_stripe` (groups of "
+                           "servers, 2-D), or `basic_dist` (one datafile per file, 1-DV).",
+                           enum=["simple_stripe", "twod_stripe", "basic_dist"], default="simple_stripe"),
+            "stripSize": strip_size("`strip_size` of `simple_stripe`/`twod_stripe`."),
+            "numGroups": integer("`num_groups` of `twod_stripe` (required for it, forbidden otherwise); "
+                                 "must divide `servers.count`.", minimum=1, maximum=MAX_SERVERS),
+            "groupStripFactor": integer("`group_strip_factor` of `twod_stripe`: strips written to one "
+                                        "group before moving to the next.", minimum=1, maximum=65536),
+            "numDatafiles": integer("`DefaultNumDFiles`: datafiles per new file; 0 means one per server.",
+                                    minimum=0, maximum=MAX_SERVERS, default=0),
+        }, rules=[
+            rule("self.name == 'twod_stripe' ? has(self.numGroups) : !has(self.numGroups)",
+                 "numGroups is required for twod_stripe and forbidden for other distributions", ".numGroups"),
+            rule("self.name == 'twod_stripe' || !has(self.groupStripFactor)",
+                 "groupStripFactor is only valid for twod_stripe", ".groupStripFactor"),
+        ], default={})
+
+    client = obj("The client toolbox Deployment `<name>-client` (OrangeFS admin tools, `pvfs2tab` "
+                 "mounted) used for directory hints and inspection.", {
+        "enabled": boolean("Run the toolbox.", default=True),
+        "image": _image("Toolbox image; omitted uses `spec.image`."),
+        "replicas": integer("Toolbox pods.", minimum=0, maximum=8, default=1),
+        "mountPath": string("Mount point clients see in `pvfs2tab` (`/mnt/orangefs` means "
+                            "`/mnt/orangefs/dir` resolves to `/dir` in the file system; no kernel mount "
+                            "is needed with libpvfs2).", minLength=2, maxLength=1024,
+                            pattern=r"^/[^\x00\s]*[^/\x00\s]$", default="/mnt/orangefs"),
+        "resources": resources("CPU and memory for the toolbox container."),
+    }, default={})
+
+    calibration = obj("Automatic cost-model calibration.", {
+        "auto": boolean("Create a CostCalibration `<name>-calibration` when the cluster first becomes "
+                        "Ready.", default=True),
+        "profile": string("Grid of the automatic calibration: `quick` (minutes, a few sizes) or `standard` "
+                          "(the full process-count x request-size grid).", enum=["quick", "standard"],
+                          default="quick"),
+    }, default={})
+
+    return obj("Desired OrangeFS testbed.", {
+        "image": _image("OrangeFS image for the servers (and the toolbox unless `client.image` is set).",
+                        DEFAULT_ORANGEFS_IMAGE),
+        "imagePullPolicy": PULL_POLICY,
+        "servers": servers,
+        "storage": storage,
+        "fs": fs,
+        "ports": ports,
+        "distribution": distribution,
+        "reclaimPolicy": string("What happens to server storage when the OrangeFSCluster is deleted: "
+                                "`Retain` keeps PVCs and hostPath data, `Delete` removes them.",
+                                enum=["Retain", "Delete"], default="Retain"),
+        "client": client,
+        "calibration": calibration,
+        "nodeSelector": node_selector(),
+        "tolerations": tolerations(),
+    }, rules=[
+        rule("!has(self.distribution.numGroups) || self.servers.count % self.distribution.numGroups == 0",
+             "distribution.numGroups must divide servers.count (e.g. 2 groups of 2 with 4 servers)",
+             ".distribution.numGroups"),
+        rule("self.distribution.numDatafiles <= self.servers.count",
+             "distribution.numDatafiles must not exceed servers.count (0 means all servers)",
+             ".distribution.numDatafiles"),
+    ])
+
+
+def orangefs_cluster_status() -> Schema:
+    server = obj("One server as clients reach it.", {
+        "ordinal": integer("StatefulSet ordinal.", minimum=0),
+        "alias": string("OrangeFS alias (`Alias` in `fs.conf`, the `-a` argument of `pvfs2-server`)."),
+        "url": string("BMI address, `tcp://<pod>.<service>.<namespace>.svc:<port>`."),
+        "metadata": boolean("Whether this server also serves metadata."),
+        "ready": boolean("Whether the server pod is Ready."),
+    })
+    return obj("Observed state, written by the operator.", {
+        "phase": string("Coarse state: `Pending`, `Provisioning`, `Ready`, `Degraded`, `Failed` or "
+                        "`Terminating`.",
+                        enum=["Pending", "Provisioning", "Ready", "Degraded", "Failed", "Terminating"]),
+        "servers": integer("Servers the operator is running (spec.servers.count once reconciled).",
+                           minimum=0),
+        "readyServers": integer("Server pods that are Ready.", minimum=0),
+        "fsId": integer("The file-system ID in `fs.conf`.", minimum=1, maximum=2147483647),
+        "endpoints": obj("How clients reach the file system.", {
+            "uri": string("`pvfs2tab` config-server list: `tcp://<server>:<port>/<fs name>` entries "
+                          "joined by commas."),
+            "mountPath": string("The mount point in `pvfs2tab`."),
+            "service": string("Headless Service giving each server pod its DNS name."),
+            "fsConfConfigMap": string("ConfigMap holding `fs.conf`."),
+            "pvfs2tabConfigMap": string("ConfigMap holding `pvfs2tab` (mount it and set `PVFS2TAB_FILE`)."),
+            "servers": array("Every server's alias and address.", server, maxItems=MAX_SERVERS),
+        }),
+        "calibrationRef": obj("The CostCalibration created for this cluster, if any.", {
+            "name": string("Name of the CostCalibration."),
+        }),
+        "conditions": conditions(),
+        "observedGeneration": observed_generation(),
+    })
+
+
+# ---------------------------------------------------------------------------------------------------
+# CostCalibration
+# ---------------------------------------------------------------------------------------------------
+
+def cost_calibration_spec() -> Schema:
+    grid = obj("The probe grid: every combination is measured `repetitions` times.", {
+        "processCounts": array("Concurrent probe processes p.", integer("Process count.", minimum=1,
+                               maximum=4096), minItems=1, maxItems=16, default=[1, 2, 4, 8],
+                               **{"x-kubernetes-list-type": "set"}),
+        "procsPerNode": array("Processes per client node m.", integer("Processes per node.", minimum=1,
+                              maximum=256), minItems=1, maxItems=8, default=[1],
+                              **{"x-kubernetes-list-type": "set"}),
+        "requestSizes": array("Request sizes s in bytes.", integer("Bytes per request.", format="int64",
+                              minimum=512, maximum=1 << 30), minItems=2, maxItems=24,
+                              default=[4096, 65536, 262144, 1048576, 4194304],
+                              **{"x-kubernetes-list-type": "set"}),
+        "layouts": array("Layouts probed.", string("A layout.", enum=LAYOUTS), minItems=1, maxItems=3,
+                         default=list(LAYOUTS), **{"x-kubernetes-list-type": "set"}),
+        "patterns": array("Access patterns probed (α is fitted separately for each).",
+                          string("An access pattern.", enum=["sequential", "random"]), minItems=1,
+                          maxItems=2, default=["sequential", "random"], **{"x-kubernetes-list-type": "set"}),
+        "repetitions": integer("Measurements per grid point (the papers averaged many; [000] makes it "
+                               "configurable).", minimum=1, maximum=10000, default=5),
+        "bytesPerProcess": integer("Bytes each probe process moves per grid point.", format="int64",
+                                   minimum=4096, maximum=1 << 36, default=64 << 20),
+    }, rules=[rule("self.procsPerNode.all(m, self.processCounts.exists(p, p >= m))",
+                   "every procsPerNode value must be at most some processCounts value", ".procsPerNode")],
+        default={})
+    return obj("Desired calibration run.", {
+        "clusterRef": object_ref("The OrangeFSCluster to calibrate.", "OrangeFSCluster") | {
+            "x-kubernetes-validations": [rule("self == oldSelf", "clusterRef is immutable; create a new "
+                                              "CostCalibration for another cluster")]},
+        "probeImage": _image("Image with `pfsprobe` and MPICH (ROMIO with pvfs2).", DEFAULT_MPI_IMAGE),
+        "imagePullPolicy": PULL_POLICY,
+        "grid": grid,
+        "fit": obj("How the parameters are fitted from the measurements.", {
+            "perServer": boolean("Also fit α and β per server (heterogeneous servers, [002]); they appear in "
+                                 "`status.params.servers`.", default=False),
+            "minRSquared": number("Fits with a lower R² set the `Ready` condition to False with reason "
+                                  "`PoorFit` (parameters are still published).", minimum=0, maximum=1,
+                                  default=0.8),
+        }, default={}),
+        "timeoutSeconds": integer("Deadline of each probe Job (`activeDeadlineSeconds`).", minimum=10,
+                                  maximum=86400, default=1800),
+        "configMapName": string("ConfigMap the fitted parameters are written to (key `params.json`, the "
+                                "`--params` file format); omitted uses `<name>-params`.", maxLength=253,
+                                pattern=DNS_LABEL),
+        "resources": resources("CPU and memory of each probe container."),
+    }, required=["clusterRef"])
+
+
+def params_fields(per_server: bool) -> dict[str, Schema]:
+    fields = {
+        "e": number("Connection set-up time e, seconds.", minimum=0),
+        "v": number("Network transfer time per byte v, seconds/byte.", minimum=0),
+        "alpha_seq": number("Storage start-up time α for sequential access, seconds.", minimum=0),
+        "alpha_rand": number("Storage start-up time α for random access, seconds.", minimum=0),
+        "beta": number("Storage read/write time per byte β, seconds/byte.", minimum=0),
+    }
+    if per_server:
+        fields = {"index": integer("Server ordinal.", minimum=0, maximum=MAX_SERVERS - 1)} | fields
+    return fields
+
+
+def cost_calibration_status() -> Schema:
+    return obj("Observed state and the fitted cost-model parameters.", {
+        "phase": string("`Pending`, `Running`, `Succeeded` or `Failed`.",
+                        enum=["Pending", "Running", "Succeeded", "Failed"]),
+        "params": obj("Fitted parameters, in the `--params` file format (seconds and bytes).",
+                      params_fields(False) | {
+                          "servers": array("Per-server overrides (only with `fit.perServer`).",
+                                           obj("One server's parameters.", params_fields(True)),
+                                           maxItems=MAX_SERVERS),
+                      }),
+        "fit": obj("Fit quality.", {
+            "rSquared": number("Coefficient of determination of the fit over all samples."),
+            "rmsResidualSeconds": number("Root-mean-square residual, seconds.", minimum=0),
+            "maxRelativeResidual": number("Largest |measured − predicted| / measured.", minimum=0),
+            "samples": integer("Measurements used.", minimum=0),
+        }),
+        "jobs": obj("Probe Jobs.", {
+            "total": integer("Jobs planned.", minimum=0),
+            "succeeded": integer("Jobs finished successfully.", minimum=0),
+            "failed": integer("Jobs that failed.", minimum=0),
+        }),
+        "configMapName": string("ConfigMap holding `params.json` for the shim and `pfslayout --params`."),
+        "startTime": string("When the first probe Job was created.", format="date-time"),
+        "completionTime": string("When the fit was published.", format="date-time"),
+        "conditions": conditions(),
+        "observedGeneration": observed_generation(),
+    })
+
+
+# ---------------------------------------------------------------------------------------------------
+# LayoutPolicy
+# ---------------------------------------------------------------------------------------------------
+
+def label_selector() -> Schema:
+    return obj("MPIJobs in this namespace whose labels match get the shim and the policy's directory "
+               "rules injected at admission. Omitted matches no MPIJob (directories are still laid out); "
+               "`{}` matches every MPIJob in the namespace.", {
+        "matchLabels": {"type": "object", "description": "Labels that must all be present with these values.",
+                        "additionalProperties": {"type": "string", "maxLength": 63}, "maxProperties": 32},
+        "matchExpressions": array("Set-based requirements, all of which must hold.", obj(
+            "One requirement.", {
+                "key": string("Label key.", minLength=1, maxLength=316),
+                "operator": string("`In`, `NotIn`, `Exists` or `DoesNotExist`.",
+                                   enum=["In", "NotIn", "Exists", "DoesNotExist"]),
+                "values": array("Values for `In`/`NotIn`; empty for `Exists`/`DoesNotExist`.",
+                                string("A label value.", maxLength=63), maxItems=32),
+            }, required=["key", "operator"], rules=[
+                rule("self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0) : "
+                     "(!has(self.values) || size(self.values) == 0)",
+                     "values must be non-empty for In/NotIn and empty for Exists/DoesNotExist", ".values")]),
+            maxItems=16),
+    })
+
+
+def workload() -> Schema:
+    return obj("The expected access pattern (the cost model's p, m, s and α choice).", {
+        "processes": integer("Concurrent processes p doing I/O.", minimum=1, maximum=65536),
+        "procsPerNode": integer("Processes per client node m.", minimum=1, maximum=1024, default=1),
+        "requestSize": integer("Typical request size s in bytes.", format="int64", minimum=1,
+                               maximum=1 << 34),
+        "pattern": string("`sequential` or `random` (selects α_seq or α_rand).",
+                          enum=["sequential", "random"], default="sequential"),
+        "operation": string("`read`, `write` or `readwrite`; the model costs both alike, the shim's "
+                            "replica routing uses it.", enum=["read", "write", "readwrite"], default="read"),
+    }, required=["processes", "requestSize"],
+        rules=[rule("self.procsPerNode <= self.processes", "procsPerNode must not exceed processes",
+                    ".procsPerNode")])
+
+
+def replica() -> Schema:
+    fields = {"name": string("Replica name; the copy lives in `<path>/.replica-<name>`.", minLength=1,
+                             maxLength=40, pattern=DNS_LABEL)} | layout_fields()
+    return obj("One replica and its layout.", fields, required=["name", "layout"], rules=layout_rules())
+
+
+def policy_rule() -> Schema:
+    return obj("Layout rule for one directory and everything created under it.", {
+        "path": string("Directory inside the file system (as seen under the client mount path), e.g. "
+                       "`/ior/shared`; unique within the policy.", minLength=1, maxLength=1024,
+                       pattern=r"^/[^\x00]*$",
+                       **{"x-kubernetes-validations": [rule(
+                           "!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//')",
+                           "path must be absolute and normalised: no '.' or '..' segments, no '//'")]}),
+        "mode": string("`explicit` (the given layout), `auto` (the cost model picks from a workload or "
+                       "traces), or `hybrid` (a replica set; the shim routes each request to the cheapest "
+                       "copy).", enum=["explicit", "auto", "hybrid"]),
+        "fileSharing": string("`perProcess`: each rank writes its own files (1-DV = one datafile per file); "
+                              "`shared`: ranks share one file (layouts map to strip sizes).",
+                              enum=["perProcess", "shared"], default="perProcess"),
+        "explicit": layout("The layout for `mode: explicit` (required then, forbidden otherwise)."),
+        "auto": obj("Inputs for `mode: auto` (required then, forbidden otherwise).", {
+            "source": string("`workload`: cost the described access pattern; `trace`: cost the "
+                             "recorded requests of earlier traced runs (needs `spec.trace.enabled`).",
+                             enum=["workload", "trace"], default="workload"),
+            "workload": workload(),
+            "candidates": array("Layouts considered; for `2-D` every divisor g of the server count is "
+                                "tried.", string("A layout.", enum=LAYOUTS), minItems=1, maxItems=3,
+                                default=list(LAYOUTS), **{"x-kubernetes-list-type": "set"}),
+            "allowHybrid": boolean("When the best two candidates are within `spec.hybridThreshold`, use "
+                                   "both as a hybrid replica set instead of one static layout.", default=False),
+        }, rules=[rule("self.source == 'workload' ? has(self.workload) : !has(self.workload)",
+                       "workload is required when source is workload and forbidden when it is trace",
+                       ".workload")]),
+        "hybrid": obj("The replica set for `mode: hybrid` (required then, forbidden otherwise).", {
+            "replicas": array("2 to 4 copies with distinct layouts.", replica(), minItems=2, maxItems=4,
+                              **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                                 "x-kubernetes-validations": [rule(
+                                     "self.all(a, self.exists_one(b, b.layout == a.layout && "
+                                     "b.stripSize == a.stripSize && "
+                                     "(has(b.groups) ? b.groups : 0) == (has(a.groups) ? a.groups : 0)))",
+                                     "replicas must have distinct layouts (layout, groups and stripSize "
+                                     "may not all repeat)")]}),
+        }, required=["replicas"]),
+    }, required=["path", "mode"], rules=[
+        rule("self.mode == 'explicit' ? has(self.explicit) : !has(self.explicit)",
+             "explicit is required when mode is explicit and forbidden otherwise", ".explicit"),
+        rule("self.mode == 'auto' ? has(self.auto) : !has(self.auto)",
+             "auto is required when mode is auto and forbidden otherwise", ".auto"),
+        rule("self.mode == 'hybrid' ? has(self.hybrid) : !has(self.hybrid)",
+             "hybrid is required when mode is hybrid and forbidden otherwise", ".hybrid"),
+    ])
+
+
+def layout_policy_spec() -> Schema:
+    return obj("Desired per-directory layouts and MPIJob injection.", {
+        "clusterRef": object_ref("The OrangeFSCluster whose directories this policy lays out.",
+                                 "OrangeFSCluster") | {"x-kubernetes-validations": [rule(
+                                     "self == oldSelf", "clusterRef is immutable; create a new LayoutPolicy")]},
+        "calibrationRef": object_ref("CostCalibration whose parameters the cost model uses; omitted uses "
+                                     "the cluster's automatic calibration, else the seeds' Ethernet "
+                                     "values ([003] Table 3).", "CostCalibration"),
+        "selector": label_selector(),
+        "rules": array("Directory rules; paths are unique, the longest matching prefix wins for the shim.",
+                       policy_rule(), minItems=1, maxItems=32,
+                       **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["path"]}),
+        "hybridThreshold": number("δ: a static layout is chosen when the runner-up's predicted cost exceeds "
+                                  "the best by at least this fraction; below it an `auto` rule with "
+                                  "`allowHybrid` becomes a replica set (DIGEST §6 B3).", minimum=0,
+                                  maximum=10, default=0.1),
+        "costModel": obj("Which variant of the [003] Table 2 cost model to evaluate.", {
+            "variant": string("`corrected`: the max form, consistent with the serial-count rule; `printed`: "
+                              "the table as printed (reproduces the papers).",
+                              enum=["corrected", "printed"], default="corrected"),
+            "twoDDivisor": string("`ceil`: ⌈n/g⌉ as in [003]; `floor`: ⌊n/g⌋ as in [000].",
+                                  enum=["ceil", "floor"], default="ceil"),
+        }, default={}),
+        "shim": obj("The cost-aware MPI-IO shim injected into matching MPIJobs.", {
+            "enabled": boolean("Inject `libpfsshim.so` (LD_PRELOAD) and its config.", default=True),
+            "image": _image("Image whose init container copies `libpfsshim.so` into the job's pods.",
+                            DEFAULT_MPI_IMAGE),
+            "imagePullPolicy": PULL_POLICY,
+        }, default={}),
+        "trace": obj("Per-rank request tracing by the shim (input for `auto` rules with `source: trace`).", {
+            "enabled": boolean("Record traces.", default=False),
+            "path": string("Directory inside the file system where each job's per-rank traces go "
+                           "(`<path>/<namespace>/<job>/`).", minLength=2, maxLength=1024,
+                           pattern=r"^/[^\x00]*$", default="/.pfslayout/traces"),
+            "maxRecordsPerRank": integer("Records kept per rank; later requests are counted, not stored.",
+                                         format="int64", minimum=1, maximum=1 << 30, default=1 << 20),
+            "replan": boolean("Re-plan `auto` rules with `source: trace` when a traced MPIJob succeeds.",
+                              default=True),
+        }, default={}),
+    }, required=["clusterRef", "rules"], rules=[
+        rule("!self.rules.exists(r, r.mode == 'auto' && has(r.auto) && r.auto.source == 'trace') || "
+             "self.trace.enabled",
+             "trace.enabled must be true when a rule uses auto.source: trace", ".trace.enabled"),
+    ])
+
+
+def chosen_layout() -> Schema:
+    fields = layout_fields()
+    fields["stripSize"] = {k: v for k, v in fields["stripSize"].items()
+                           if k not in ("default", "x-kubernetes-validations")}
+    return obj("A layout the operator applied.", fields | {
+        "name": string("Replica name (hybrid only)."),
+    })
+
+
+def layout_policy_status() -> Schema:
+    candidate = obj("One candidate the cost model evaluated.", {
+        "layout": string("The layout.", enum=LAYOUTS),
+        "groups": integer("g for `2-D`.", minimum=1),
+        "predictedSeconds": number("Predicted total cost of the workload or trace, seconds.", minimum=0),
+    })
+    rule_status = obj("What the operator did for one rule.", {
+        "path": string("The rule's directory."),
+        "mode": string("The rule's mode.", enum=["explicit", "auto", "hybrid"]),
+        "decision": string("`static` (one layout) or `hybrid` (a replica set).", enum=["static", "hybrid"]),
+        "layout": chosen_layout(),
+        "replicas": array("The replica set when `decision` is `hybrid`.", chosen_layout(), maxItems=4),
+        "candidates": array("Every candidate's predicted cost, cheapest first.", candidate,
+                            maxItems=MAX_SERVERS + 2),
+        "hints": {"type": "object", "description": "OrangeFS directory hints applied, e.g. "
+                  "`user.pvfs2.num_dfiles: \"1\"`.", "additionalProperties": {"type": "string"}},
+        "applied": boolean("Whether the hints are set on the directory (checked after setting)."),
+        "message": string("Why this choice, or what failed."),
+    })
+    return obj("Observed state: the chosen layouts and why.", {
+        "paramsSource": string("Where the cost parameters came from: `CostCalibration/<name>` or `defaults`."),
+        "rules": array("Per-rule outcome, in spec order.", rule_status, maxItems=32),
+        "injectedJobs": integer("MPIJobs the shim was injected into since the policy was created.", minimum=0),
+        "lastInjectedJob": string("Name of the most recent MPIJob injected."),
+        "conditions": conditions(),
+        "observedGeneration": observed_generation(),
+    })
+
+
+# ---------------------------------------------------------------------------------------------------
+# The CRD objects
+# ---------------------------------------------------------------------------------------------------
+
+def _ready_column() -> dict:
+    return {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+            "description": "Status of the Ready condition."}
+
+
+def _age_column() -> dict:
+    return {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+KINDS = [
+    {
+        "kind": "OrangeFSCluster", "plural": "orangefsclusters", "singular": "orangefscluster",
+        "short": ["ofs"], "file": "orangefsclusters.yaml",
+        "description": "An OrangeFS testbed: server StatefulSet, headless Service, generated `fs.conf`, "
+                       "client toolbox and a `pvfs2tab` ConfigMap.",
+        "spec": orangefs_cluster_spec, "status": orangefs_cluster_status, "spec_required": False,
+        "columns": [
+            {"name": "Servers", "type": "integer", "jsonPath": ".spec.servers.count",
+             "description": "Desired servers."},
+            {"name": "Ready-Servers", "type": "integer", "jsonPath": ".status.readyServers",
+             "description": "Servers Ready."},
+            {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "Coarse state."},
+            {"name": "FS", "type": "string", "jsonPath": ".spec.fs.name", "description": "File-system name."},
+            {"name": "Storage", "type": "string", "jsonPath": ".spec.storage.type",
+             "description": "Storage type."},
+            _ready_column(), _age_column(),
+        ],
+    },
+    {
+        "kind": "CostCalibration", "plural": "costcalibrations", "singular": "costcalibration",
+        "short": ["cc"], "file": "costcalibrations.yaml",
+        "description": "A calibration run: probe Jobs over a grid, then a fit of the cost-model parameters "
+                       "(e, v, α_seq, α_rand, β) published in the status and a ConfigMap.",
+        "spec": cost_calibration_spec, "status": cost_calibration_status, "spec_required": True,
+        "columns": [
+            {"name": "Cluster", "type": "string", "jsonPath": ".spec.clusterRef.name",
+             "description": "Calibrated OrangeFSCluster."},
+            {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "Run state."},
+            {"name": "R2", "type": "number", "jsonPath": ".status.fit.rSquared", "description": "Fit R²."},
+            _ready_column(), _age_column(),
+        ],
+    },
+    {
+        "kind": "LayoutPolicy", "plural": "layoutpolicies", "singular": "layoutpolicy",
+        "short": ["lp"], "file": "layoutpolicies.yaml",
+        "description": "Per-directory layouts (explicit, chosen by the cost model, or hybrid replica sets) "
+                       "for an OrangeFSCluster, and shim injection into matching MPIJobs.",
+        "spec": layout_policy_spec, "status": layout_policy_status, "spec_required": True,
+        "columns": [
+            {"name": "Cluster", "type": "string", "jsonPath": ".spec.clusterRef.name",
+             "description": "Target OrangeFSCluster."},
+            {"name": "Params", "type": "string", "jsonPath": ".status.paramsSource",
+             "description": "Cost parameters used."},
+            {"name": "Injected", "type": "integer", "jsonPath": ".status.injectedJobs",
+             "description": "MPIJobs injected.", "priority": 1},
+            _ready_column(), _age_column(),
+        ],
+    },
+]
+
+
+def crd(kind: dict) -> dict:
+    schema = obj(kind["description"], {
+        "apiVersion": string("Versioned schema of this representation: `pfslayout.io/v1alpha1`."),
+        "kind": string(f"`{kind['kind']}`."),
+        "metadata": {"type": "object", "description": "Standard object metadata."},
+        "spec": kind["spec"](),
+        "status": kind["status"](),
+    }, required=["spec"] if kind["spec_required"] else None)
+    if not kind["spec_required"]:
+        schema["properties"]["spec"]["default"] = {}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{kind['plural']}.{GROUP}",
+            "labels": {"app.kubernetes.io/part-of": "pfs-layout-operator"},
+        },
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"kind": kind["kind"], "listKind": kind["kind"] + "List", "plural": kind["plural"],
+                      "singular": kind["singular"], "shortNames": kind["short"], "categories": ["pfslayout"]},
+            "versions": [{
+                "name": VERSION, "served": True, "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": kind["columns"],
+                "schema": {"openAPIV3Schema": schema},
+            }],
+        },
+    }
