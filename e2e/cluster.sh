@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The test cluster's one entry point.
+#   e2e/cluster.sh build    build/cache the pinned binaries (~/.cache/pfs-layout-operator/, by version)
+#   e2e/cluster.sh up       start the cluster (idempotent: returns at once when it already runs)
+#   e2e/cluster.sh down     stop everything `up` started, by PID, and check nothing is left
+#   e2e/cluster.sh env      print `export KUBECONFIG=… KUBECTL=… HELM=… PATH=…` (eval "$(e2e/cluster.sh env)")
+#   e2e/cluster.sh status   what runs (exit 0 when all of it does, 3 otherwise)
+# With a working Docker engine the cluster is kind (e2e/kind/config.yaml, images from images/ built
+# and loaded); without one it is a local control plane with kwok nodes (docs/test-cluster.md).
+# PFSLAYOUT_E2E_MODE=local|kind forces one. PFSLAYOUT_E2E_STATE and PFSLAYOUT_E2E_PORT_BASE select an
+# independent cluster (state directory, 8 consecutive ports on 127.0.0.1).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/cluster/lib.sh"
+
+mode=${PFSLAYOUT_E2E_MODE:-}
+if [ -z "$mode" ]; then
+  # A state directory remembers which kind of cluster it holds, so `down` never guesses.
+  if [ -f "$STATE_DIR/mode" ]; then mode=$(cat "$STATE_DIR/mode")
+  elif command -v docker >/dev/null && timeout 20 docker info >/dev/null 2>&1; then mode=kind
+  else mode=local; fi
+fi
+case $mode in local|kind) ;; *) die "PFSLAYOUT_E2E_MODE must be local or kind, not '$mode'" ;; esac
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in
+  build)
+    if [ "$mode" = kind ]; then "$here/cluster/build.sh" helm k8s && "$here/cluster/kind.sh" build
+    else "$here/cluster/build.sh" "$@"; fi ;;
+  up)
+    "$here/cluster.sh" build
+    "$here/cluster/$mode.sh" up
+    echo "$mode" > "$STATE_DIR/mode" ;;
+  down|status|env)
+    if [ "$mode" = local ]; then "$here/cluster/local.sh" "$cmd"; else "$here/cluster/kind.sh" "$cmd"; fi ;;
+  *) die "usage: e2e/cluster.sh build|up|down|env|status" ;;
+esac

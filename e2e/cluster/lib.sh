@@ -1,0 +1,38 @@
+# Shared settings of the e2e/cluster scripts: sourced, never run.
+# Paths derive from this file's location and $HOME; nothing machine-specific is hard-coded.
+# shellcheck shell=bash
+
+CLUSTER_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$CLUSTER_LIB_DIR/../.." && pwd)
+# shellcheck source=versions.env
+. "$CLUSTER_LIB_DIR/versions.env"
+
+CACHE_ROOT=${PFSLAYOUT_CACHE:-$HOME/.cache/pfs-layout-operator}
+K8S_DIR=$CACHE_ROOT/k8s-$K8S_VERSION
+KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION
+HELM_DIR=$CACHE_ROOT/helm-$HELM_VERSION
+MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION
+# Go's own caches live beside the binaries so a warm machine rebuilds nothing and `rm -rf` of one
+# directory cleans everything.
+export GOCACHE=${PFSLAYOUT_GOCACHE:-$CACHE_ROOT/go/build}
+export GOMODCACHE=${PFSLAYOUT_GOMODCACHE:-$CACHE_ROOT/go/mod}
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+
+STATE_DIR=${PFSLAYOUT_E2E_STATE:-$REPO_ROOT/e2e/.state}
+PORT_BASE=${PFSLAYOUT_E2E_PORT_BASE:-26400}
+# Port map (documented in docs/test-cluster.md): every listener is on 127.0.0.1.
+PORT_ETCD_CLIENT=$((PORT_BASE + 0))
+PORT_ETCD_PEER=$((PORT_BASE + 1))
+PORT_ETCD_METRICS=$((PORT_BASE + 2))
+PORT_APISERVER=$((PORT_BASE + 3))
+PORT_KCM=$((PORT_BASE + 4))
+PORT_SCHEDULER=$((PORT_BASE + 5))
+PORT_KWOK=$((PORT_BASE + 6))
+PORT_MPIOP=$((PORT_BASE + 7))
+PORT_COUNT=8
+
+KUBECTL=$K8S_DIR/bin/kubectl
+HELM=$HELM_DIR/bin/helm
+
+log() { printf 'cluster: %s\n' "$*" >&2; }
+die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The local control plane (no Docker): etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# kwok (fake nodes and pod lifecycle) and the MPI Operator's controller, all as host processes bound to
+# 127.0.0.1, with their PIDs, logs and PKI under the state directory.
+# Usage: local.sh up|down|status|env   (called by e2e/cluster.sh)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PKI=$STATE_DIR/pki
+PIDS=$STATE_DIR/pids
+LOGS=$STATE_DIR/logs
+KUBECONFIG_PATH=$STATE_DIR/kubeconfig
+# Start order; `down` walks it backwards.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok mpi-operator)
+NODE_COUNT=${PFSLAYOUT_E2E_NODES:-4}
+UP_TIMEOUT=${PFSLAYOUT_E2E_UP_TIMEOUT:-120}
+
+kubectl() { "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=20s "$@"; }
+
+# A PID file holds "<pid> <start time in clock ticks>": the start time tells our process from an
+# unrelated one that later got the same PID, so `down` never signals a stranger.
+proc_start() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null; }
+pid_of() { # prints the pid when the component's recorded process is still alive
+  local f=$PIDS/$1.pid pid start
+  [ -f "$f" ] || return 1
+  read -r pid start < "$f" || return 1
+  [ -n "$pid" ] && [ "$(proc_start "$pid")" = "$start" ] || return 1
+  echo "$pid"
+}
+
+start() { # name binary args...: detached from the caller's session; stdio to the log
+  local name=$1; shift
+  mkdir -p "$PIDS" "$LOGS"
+  # setsid: a Ctrl-C in the caller's terminal must not take the cluster down half way.
+  setsid "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
+  local pid=$!
+  echo "$pid $(proc_start "$pid")" > "$PIDS/$name.pid"
+}
+
+alive_or_die() {
+  pid_of "$1" >/dev/null && return 0
+  tail -n 25 "$LOGS/$1.log" >&2 || true
+  die "$1 exited during start-up (log: $LOGS/$1.log)"
+}
+
+wait_for() { # description component-to-watch command...: polls every 0.25 s until UP_TIMEOUT
+  local what=$1 comp=$2; shift 2
+  local deadline=$((SECONDS + UP_TIMEOUT))
+  until "$@" >/dev/null 2>&1; do
+    [ -n "$comp" ] && alive_or_die "$comp"
+    [ $SECONDS -lt $deadline ] || die "timed out after ${UP_TIMEOUT}s waiting for $what (logs: $LOGS)"
+    sleep 0.25
+  done
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+all_running() {
+  local c
+  for c in "${COMPONENTS[@]}"; do pid_of "$c" >/dev/null || return 1; done
+  [ -f "$STATE_DIR/up.complete" ]
+}
+
+need_binaries() {
+  local f
+  for f in "$K8S_DIR/bin/kube-apiserver" "$K8S_DIR/bin/etcd" "$KWOK_DIR/bin/kwok" "$MPIOP_DIR/bin/mpi-operator" "$HELM"; do
+    [ -x "$f" ] || die "missing $f: run 'e2e/cluster.sh build' first"
+  done
+}
+
+up() {
+  if all_running && kubectl get --raw /readyz >/dev/null 2>&1; then
+    log "already running (state: $STATE_DIR)"
+    return 0
+  fi
+  need_binaries
+  # A half-alive cluster (a crash, a reboot) is not worth repairing: the state is throwaway.
+  down quiet
+  local p
+  for p in $(seq "$PORT_BASE" $((PORT_BASE + PORT_COUNT - 1))); do
+    port_free "$p" || die "127.0.0.1:$p is in use (another cluster?): set PFSLAYOUT_E2E_PORT_BASE to a free range of $PORT_COUNT ports and PFSLAYOUT_E2E_STATE to its own directory"
+  done
+  rm -rf "$STATE_DIR"
+  mkdir -p "$STATE_DIR" "$PIDS" "$LOGS" "$STATE_DIR/helm"/{cache,config,data}
+  local t0=$SECONDS
+  "$CLUSTER_LIB_DIR/pki.sh" "$PKI" "$PORT_APISERVER"
+  cp "$PKI/admin.kubeconfig" "$KUBECONFIG_PATH"
+  cat > "$STATE_DIR/cluster.env" <<ENV
+PORT_BASE=$PORT_BASE
+K8S_VERSION=$K8S_VERSION
+KWOK_VERSION=$KWOK_VERSION
+HELM_VERSION=$HELM_VERSION
+MPI_OPERATOR_VERSION=$MPI_OPERATOR_VERSION
+ENV
+
+  start etcd "$K8S_DIR/bin/etcd" --name=pfslayout-e2e --data-dir="$STATE_DIR/etcd" \
+    --listen-client-urls="http://127.0.0.1:$PORT_ETCD_CLIENT" --advertise-client-urls="http://127.0.0.1:$PORT_ETCD_CLIENT" \
+    --listen-peer-urls="http://127.0.0.1:$PORT_ETCD_PEER" --initial-advertise-peer-urls="http://127.0.0.1:$PORT_ETCD_PEER" \
+    --initial-cluster="pfslayout-e2e=http://127.0.0.1:$PORT_ETCD_PEER" \
+    --listen-metrics-urls="http://127.0.0.1:$PORT_ETCD_METRICS" \
+    --unsafe-no-fsync --log-level=warn
+  wait_for "etcd health" etcd curl -fsS "http://127.0.0.1:$PORT_ETCD_CLIENT/health"
+
+  start kube-apiserver "$K8S_DIR/bin/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$PORT_ETCD_CLIENT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$PORT_APISERVER" \
+    --endpoint-reconciler-type=none \
+    --cert-dir="$STATE_DIR/apiserver-certs" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+    --client-ca-file="$PKI/ca.crt" \
+    --authorization-mode=Node,RBAC --anonymous-auth=false \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+    --service-cluster-ip-range=10.96.0.0/16 \
+    --allow-privileged=true \
+    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP \
+    --profiling=false
+  wait_for "kube-apiserver /readyz" kube-apiserver kubectl get --raw /readyz
+
+  start kube-controller-manager "$K8S_DIR/bin/kube-controller-manager" \
+    --kubeconfig="$PKI/controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$PKI/controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$PKI/controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$PORT_KCM" --cert-dir="$STATE_DIR/kcm-certs" \
+    --leader-elect=false --use-service-account-credentials --controllers='*' \
+    --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    --service-cluster-ip-range=10.96.0.0/16 --profiling=false
+  start kube-scheduler "$K8S_DIR/bin/kube-scheduler" \
+    --kubeconfig="$PKI/scheduler.kubeconfig" \
+    --authentication-kubeconfig="$PKI/scheduler.kubeconfig" \
+    --authorization-kubeconfig="$PKI/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$PORT_SCHEDULER" --cert-dir="$STATE_DIR/scheduler-certs" \
+    --leader-elect=false --profiling=false
+
+  kubectl apply --server-side -f "$MPIOP_DIR/crd/kubeflow.org_mpijobs.yaml" >/dev/null
+  "$CLUSTER_LIB_DIR/kwok/nodes.sh" "$NODE_COUNT" | kubectl apply -f - >/dev/null
+
+  local stages=() s
+  for s in "$KWOK_DIR"/stages/*.yaml; do stages+=(--config="$s"); done
+  start kwok "$KWOK_DIR/bin/kwok" --kubeconfig="$PKI/kwok.kubeconfig" \
+    --config="$CLUSTER_LIB_DIR/kwok/kwok.yaml" "${stages[@]}" --config="$CLUSTER_LIB_DIR/kwok/stages.yaml" \
+    --server-address="127.0.0.1:$PORT_KWOK"
+
+  wait_for "the MPIJob CRD to be established" "" \
+    kubectl wait --for=condition=Established --timeout=5s crd/mpijobs.kubeflow.org
+  start mpi-operator "$MPIOP_DIR/bin/mpi-operator" --kubeconfig="$PKI/mpi-operator.kubeconfig" \
+    --health-addr="127.0.0.1:$PORT_MPIOP"
+
+  wait_for "the default ServiceAccount" kube-controller-manager kubectl -n default get serviceaccount default
+  wait_for "$NODE_COUNT Ready nodes" kwok nodes_ready
+  wait_for "the MPI Operator's /healthz" mpi-operator curl -fsS "http://127.0.0.1:$PORT_MPIOP/healthz"
+  local c
+  for c in "${COMPONENTS[@]}"; do alive_or_die "$c"; done
+  touch "$STATE_DIR/up.complete"
+  log "up in $((SECONDS - t0)) s: Kubernetes $K8S_VERSION, $NODE_COUNT kwok nodes, MPI Operator $MPI_OPERATOR_VERSION (state: $STATE_DIR)"
+}
+
+nodes_ready() {
+  local n
+  n=$(kubectl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c '^True$')
+  [ "$n" -ge "$NODE_COUNT" ]
+}
+
+down() {
+  local quiet=${1:-} i c pid left=()
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    c=${COMPONENTS[i]}
+    pid=$(pid_of "$c") || { rm -f "$PIDS/$c.pid"; continue; }
+    kill -TERM "$pid" 2>/dev/null || true
+    # ~2 s each when taken down in reverse order; SIGKILL after 15 s (the state is throwaway).
+    local deadline=$((SECONDS + 15))
+    while pid_of "$c" >/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+    if pid_of "$c" >/dev/null; then
+      log "$c (pid $pid) ignored SIGTERM for 15 s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      sleep 0.5
+    fi
+    pid_of "$c" >/dev/null && left+=("$c:$pid") || rm -f "$PIDS/$c.pid"
+  done
+  rm -f "$STATE_DIR/up.complete"
+  [ ${#left[@]} -eq 0 ] || die "still running after down: ${left[*]}"
+  [ -n "$quiet" ] || log "down: nothing left running (logs kept in $LOGS)"
+}
+
+status() {
+  local c pid rc=0
+  for c in "${COMPONENTS[@]}"; do
+    if pid=$(pid_of "$c"); then printf '%-24s running  pid %s\n' "$c" "$pid"
+    else printf '%-24s stopped\n' "$c"; rc=3; fi
+  done
+  if [ $rc -eq 0 ] && kubectl get --raw /readyz >/dev/null 2>&1; then
+    echo "api server: ready at https://127.0.0.1:$PORT_APISERVER (KUBECONFIG=$KUBECONFIG_PATH)"
+  else
+    rc=3
+  fi
+  return $rc
+}
+
+env_lines() {
+  local path_prefix="$K8S_DIR/bin:$HELM_DIR/bin"
+  printf 'export KUBECONFIG=%q\n' "$KUBECONFIG_PATH"
+  printf 'export KUBECTL=%q\n' "$KUBECTL"
+  printf 'export HELM=%q\n' "$HELM"
+  printf 'export HELM_CACHE_HOME=%q HELM_CONFIG_HOME=%q HELM_DATA_HOME=%q\n' \
+    "$STATE_DIR/helm/cache" "$STATE_DIR/helm/config" "$STATE_DIR/helm/data"
+  printf 'export PATH=%q:"$PATH"\n' "$path_prefix"
+}
+
+# The state directory records the port base it was started with, so `down`/`env`/`status` address the
+# right cluster even when the caller's environment differs.
+if [ -f "$STATE_DIR/cluster.env" ] && [ "${1:-}" != up ]; then
+  PORT_BASE=$(sed -n 's/^PORT_BASE=//p' "$STATE_DIR/cluster.env")
+  PORT_APISERVER=$((PORT_BASE + 3))
+fi
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  env) env_lines ;;
+  *) die "usage: local.sh up|down|status|env" ;;
+esac
