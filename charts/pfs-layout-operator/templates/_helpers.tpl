@@ -1,0 +1,61 @@
+{{/* Chart name, truncated to the 63 characters a label value allows. */}}
+{{- define "pfslayout.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Release-qualified name used for every namespaced object. */}}
+{{- define "pfslayout.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "pfslayout.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "pfslayout.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: pfs-layout-operator
+{{- end -}}
+
+{{- define "pfslayout.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "pfslayout.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "pfslayout.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "pfslayout.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name must name an existing ServiceAccount when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "pfslayout.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* Name of the Secret holding the webhook's serving certificate. */}}
+{{- define "pfslayout.webhookSecret" -}}
+{{- if .Values.webhook.certManager.enabled -}}
+{{- printf "%s-webhook-tls" (include "pfslayout.fullname" .) -}}
+{{- else -}}
+{{- .Values.webhook.tls.secretName -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The webhook needs a serving certificate: from cert-manager, or a Secret plus its CA bundle. */}}
+{{- define "pfslayout.validateWebhook" -}}
+{{- if and .Values.webhook.enabled (not .Values.webhook.certManager.enabled) -}}
+{{- if or (not .Values.webhook.tls.secretName) (not .Values.webhook.tls.caBundle) -}}
+{{- fail "webhook.enabled needs TLS: set webhook.certManager.enabled=true, or both webhook.tls.secretName and webhook.tls.caBundle" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
