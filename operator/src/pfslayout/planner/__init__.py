@@ -1,0 +1,33 @@
+"""Layout planner: per directory/file, the cost of every candidate layout, the choice, the OrangeFS hints
+that realise it, and a hybrid replica set when the best layouts are too close to call."""
+
+from pfslayout.planner.hints import hints_for
+from pfslayout.planner.models import (
+    CandidateCost,
+    Decision,
+    Hints,
+    HybridRecommendation,
+    Plan,
+    Replica,
+    SizeBin,
+    WorkloadDescription,
+)
+from pfslayout.planner.plan import DEFAULT_DELTA, plan_trace, plan_workload, useful_groups
+from pfslayout.planner.workload import load_workloads
+
+__all__ = [
+    "DEFAULT_DELTA",
+    "CandidateCost",
+    "Decision",
+    "Hints",
+    "HybridRecommendation",
+    "Plan",
+    "Replica",
+    "SizeBin",
+    "WorkloadDescription",
+    "hints_for",
+    "load_workloads",
+    "plan_trace",
+    "plan_workload",
+    "useful_groups",
+]

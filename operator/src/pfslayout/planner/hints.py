@@ -1,0 +1,100 @@
+"""Layout → OrangeFS directory hints (DIGEST §3.2, §7; orangefs facts §3).
+
+* 1-DH: all n servers, a small strip so a typical request touches every server.
+* 1-DV: file per process → one datafile per file; shared file → strip = the common request size.
+* 2-D: file per process → ⌈n/g⌉ datafiles per file; shared file → strip = (g/n) × the request size.
+* Heterogeneous servers: a file striped over all n servers gets ``varstrip_dist`` strips sized by seed
+  002's balancing (``costmodel.placement.strip_sizes``) and a pin (layout NONE, or LIST with the servers'
+  addresses) so datafile i lands on server i.
+
+``dist_params`` only takes effect when ``dist_name`` is set on the same directory, so both are always
+emitted together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pfslayout.costmodel.params import CostParams
+from pfslayout.costmodel.placement import strip_sizes
+from pfslayout.planner.models import Hints, Sharing
+
+ALIGN = 4096
+SMALL_STRIP = 64 * 1024  # OrangeFS's default strip; the 1-DH upper bound
+LAYOUT_NONE = "1"  # deterministic: datafile i on the i-th server in <DataHandleRanges> order
+LAYOUT_LIST = "4"
+
+KEY_NUM = "user.pvfs2.num_dfiles"
+KEY_DIST = "user.pvfs2.dist_name"
+KEY_PARAMS = "user.pvfs2.dist_params"
+KEY_LAYOUT = "user.pvfs2.layout"
+KEY_LIST = "user.pvfs2.server_list"
+
+
+def _align(size: float, lo: int = ALIGN, hi: int | None = None) -> int:
+    value = max(lo, int(size) // ALIGN * ALIGN)
+    return min(value, hi) if hi is not None else value
+
+
+def _varstrip(params: CostParams, n: int, strip: int) -> tuple[dict[str, str], list[int], list[str]]:
+    speed = []
+    for i in range(n):
+        sp = params.for_server(i)
+        speed.append(1.0 / max(sp.beta + sp.v, 1e-300))  # bytes/s through server i (disk + its link)
+    strips = strip_sizes(np.array(speed), max(strip * n, ALIGN * n), align=ALIGN)
+    xattrs = {KEY_DIST: "varstrip_dist", KEY_PARAMS: "strips:" + ";".join(f"{i}:{s}" for i, s in enumerate(strips)),
+              KEY_NUM: str(n)}
+    notes = ["heterogeneous servers: varstrip_dist strips sized by seed 002 balancing of 1/(beta+v) per server"]
+    names = [s.name for s in (params.servers or [])][:n]
+    if len(names) == n and all(names):
+        xattrs[KEY_LAYOUT] = LAYOUT_LIST
+        xattrs[KEY_LIST] = f"{n:05d} " + " ".join(names)  # type: ignore[arg-type]
+        notes.append("pinned with layout LIST so datafile i is on servers[i]")
+    else:
+        xattrs[KEY_LAYOUT] = LAYOUT_NONE
+        notes.append("pinned with layout NONE: datafile i on the i-th server of <DataHandleRanges>, which must "
+                     "list servers in the order of params.servers")
+    return xattrs, strips, notes
+
+
+def hints_for(layout: str, g: int | None, n: int, sharing: Sharing, s_common: int,
+              params: CostParams | None = None) -> Hints:
+    """The directory xattrs that make new files in it follow ``layout``."""
+    s_common = max(int(s_common), 1)
+    notes: list[str] = []
+    if layout == "1-DH":
+        dfiles = n
+        strip = _align(s_common / n, hi=SMALL_STRIP)
+        notes.append(f"strip {strip} B so a {s_common} B request spreads over all {n} servers")
+    elif layout == "1-DV":
+        if sharing == "file-per-process":
+            dfiles, strip = 1, None
+            notes.append("one datafile per file; ROUND_ROBIN starts each file on a random server, so the spread "
+                         "over servers is only even on average — pin per-rank subdirectories with layout LIST "
+                         "and a one-server server_list when an exact spread matters")
+        else:
+            dfiles, strip = n, _align(s_common)
+            notes.append(f"strip = the common request size {strip} B, so each request stays on one server")
+    else:
+        assert g is not None
+        width = -(-n // g)
+        if sharing == "file-per-process":
+            dfiles = width
+            strip = _align(s_common / width, hi=max(SMALL_STRIP, ALIGN))
+            notes.append(f"{width} datafiles per file (n/g with g={g}); strip {strip} B spreads a request over them")
+        else:
+            dfiles = n
+            strip = _align(s_common * g / n)
+            notes.append(f"strip = (g/n)·{s_common} B = {strip} B so each request covers n/g = {width} servers")
+    xattrs = {KEY_NUM: str(dfiles), KEY_DIST: "simple_stripe"}
+    if strip is not None:
+        xattrs[KEY_PARAMS] = f"strip_size:{strip}"
+    hints = Hints(xattrs=xattrs, num_dfiles=dfiles, dist_name="simple_stripe", strip_size=strip, notes=notes)
+    if params is not None and params.heterogeneous:
+        if dfiles == n and n > 1 and strip is not None:
+            vx, strips, vnotes = _varstrip(params, n, strip)
+            return Hints(xattrs=vx, num_dfiles=n, dist_name="varstrip_dist", strip_size=None, strips=strips,
+                         notes=notes + vnotes)
+        hints.notes.append("heterogeneous servers: this layout does not stripe over all servers, so strips stay "
+                           "uniform; the cost uses the global parameters")
+    return hints
