@@ -159,7 +159,9 @@ def reference() -> str:
         for part in ("spec", "status"):
             lines += [f"### {k['kind']} `.{part}`", "",
                       "| field | type | default | validation | description |", "|---|---|---|---|---|"]
-            for p, sub, required in walk(schema["properties"][part], part):
+            top = schema["properties"][part]
+            rows = [(part, top, part in schema.get("required", []))] + list(walk(top, part))
+            for p, sub, required in rows:
                 lines.append(f"| `{p}` | {_cell(_type(sub))} | {_cell(_default(sub))} | "
                              f"{_cell(_constraints(sub, required))} | {_cell(sub.get('description', ''))} |")
             lines.append("")

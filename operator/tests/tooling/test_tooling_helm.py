@@ -1,0 +1,232 @@
+"""The Helm chart: `helm lint --strict`, `helm template` over several value sets, the strict values
+schema, and the properties the chart promises (hardened pod, least-privilege RBAC, toggles)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+pytestmark = pytest.mark.tooling
+
+CHART = Path(__file__).resolve().parents[3] / "charts" / "pfs-layout-operator"
+
+
+def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d.get("kind") == kind]
+
+Render = Callable[..., list[dict[str, Any]]]
+
+VALUE_SETS = {
+    "defaults": [],
+    "crds-off": ["--set", "crds.install=false"],
+    "crds-not-kept": ["--set", "crds.keep=false"],
+    "webhook-cert-manager": ["--set", "webhook.enabled=true", "--set", "webhook.certManager.enabled=true"],
+    "webhook-own-tls": ["--set", "webhook.enabled=true", "--set", "webhook.tls.secretName=pfs-webhook-tls",
+                        "--set", "webhook.tls.caBundle=TFMwdExTMUNSVWRKVGc9PQ=="],
+    "no-rbac-existing-sa": ["--set", "rbac.create=false", "--set", "serviceAccount.create=false",
+                            "--set", "serviceAccount.name=ops"],
+    "debug-json-logs": ["--set", "operator.logLevel=debug", "--set", "operator.logFormat=json"],
+}
+
+
+@pytest.mark.parametrize("args", VALUE_SETS.values(), ids=VALUE_SETS.keys())
+def test_helm_lint_strict(helm: list[str], args: list[str]) -> None:
+    proc = subprocess.run([*helm, "lint", "--strict", str(CHART), *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 chart(s) failed" in proc.stdout
+
+
+@pytest.mark.parametrize("args", VALUE_SETS.values(), ids=VALUE_SETS.keys())
+def test_every_value_set_renders_valid_objects(render: Render, args: list[str]) -> None:
+    docs = render(*args)
+    for d in docs:
+        assert {"apiVersion", "kind", "metadata"} <= set(d), d
+        assert d["metadata"].get("name"), d
+    (deploy,) = by_kind(docs, "Deployment")
+    assert deploy["spec"]["replicas"] == 1
+    assert deploy["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def operator_container(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (deploy,) = by_kind(docs, "Deployment")
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_operator_command_is_the_kopf_contract(render: Render) -> None:
+    c = operator_container(render())
+    assert c["command"][:5] == ["kopf", "run", "--standalone", "--all-namespaces",
+                                "--liveness=http://0.0.0.0:8080/healthz"]
+    assert c["command"][-2:] == ["-m", "pfslayout.operator"]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["PFSLAYOUT_METRICS_ADDR"] == "0.0.0.0:9090"
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert c[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"health": 8080, "metrics": 9090}
+
+
+def test_pod_is_hardened(render: Render) -> None:
+    docs = render()
+    (deploy,) = by_kind(docs, "Deployment")
+    pod = deploy["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] > 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    c = operator_container(docs)
+    sc = c["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert c["resources"]["limits"] and c["resources"]["requests"]
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+
+
+def test_crd_toggles(render: Render) -> None:
+    crds = by_kind(render(), "CustomResourceDefinition")
+    assert sorted(c["metadata"]["name"] for c in crds) == [
+        "costcalibrations.pfslayout.io", "layoutpolicies.pfslayout.io", "orangefsclusters.pfslayout.io"]
+    assert all(c["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep" for c in crds)
+    assert by_kind(render("--set", "crds.install=false"), "CustomResourceDefinition") == []
+    unkept = by_kind(render("--set", "crds.keep=false"), "CustomResourceDefinition")
+    assert len(unkept) == 3
+    assert all("helm.sh/resource-policy" not in c["metadata"].get("annotations", {}) for c in unkept)
+
+
+def test_metrics_service_targets_the_operator(render: Render) -> None:
+    docs = render()
+    (svc,) = by_kind(docs, "Service")
+    (deploy,) = by_kind(docs, "Deployment")
+    labels = deploy["spec"]["template"]["metadata"]["labels"]
+    assert all(labels.get(k) == v for k, v in svc["spec"]["selector"].items())
+    assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {"metrics": 9090, "health": 8080}
+    assert by_kind(render("--set", "metrics.service.enabled=false"), "Service") == []
+
+
+def test_webhook_is_off_by_default_and_wired_when_on(render: Render) -> None:
+    assert by_kind(render(), "MutatingWebhookConfiguration") == []
+    docs = render(*VALUE_SETS["webhook-cert-manager"])
+    (mwc,) = by_kind(docs, "MutatingWebhookConfiguration")
+    (hook,) = mwc["webhooks"]
+    assert hook["rules"][0]["resources"] == ["mpijobs"] and hook["rules"][0]["operations"] == ["CREATE"]
+    assert hook["rules"][0]["apiGroups"] == ["kubeflow.org"] and hook["rules"][0]["apiVersions"] == ["v2beta1"]
+    assert hook["sideEffects"] == "None"
+    svc_name = hook["clientConfig"]["service"]["name"]
+    assert svc_name in {s["metadata"]["name"] for s in by_kind(docs, "Service")}
+    (cert,) = by_kind(docs, "Certificate")
+    assert mwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == \
+        f"pfs-system/{cert['metadata']['name']}"
+    assert f"{svc_name}.pfs-system.svc" in cert["spec"]["dnsNames"]
+    c = operator_container(docs)
+    assert any(m["mountPath"] == "/etc/pfslayout/webhook-tls" for m in c["volumeMounts"])
+
+    own = render(*VALUE_SETS["webhook-own-tls"])
+    (mwc2,) = by_kind(own, "MutatingWebhookConfiguration")
+    assert mwc2["webhooks"][0]["clientConfig"]["caBundle"] == "TFMwdExTMUNSVWRKVGc9PQ=="
+    assert by_kind(own, "Certificate") == []
+
+
+def test_webhook_without_tls_is_refused_with_the_fix(helm: list[str]) -> None:
+    proc = subprocess.run([*helm, "template", "rel", str(CHART), "--set", "webhook.enabled=true"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode != 0
+    assert "webhook.certManager.enabled=true" in proc.stderr and "webhook.tls.secretName" in proc.stderr
+
+
+def test_rbac_is_least_privilege(render: Render) -> None:
+    docs = render()
+    (role,) = by_kind(docs, "ClusterRole")
+    (binding,) = by_kind(docs, "ClusterRoleBinding")
+    (sa,) = by_kind(docs, "ServiceAccount")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"] != "cluster-admin"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
+                                    "namespace": "pfs-system"}]
+    granted: dict[tuple[str, str], set[str]] = {}
+    for r in role["rules"]:
+        for field in ("apiGroups", "resources", "verbs"):
+            assert "*" not in r[field], f"wildcard in {r}"
+        assert "nonResourceURLs" not in r and "resourceNames" not in r
+        for g in r["apiGroups"]:
+            for res in r["resources"]:
+                granted.setdefault((g, res), set()).update(r["verbs"])
+    forbidden = [("", "secrets"), ("", "nodes"), ("", "pods/exec"), ("rbac.authorization.k8s.io", "clusterroles"),
+                 ("rbac.authorization.k8s.io", "clusterrolebindings"), ("rbac.authorization.k8s.io", "roles"),
+                 ("rbac.authorization.k8s.io", "rolebindings"), ("", "serviceaccounts/token")]
+    for key in forbidden:
+        assert key not in granted, f"{key} must not be granted"
+    for verbs in granted.values():
+        assert not verbs & {"escalate", "bind", "impersonate", "deletecollection"}
+    assert granted[("", "pods")] == {"get", "list", "watch"}
+    assert granted[("pfslayout.io", "orangefsclusters/status")] >= {"patch"}
+    assert granted[("kubeflow.org", "mpijobs")] == {"get", "list", "watch", "patch"}
+    assert granted[("apiextensions.k8s.io", "customresourcedefinitions")] == {"get", "list", "watch"}
+    assert "create" not in granted[("pfslayout.io", "orangefsclusters")]
+
+
+def test_existing_service_account_without_rbac(render: Render) -> None:
+    docs = render(*VALUE_SETS["no-rbac-existing-sa"])
+    assert by_kind(docs, "ClusterRole") == [] and by_kind(docs, "ServiceAccount") == []
+    (deploy,) = by_kind(docs, "Deployment")
+    assert deploy["spec"]["template"]["spec"]["serviceAccountName"] == "ops"
+
+
+def test_helm_test_hook_pod(render: Render) -> None:
+    pods = by_kind(render(), "Pod")
+    (pod,) = pods
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert pod["spec"]["restartPolicy"] == "Never"
+    script = pod["spec"]["containers"][0]["command"][-1]
+    assert "/healthz" in script and ".svc:8080" in script
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+
+
+# ---- values.schema.json, checked by jsonschema and by helm itself --------------------------------
+
+def schema() -> dict[str, Any]:
+    return json.loads((CHART / "values.schema.json").read_text())
+
+
+def values() -> dict[str, Any]:
+    return yaml.safe_load((CHART / "values.yaml").read_text())
+
+
+def test_values_yaml_satisfies_the_schema() -> None:
+    jsonschema.Draft7Validator.check_schema(schema())
+    jsonschema.validate(values(), schema())
+
+
+BAD_VALUES = {
+    "unknown top-level key": ({"replicaCount": 2}, "replicaCount"),
+    "typo in crds": ({"crds": {"install": True, "keep": True, "instal": False}}, "instal"),
+    "bad pull policy": ({"image": {"repository": "x", "pullPolicy": "Sometimes"}}, "Sometimes"),
+    "bad log level": ({"operator": {"logLevel": "chatty"}}, "chatty"),
+    "port out of range": ({"metrics": {"port": 70000}}, "70000"),
+    "bad failure policy": ({"webhook": {"failurePolicy": "Retry"}}, "Retry"),
+    "root user": ({"runAsUser": 0}, "0"),
+}
+
+
+@pytest.mark.parametrize("patch,needle", BAD_VALUES.values(), ids=BAD_VALUES.keys())
+def test_schema_rejects_bad_values(patch: dict[str, Any], needle: str) -> None:
+    merged = values()
+    for k, v in patch.items():
+        merged[k] = v if not isinstance(v, dict) else {**merged.get(k, {}), **v}
+    with pytest.raises(jsonschema.ValidationError) as err:
+        jsonschema.validate(merged, schema())
+    assert needle in str(err.value.message)
+
+
+def test_helm_enforces_the_schema(helm: list[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("operator:\n  logLevel: chatty\n")
+    proc = subprocess.run([*helm, "template", "rel", str(CHART), "-f", str(bad)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode != 0 and "logLevel" in proc.stderr
