@@ -1,0 +1,23 @@
+/* Where the ranks run: nodes, and which ranks take part in a cell with p processes. */
+#ifndef PFSPROBE_TOPOLOGY_H
+#define PFSPROBE_TOPOLOGY_H
+
+#include <mpi.h>
+
+typedef struct {
+    int rank, size;
+    int nodes;           /* distinct shared-memory nodes */
+    int ranks_per_node;  /* largest node */
+    int *node_of;        /* node index (0..nodes) of every world rank */
+    int *local_of;       /* rank within its node of every world rank */
+} probe_topology;
+
+int topology_init(probe_topology *t, MPI_Comm world);
+void topology_free(probe_topology *t);
+
+/* The p world ranks that take part, in sub-communicator order: packed = ranks 0..p, spread = round-robin
+ * over nodes (local rank 0 of every node first). `members` gets p entries; returns m, the largest number
+ * of them on one node. */
+int topology_select(const probe_topology *t, int p, int spread, int *members);
+
+#endif
