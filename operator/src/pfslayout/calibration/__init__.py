@@ -1,0 +1,39 @@
+"""Calibration of the cost model: a designed probe grid, measurement readers (pfsprobe/1, IOR JSON) and
+the non-negative least-squares fit of e, v, α_seq, α_rand and β (docs/calibration.md)."""
+
+from pfslayout.calibration.design import PARAMS, Identifiability, design_matrix, identifiability
+from pfslayout.calibration.fit import FitResult, fit
+from pfslayout.calibration.grid import GRID_FORMAT, GridCell, ProbeGrid, design_grid, useful_groups
+from pfslayout.calibration.measurements import (
+    MEASUREMENT_FORMATS,
+    PROBE_FORMAT,
+    Cell,
+    Measurements,
+    load_measurements,
+    parse_ior,
+    parse_probe,
+)
+from pfslayout.calibration.synthetic import model_time, simulate_probe
+
+__all__ = [
+    "GRID_FORMAT",
+    "MEASUREMENT_FORMATS",
+    "PARAMS",
+    "PROBE_FORMAT",
+    "Cell",
+    "FitResult",
+    "GridCell",
+    "Identifiability",
+    "Measurements",
+    "ProbeGrid",
+    "design_grid",
+    "design_matrix",
+    "fit",
+    "identifiability",
+    "load_measurements",
+    "model_time",
+    "parse_ior",
+    "parse_probe",
+    "simulate_probe",
+    "useful_groups",
+]

@@ -1,0 +1,143 @@
+"""Fit e, v, α_seq, α_rand, β from measured cells by non-negative least squares.
+
+Rows are weighted by 1/measured time by default, so the fit minimises *relative* error: a probe grid
+spans milliseconds to seconds, and unweighted least squares would let the largest cells decide alone.
+Columns are scaled to unit norm before ``scipy.optimize.nnls`` (v and β are ~1e-8 s/byte, e and α
+~1e-4 s) and unscaled afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import nnls
+
+from pfslayout.calibration.design import PARAMS, Identifiability, design_matrix, identifiability
+from pfslayout.calibration.measurements import Measurements
+from pfslayout.costmodel import VARIANTS, CostParams
+from pfslayout.errors import InputError
+
+WEIGHTINGS = ("relative", "absolute")
+
+
+@dataclass
+class FitResult:
+    params: CostParams
+    variant: str
+    weighting: str
+    servers: int
+    r2: float | None  # of predicted vs measured times; None with fewer than 2 distinct measurements
+    rmse: float  # seconds
+    max_relative_error: float
+    median_relative_error: float
+    stderr: dict[str, float | None]  # linearised standard error per parameter (None when not identified)
+    design: Identifiability
+    at_bound: tuple[str, ...]  # identified parameters the non-negativity constraint pinned at 0
+    measured: np.ndarray
+    predicted: np.ndarray
+    cells: list[Any]
+    source_format: str = ""
+    path: str = ""
+
+    @property
+    def warnings(self) -> list[str]:
+        out = self.design.warnings()
+        out += [f"{p}: fitted at the bound 0 — the measurements give this term no positive share; "
+                "check the grid or the model's fit" for p in self.at_bound]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        residual = self.measured - self.predicted
+        # The five parameters sit at the top level so this document is itself a valid --params file
+        # (CostParams ignores the other keys).
+        return {
+            **self.params.model_dump(exclude_none=True),
+            "fit": {
+                "variant": self.variant,
+                "weighting": self.weighting,
+                "servers": self.servers,
+                "cells": len(self.cells),
+                "r2": self.r2,
+                "rmse_s": self.rmse,
+                "max_relative_error": self.max_relative_error,
+                "median_relative_error": self.median_relative_error,
+                "rank": self.design.rank,
+                "condition": self.design.condition,
+                "identified": {p: p in self.design.identified for p in PARAMS},
+                "stderr": self.stderr,
+            },
+            "warnings": self.warnings,
+            "cells": [
+                {
+                    "source": c.source, "layout": c.layout, "g": c.g, "op": c.op, "pattern": c.pattern,
+                    "p": c.p, "m": c.m, "request_size": c.request_size, "requests_per_rank": c.requests_per_rank,
+                    "measured_s": float(meas), "predicted_s": float(pred), "residual_s": float(res),
+                    "relative_error": float(res / meas) if meas > 0 else None,
+                }
+                for c, meas, pred, res in zip(self.cells, self.measured, self.predicted, residual)
+            ],
+            "source": {"format": self.source_format, "path": self.path},
+        }
+
+
+def fit(measurements: Measurements, *, variant: str = "corrected", weighting: str = "relative") -> FitResult:
+    if variant not in VARIANTS:
+        raise InputError("--variant", f"unknown variant {variant!r}", f"use one of {', '.join(VARIANTS)}")
+    if weighting not in WEIGHTINGS:
+        raise InputError("weighting", f"unknown weighting {weighting!r}", f"use one of {', '.join(WEIGHTINGS)}")
+    cells = measurements.cells
+    if not cells:
+        raise InputError(measurements.path or "measurements", "has no cells", "measure at least one grid cell")
+    y = np.array([c.time for c in cells], dtype=np.float64)
+    if weighting == "relative":
+        bad = y <= 0
+        if np.any(bad):
+            c = cells[int(np.argmax(bad))]
+            raise InputError(f"{measurements.path}: {c.source}", f"measured time is {c.time}, relative weighting "
+                             "needs positive times", "re-measure the cell with more requests per rank")
+        w = 1.0 / y
+    else:
+        w = np.ones_like(y)
+    A = design_matrix(cells, measurements.servers, variant)
+    Aw = A * w[:, None]
+    design = identifiability(Aw)
+    scale = np.linalg.norm(Aw, axis=0)
+    scale[scale == 0] = 1.0
+    xs, _ = nnls(Aw / scale, y * w, maxiter=50 * len(PARAMS))
+    x = xs / scale
+    predicted = A @ x
+    residual = y - predicted
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    r2 = None if len(y) < 2 or ss_tot == 0 else 1.0 - float(np.sum(residual**2)) / ss_tot
+    rel = np.abs(residual) / np.where(y > 0, y, np.nan)
+    identified = set(design.identified)
+    stderr = _stderr(Aw / scale, y * w - (Aw / scale) @ xs, scale, identified)
+    params = CostParams(**{p: float(v) for p, v in zip(PARAMS, x)})
+    at_bound = tuple(p for p, v in zip(PARAMS, x) if p in identified and v == 0.0)
+    return FitResult(params=params, variant=variant, weighting=weighting, servers=measurements.servers, r2=r2,
+                     rmse=float(np.sqrt(np.mean(residual**2))),
+                     max_relative_error=float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else float("nan"),
+                     median_relative_error=float(np.nanmedian(rel)) if np.any(np.isfinite(rel)) else float("nan"),
+                     stderr=stderr, design=design, at_bound=at_bound, measured=y, predicted=predicted,
+                     cells=list(cells), source_format=measurements.source_format, path=measurements.path)
+
+
+def _stderr(As: np.ndarray, res: np.ndarray, scale: np.ndarray, identified: set[str]) -> dict[str, float | None]:
+    """Ordinary least-squares standard errors at the solution (ignoring the bound), per identified
+    parameter; None when not identified or when there are no residual degrees of freedom."""
+    out: dict[str, float | None] = {p: None for p in PARAMS}
+    cols = [j for j, p in enumerate(PARAMS) if p in identified]
+    dof = As.shape[0] - len(cols)
+    if not cols or dof <= 0:
+        return out
+    sub = As[:, cols]
+    sigma2 = float(res @ res) / dof
+    try:
+        cov = np.linalg.inv(sub.T @ sub) * sigma2
+    except np.linalg.LinAlgError:
+        return out
+    for k, j in enumerate(cols):
+        out[PARAMS[j]] = float(np.sqrt(max(cov[k, k], 0.0)) / scale[j])
+    return out
