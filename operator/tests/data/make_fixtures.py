@@ -2,7 +2,8 @@
 
     python operator/tests/data/make_fixtures.py
 
-* ``probe-synthetic.json`` — pfsprobe/1 output of the designed grid for 4 servers, 2 nodes × 4 ranks,
+* ``probe-synthetic.json`` — pfsprobe/1 output of a compact designed grid (12 configurations × 2 ops)
+  for 4 servers, 2 nodes × 4 ranks,
   simulated from KNOWN_PARAMS with 2 % log-normal noise (seed 7).
 * ``ior-summary.json`` — IOR's ``-O summaryFormat=JSON`` document (key names, nesting and number
   formatting as hpc/ior's src/ior-output.c prints them: top-level Version/Began/Command line/Machine,
@@ -149,7 +150,7 @@ def write_small_shim(directory: Path) -> None:
 
 
 def main() -> None:
-    grid = design_grid(4, 2, 4)
+    grid = design_grid(4, 2, 4, max_configs=12)
     (HERE / "probe-synthetic.json").write_text(json.dumps(simulate_probe(grid, KNOWN_PARAMS, noise=0.02, seed=7),
                                                           indent=1) + "\n")
     (HERE / "ior-summary.json").write_text(json.dumps(ior_document(), indent=2) + "\n")

@@ -1,17 +1,20 @@
 """A designed probe grid that identifies all five parameters (e, v, α_seq, α_rand, β).
 
-Candidates are every useful configuration the platform can run: layouts 1-DH, 1-DV and 2-D for each
-divisor g of n with 1 < g < n; process counts p = powers of two up to the platform's ranks (plus n,
-2n and the maximum); for each p the extreme placements m = ⌈p/nodes⌉ (spread) and m = min(p,
-ranks_per_node) (packed); request sizes; sequential and random. From those, a greedy D-optimal
-selection (maximise det of the information matrix, one configuration at a time) keeps a small set, each
-measured for every requested op. The grid is then *checked*: its design matrix — weighted exactly as the
-fit weights it — must have rank 5, or ``design_grid`` raises naming what the platform cannot separate.
+The grid is the factorial pfsprobe runs (layouts × process counts × request sizes × patterns × ops, once
+per placement): layouts 1-DH, 1-DV and 2-D for every divisor g of n with 1 < g < n; process counts
+p = powers of two up to the platform's ranks plus n, 2n and the maximum; placements ``packed`` (first p
+ranks, m = min(p, ranks_per_node)) and, with more than one node, ``spread`` (round-robin over nodes,
+m = ⌈p/nodes⌉) — the two extremes of the client-side count m. Optionally (``max_configs``) a greedy
+D-optimal selection keeps only the most informative configurations.
+
+Either way the grid is then *checked*: its design matrix, weighted exactly as the fit weights it, must
+have rank 5, or ``design_grid`` raises naming what this platform cannot separate (e.g. one server: the
+server-side serial counts decide every term, so network and storage are collinear).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,6 +39,7 @@ class GridCell:
     requests_per_rank: int
     repetitions: int
     sharing: str = "file-per-process"
+    placement: str = "packed"
 
     @property
     def random(self) -> bool:
@@ -59,6 +63,47 @@ class ProbeGrid:
             "cells": [asdict(c) for c in self.cells],
         }
 
+    def pfsprobe_grids(self, targets: dict[str, str], backend: str = "posix") -> list[dict[str, Any]]:
+        """pfsprobe ``--grid`` documents (one per placement) that run every cell of this grid.
+
+        ``targets`` maps a layout key (``1-DH``, ``1-DV``, ``2-D:G``) to the directory realising it.
+        pfsprobe runs the factorial of the lists it is given, so for a compact (D-optimal) grid this is
+        the factorial closure of the selected cells — a superset; the fit uses whatever was measured.
+        """
+        out = []
+        for placement in ("packed", "spread"):
+            cells = [c for c in self.cells if c.placement == placement]
+            if not cells:
+                continue
+            keys = sorted({layout_key(c.layout, c.g) for c in cells})
+            missing = [k for k in keys if k not in targets]
+            if missing:
+                raise InputError("targets", f"no directory for layout(s) {', '.join(missing)}",
+                                 "map every layout of the grid to a directory that realises it")
+            out.append({
+                "backend": backend,
+                "servers": self.servers,
+                "targets": [_target(k, targets[k]) for k in keys],
+                "request_sizes": sorted({c.request_size for c in cells}),
+                "patterns": sorted({c.pattern for c in cells}, reverse=True),
+                "sharing": sorted({c.sharing for c in cells}),
+                "ops": sorted({c.op for c in cells}, reverse=True),
+                "procs": sorted({c.p for c in cells}),
+                "placement": placement,
+                "repetitions": max(c.repetitions for c in cells),
+                "requests_per_rank": max(c.requests_per_rank for c in cells),
+            })
+        return out
+
+
+def layout_key(layout: str, g: int | None) -> str:
+    return f"{layout}:{g}" if layout == "2-D" else layout
+
+
+def _target(key: str, path: str) -> dict[str, Any]:
+    layout, _, g = key.partition(":")
+    return {"layout": layout, "path": path, "g": int(g) if g else None}
+
 
 def useful_groups(servers: int) -> list[int]:
     """2-D group counts worth probing: divisors of n strictly between 1 and n (g=1 is 1-DH, g=n is 1-DV)."""
@@ -71,17 +116,27 @@ def _process_counts(servers: int, max_ranks: int) -> list[int]:
     return sorted(counts)
 
 
-def candidates(servers: int, nodes: int, ranks_per_node: int, sizes: Sequence[int],
-               patterns: Sequence[str], requests_per_rank: int, repetitions: int) -> list[GridCell]:
+def placements(p: int, nodes: int, ranks_per_node: int) -> list[tuple[str, int]]:
+    """(placement, m) pairs pfsprobe can run p ranks with: packed fills a node first, spread deals
+    ranks round-robin over nodes (shim/probe topology_select); equal m → only packed."""
+    packed = min(p, ranks_per_node)
+    spread = -(-p // nodes)
+    return [("packed", packed)] + ([("spread", spread)] if spread != packed else [])
+
+
+def candidates(servers: int, nodes: int, ranks_per_node: int, sizes: Sequence[int], patterns: Sequence[str],
+               ops: Sequence[str], requests_per_rank: int, repetitions: int) -> list[GridCell]:
     layouts: list[tuple[str, int | None]] = [("1-DH", None), ("1-DV", None)]
     layouts += [("2-D", g) for g in useful_groups(servers)]
     out: list[GridCell] = []
     for p in _process_counts(servers, nodes * ranks_per_node):
-        for m in sorted({-(-p // nodes), min(p, ranks_per_node)}):
+        for placement, m in placements(p, nodes, ranks_per_node):
             for layout, g in layouts:
                 for s in sizes:
                     for pattern in patterns:
-                        out.append(GridCell(layout, g, "read", pattern, p, m, int(s), requests_per_rank, repetitions))
+                        for op in ops:
+                            out.append(GridCell(layout, g, op, pattern, p, m, int(s), requests_per_rank,
+                                                repetitions, placement=placement))
     return out
 
 
@@ -103,42 +158,46 @@ def _greedy_d_optimal(rows: np.ndarray, budget: int) -> list[int]:
     return chosen
 
 
+def _relative_rows(cells: Sequence[GridCell], servers: int, variant: str, reference: CostParams) -> np.ndarray:
+    A = design_matrix(cells, servers, variant)
+    ref = np.array([getattr(reference, p) for p in PARAMS])
+    return A / (A @ ref)[:, None]  # the fit's relative weighting, at reference parameter values
+
+
 def design_grid(servers: int, nodes: int, ranks_per_node: int, *, sizes: Sequence[int] = DEFAULT_SIZES,
-                ops: Sequence[str] = ("read", "write"), patterns: Sequence[str] = ("sequential", "random"),
-                requests_per_rank: int = 16, repetitions: int = 5, max_configs: int = 24,
+                ops: Sequence[str] = ("write", "read"), patterns: Sequence[str] = ("sequential", "random"),
+                requests_per_rank: int = 16, repetitions: int = 5, max_configs: int | None = None,
                 variant: str = "corrected", reference: CostParams = SEED_ETHERNET) -> ProbeGrid:
-    """A small grid guaranteed (checked) to identify e, v, α_seq, α_rand and β on this platform."""
+    """A grid checked to identify e, v, α_seq, α_rand and β on this platform (else InputError).
+
+    ``max_configs`` None → the full factorial pfsprobe runs; an integer → that many configurations
+    chosen greedily for D-optimality (each measured for every op)."""
     for name, value in (("servers", servers), ("nodes", nodes), ("ranks_per_node", ranks_per_node),
-                        ("requests_per_rank", requests_per_rank), ("repetitions", repetitions),
-                        ("max_configs", max_configs)):
+                        ("requests_per_rank", requests_per_rank), ("repetitions", repetitions)):
         if value < 1:
             raise InputError(name, f"must be at least 1 (got {value})")
+    if max_configs is not None and max_configs < 1:
+        raise InputError("max_configs", f"must be at least 1 (got {max_configs})")
     if not sizes or any(s < 1 for s in sizes):
         raise InputError("sizes", f"must be positive byte counts (got {list(sizes)})")
-    for op in ops:
-        if op not in ("read", "write"):
-            raise InputError("ops", f"unknown op {op!r}", "use read and/or write")
-    for pattern in patterns:
-        if pattern not in ("sequential", "random"):
-            raise InputError("patterns", f"unknown pattern {pattern!r}", "use sequential and/or random")
-    pool = candidates(servers, nodes, ranks_per_node, sizes, patterns, requests_per_rank, repetitions)
-    A = design_matrix(pool, servers, variant)
-    ref = np.array([getattr(reference, "alpha_rand" if p == "alpha_rand" else p) for p in PARAMS])
-    weighted = A / (A @ ref)[:, None]  # the fit's relative weighting, at reference parameter values
-    scale = np.linalg.norm(weighted, axis=0)
-    scale[scale == 0] = 1.0
-    chosen = _greedy_d_optimal(weighted / scale, max_configs)
-    configs = sorted((pool[i] for i in chosen), key=lambda c: (c.layout, c.g or 0, c.p, c.m, c.request_size,
-                                                                c.pattern))
-    cells = [GridCell(c.layout, c.g, op, c.pattern, c.p, c.m, c.request_size, c.requests_per_rank, c.repetitions)
-             for c in configs for op in ops]
-    rows = design_matrix(cells, servers, variant)
-    design = identifiability(rows / (rows @ ref)[:, None])
+    if not ops or any(op not in ("read", "write") for op in ops):
+        raise InputError("ops", f"must be read and/or write (got {list(ops)})")
+    if not patterns or any(pt not in ("sequential", "random") for pt in patterns):
+        raise InputError("patterns", f"must be sequential and/or random (got {list(patterns)})")
+    cells = candidates(servers, nodes, ranks_per_node, sizes, patterns, ops, requests_per_rank, repetitions)
+    if max_configs is not None:
+        # op does not enter the model: select over configurations, then measure each for every op
+        configs = [c for c in cells if c.op == ops[0]]
+        weighted = _relative_rows(configs, servers, variant, reference)
+        scale = np.linalg.norm(weighted, axis=0)
+        scale[scale == 0] = 1.0
+        chosen = sorted(_greedy_d_optimal(weighted / scale, max_configs))
+        cells = [replace(configs[i], op=op) for i in chosen for op in ops]
+    design = identifiability(_relative_rows(cells, servers, variant, reference))
     if design.rank < len(PARAMS) or design.unused:
-        missing = design.warnings()
         raise InputError(
             "grid", f"with servers={servers}, nodes={nodes}, ranks_per_node={ranks_per_node} the probes cannot "
-            f"identify every parameter ({'; '.join(missing)})",
+            f"identify every parameter ({'; '.join(design.warnings())})",
             "probe with at least 2 servers (with one server the server-side serial counts decide every "
             "term, so network and storage cannot be told apart) and keep both sequential and random patterns")
     return ProbeGrid(servers=servers, nodes=nodes, ranks_per_node=ranks_per_node, cells=cells, design=design)
