@@ -1,0 +1,119 @@
+"""The chart installed into the real API server: objects, `helm test`, and the ServiceAccount's
+least-privilege RBAC checked with `kubectl auth can-i` (what it must be able to do, and what not)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "pfs-layout-operator"
+# The release the demo installs; every module uses it so the CRDs have one owner.
+RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
+SA = f"system:serviceaccount:{RELEASE_NS}:{RELEASE}"
+
+
+@pytest.fixture(scope="module")
+def release(cluster) -> str:  # noqa: ANN001 - H3's Cluster fixture
+    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+                 "--wait", "--timeout", "180s", timeout=240)
+    return RELEASE
+
+
+def can_i(cluster, verb: str, resource: str, *extra: str) -> bool:  # noqa: ANN001
+    proc = cluster.kubectl("auth", "can-i", verb, resource, f"--as={SA}", *extra, check=False)
+    answer = proc.stdout.strip()
+    assert answer in ("yes", "no"), f"kubectl auth can-i {verb} {resource}: {proc.stdout}{proc.stderr}"
+    return answer == "yes"
+
+
+def test_release_objects(cluster, release: str) -> None:  # noqa: ANN001
+    deploy = cluster.kubectl_json("get", "deployment", RELEASE, "-n", RELEASE_NS)
+    assert deploy["spec"]["strategy"]["type"] == "Recreate" and deploy["spec"]["replicas"] == 1
+    assert deploy["spec"]["template"]["spec"]["serviceAccountName"] == RELEASE
+    cluster.kubectl("get", "serviceaccount", RELEASE, "-n", RELEASE_NS)
+    svc = cluster.kubectl_json("get", "service", RELEASE, "-n", RELEASE_NS)
+    assert {p["name"] for p in svc["spec"]["ports"]} == {"metrics", "health"}
+    role = cluster.kubectl_json("get", "clusterrole", RELEASE)
+    assert all("*" not in r.get("verbs", []) + r.get("resources", []) for r in role["rules"])
+    for name in ("orangefsclusters", "costcalibrations", "layoutpolicies"):
+        crd = cluster.kubectl_json("get", "crd", f"{name}.pfslayout.io")
+        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+        assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == RELEASE
+    assert cluster.kubectl("get", "mutatingwebhookconfiguration", RELEASE, check=False).returncode != 0
+
+
+def test_helm_test_hook_succeeds(cluster, release: str) -> None:  # noqa: ANN001
+    out = cluster.helm("test", RELEASE, "-n", RELEASE_NS, "--timeout", "120s", timeout=180).stdout
+    assert re.search(rf"TEST SUITE:\s+{RELEASE}-test-health", out), out
+    assert re.search(r"Phase:\s+Succeeded", out), out
+
+
+CAN = [
+    # Its own resources, in every namespace, and their status and finalizers.
+    ("get", "orangefsclusters.pfslayout.io", "-A"),
+    ("watch", "layoutpolicies.pfslayout.io", "-A"),
+    ("patch", "costcalibrations.pfslayout.io", "-n", "default"),
+    ("patch", "orangefsclusters.pfslayout.io", "--subresource=status", "-n", "default"),
+    ("update", "layoutpolicies.pfslayout.io", "--subresource=finalizers", "-n", "default"),
+    ("create", "costcalibrations.pfslayout.io", "-n", "default"),
+    # What it provisions.
+    ("create", "statefulsets.apps", "-n", "default"),
+    ("delete", "deployments.apps", "-n", "default"),
+    ("create", "configmaps", "-n", "default"),
+    ("patch", "services", "-n", "default"),
+    ("delete", "persistentvolumeclaims", "-n", "default"),
+    ("create", "jobs.batch", "-n", "default"),
+    ("list", "pods", "-A"),
+    ("create", "events", "-n", "default"),
+    ("patch", "mpijobs.kubeflow.org", "-n", "default"),
+    # What Kopf needs to run --all-namespaces.
+    ("list", "customresourcedefinitions.apiextensions.k8s.io"),
+    ("watch", "namespaces"),
+]
+
+CANNOT = [
+    ("get", "secrets", "-A"),
+    ("list", "secrets", "-n", RELEASE_NS),
+    ("delete", "nodes"),
+    ("get", "nodes"),
+    ("create", "pods", "-n", "default"),
+    ("create", "pods/exec", "-n", "default"),
+    ("delete", "namespaces"),
+    ("create", "clusterroles.rbac.authorization.k8s.io"),
+    ("create", "clusterrolebindings.rbac.authorization.k8s.io"),
+    ("create", "rolebindings.rbac.authorization.k8s.io", "-n", "default"),
+    ("escalate", "clusterroles.rbac.authorization.k8s.io"),
+    ("bind", "clusterroles.rbac.authorization.k8s.io"),
+    ("impersonate", "serviceaccounts", "-n", "default"),
+    ("create", "serviceaccounts/token", "-n", RELEASE_NS),
+    ("create", "orangefsclusters.pfslayout.io", "-n", "default"),
+    ("delete", "orangefsclusters.pfslayout.io", "-n", "default"),
+    ("delete", "customresourcedefinitions.apiextensions.k8s.io"),
+    ("create", "mpijobs.kubeflow.org", "-n", "default"),
+    ("create", "mutatingwebhookconfigurations.admissionregistration.k8s.io"),
+    ("*", "*", "-A"),
+]
+
+
+@pytest.mark.parametrize("check", CAN, ids=lambda c: " ".join(c))
+def test_service_account_can(cluster, release: str, check: tuple[str, ...]) -> None:  # noqa: ANN001
+    assert can_i(cluster, *check), f"the operator needs: {' '.join(check)}"
+
+
+@pytest.mark.parametrize("check", CANNOT, ids=lambda c: " ".join(c))
+def test_service_account_cannot(cluster, release: str, check: tuple[str, ...]) -> None:  # noqa: ANN001
+    assert not can_i(cluster, *check), f"least privilege violated: {' '.join(check)} is allowed"
+
+
+def test_token_of_the_service_account_is_limited(cluster, release: str) -> None:  # noqa: ANN001
+    """With a real bound token (how the operator runs locally), reads work and secrets stay closed."""
+    kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
+    cluster.kubectl("get", "orangefsclusters.pfslayout.io", "-A", kubeconfig=kubeconfig)
+    cluster.kubectl("get", "namespaces", kubeconfig=kubeconfig)
+    denied = cluster.kubectl("get", "secrets", "-n", RELEASE_NS, kubeconfig=kubeconfig, check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()

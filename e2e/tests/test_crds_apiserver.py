@@ -1,0 +1,144 @@
+"""The CRDs on a real API server: accepted by it (structural schema, CEL compiled within the cost
+budget), defaults filled in, short names, printer columns, status subresource, and allowed updates."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "pfs-layout-operator"
+ACCEPTED = REPO / "e2e" / "invalid" / "accepted"
+RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
+CRDS = {"orangefsclusters.pfslayout.io": "ofs", "costcalibrations.pfslayout.io": "cc",
+        "layoutpolicies.pfslayout.io": "lp"}
+
+
+@pytest.fixture(scope="module")
+def crds(cluster) -> None:  # noqa: ANN001 - H3's Cluster fixture
+    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+                 "--wait", "--timeout", "180s", timeout=240)
+    for name in CRDS:
+        cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
+
+
+@pytest.fixture(scope="module")
+def ns(cluster, crds) -> Iterator[str]:  # noqa: ANN001
+    name = f"e2e-crds-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "namespace", name)
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+
+def test_api_server_accepts_crds_as_structural_and_established(cluster, crds) -> None:  # noqa: ANN001
+    for name in CRDS:
+        crd = cluster.kubectl_json("get", "crd", name)
+        conditions = {c["type"]: c for c in crd["status"]["conditions"]}
+        assert conditions["Established"]["status"] == "True"
+        assert conditions["NamesAccepted"]["status"] == "True"
+        # A non-structural schema or a CEL rule over the cost budget shows up here.
+        assert conditions.get("NonStructuralSchema", {}).get("status") != "True", conditions
+
+
+def test_short_names_and_category_resolve(cluster, ns: str) -> None:  # noqa: ANN001
+    for short in CRDS.values():
+        cluster.kubectl("get", short, "-n", ns)
+    out = cluster.kubectl("api-resources", "--api-group=pfslayout.io", "-o", "wide").stdout
+    for name, short in CRDS.items():
+        assert name.split(".")[0] in out and short in out
+    cluster.kubectl("get", "pfslayout", "-n", ns)
+
+
+def test_defaults_are_filled_in_by_the_api_server(cluster, ns: str) -> None:  # noqa: ANN001
+    cluster.kubectl("create", "-n", ns, "-f", str(ACCEPTED / "orangefscluster-minimal.yaml"))
+    spec = cluster.kubectl_json("get", "ofs", "minimal", "-n", ns)["spec"]
+    assert spec["servers"] == {"count": 4}
+    assert spec["storage"] == {"type": "emptyDir"}
+    assert spec["fs"] == {"name": "orangefs"}
+    assert spec["ports"] == {"tcp": 3334}
+    assert spec["distribution"] == {"name": "simple_stripe", "stripSize": 65536, "numDatafiles": 0}
+    assert spec["reclaimPolicy"] == "Retain"
+    assert spec["client"] == {"enabled": True, "replicas": 1, "mountPath": "/mnt/orangefs"}
+    assert spec["calibration"] == {"auto": True, "profile": "quick"}
+    assert spec["image"].startswith("pfs-layout-operator/orangefs:")
+
+    cc = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "CostCalibration", "metadata": {"name": "defaults"},
+          "spec": {"clusterRef": {"name": "minimal"}}}
+    cluster.apply(cc, namespace=ns)
+    grid = cluster.kubectl_json("get", "cc", "defaults", "-n", ns)["spec"]["grid"]
+    assert grid["layouts"] == ["1-DH", "1-DV", "2-D"] and grid["patterns"] == ["sequential", "random"]
+    assert grid["repetitions"] == 5 and len(grid["requestSizes"]) >= 2
+
+    lp = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "LayoutPolicy", "metadata": {"name": "defaults"},
+          "spec": {"clusterRef": {"name": "minimal"},
+                   "rules": [{"path": "/a", "mode": "hybrid", "hybrid": {"replicas": [
+                       {"name": "x", "layout": "1-DH"}, {"name": "y", "layout": "1-DV"}]}}]}}
+    cluster.apply(lp, namespace=ns)
+    got = cluster.kubectl_json("get", "lp", "defaults", "-n", ns)["spec"]
+    assert got["hybridThreshold"] == 0.1
+    assert got["rules"][0]["fileSharing"] == "perProcess"
+    assert [r["stripSize"] for r in got["rules"][0]["hybrid"]["replicas"]] == [65536, 65536]
+    assert got["trace"]["enabled"] is False and got["shim"]["enabled"] is True
+
+
+def test_printer_columns(cluster, ns: str) -> None:  # noqa: ANN001
+    cluster.kubectl("apply", "-n", ns, "-f", str(ACCEPTED / "orangefscluster-hostpath.yaml"))
+    table = cluster.kubectl("get", "ofs", "hostpath", "-n", ns).stdout.splitlines()
+    head, row = table[0].split(), table[1].split()
+    assert head[:6] == ["NAME", "SERVERS", "READY-SERVERS", "PHASE", "FS", "STORAGE"]
+    assert row[0] == "hostpath" and row[1] == "8" and "orangefs" in row and "hostPath" in row
+
+
+def test_status_subresource_and_conditions(cluster, ns: str) -> None:  # noqa: ANN001
+    cluster.kubectl("apply", "-n", ns, "-f", str(ACCEPTED / "orangefscluster-full.yaml"))
+    obj = cluster.kubectl_json("get", "ofs", "full", "-n", ns)
+    gen = obj["metadata"]["generation"]
+    status = {"status": {"phase": "Ready", "readyServers": 4, "servers": 4, "fsId": 424242,
+                         "observedGeneration": gen,
+                         "conditions": [{"type": "Ready", "status": "True", "reason": "AllServersReady",
+                                         "message": "4/4 servers ready", "observedGeneration": gen,
+                                         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+    cluster.kubectl("patch", "ofs", "full", "-n", ns, "--subresource=status", "--type=merge",
+                    "-p", json.dumps(status))
+    # Status written through the main resource is ignored (status subresource semantics).
+    cluster.kubectl("patch", "ofs", "full", "-n", ns, "--type=merge", "-p", '{"status": {"phase": "Failed"}}')
+    got = cluster.kubectl_json("get", "ofs", "full", "-n", ns)
+    assert got["status"]["phase"] == "Ready" and got["status"]["observedGeneration"] == gen
+    assert got["metadata"]["generation"] == gen
+    row = cluster.kubectl("get", "ofs", "full", "-n", ns, "--no-headers").stdout.split()
+    assert row[1:4] == ["4", "4", "Ready"] and "True" in row
+    cluster.kubectl("wait", "-n", ns, "--for=condition=Ready", "ofs/full", "--timeout=10s")
+    bad = {"status": {"conditions": [{"type": "Ready", "status": "Maybe", "reason": "X", "message": "",
+                                      "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+    proc = cluster.kubectl("patch", "ofs", "full", "-n", ns, "--subresource=status", "--type=merge",
+                           "-p", json.dumps(bad), check=False)
+    assert proc.returncode != 0 and "status.conditions[0].status" in proc.stderr
+
+
+def test_mutable_fields_can_change(cluster, ns: str) -> None:  # noqa: ANN001
+    """Immutability is targeted: scaling and changing the default distribution are accepted."""
+    doc = yaml.safe_load((ACCEPTED / "orangefscluster-minimal.yaml").read_text())
+    doc["metadata"]["name"] = "scalable"
+    cluster.apply(doc, namespace=ns)
+    doc["spec"]["servers"] = {"count": 6}
+    doc["spec"]["distribution"] = {"name": "twod_stripe", "numGroups": 3, "stripSize": 1048576}
+    doc["spec"]["reclaimPolicy"] = "Delete"
+    cluster.apply(doc, namespace=ns)
+    spec = cluster.kubectl_json("get", "ofs", "scalable", "-n", ns)["spec"]
+    assert spec["servers"]["count"] == 6 and spec["distribution"]["numGroups"] == 3
+
+
+def test_explain_shows_field_descriptions(cluster, crds) -> None:  # noqa: ANN001
+    out = cluster.kubectl("explain", "orangefsclusters.spec.storage.type").stdout
+    assert "hostPath" in out and "emptyDir" in out
+    out = cluster.kubectl("explain", "layoutpolicies.spec.hybridThreshold").stdout
+    assert "δ" in out or "runner-up" in out
