@@ -256,6 +256,86 @@ static int json_target(json_t *t, size_t i, probe_target *out, char msg[PROBE_MS
     return 0;
 }
 
+static int one_word(const char *field, json_t *v, size_t i, const char *key, int *out, char msg[PROBE_MSG_LEN])
+{
+    int bit = json_is_string(v) ? word_bit(field, json_string_value(v)) : 0;
+    if (!bit)
+        return fail(msg, "grid.cells[%zu].%s: must be one of %s; fix the grid file", i, key, word_choices(field));
+    *out = bit;
+    return 0;
+}
+
+static int json_cell(json_t *c, size_t i, probe_cell_spec *out, char msg[PROBE_MSG_LEN])
+{
+    if (!json_is_object(c))
+        return fail(msg, "grid.cells[%zu]: must be an object (see docs/probe.md); fix the grid file", i);
+    memset(out, 0, sizeof(*out));
+    out->sharing = SHARING_FPP;
+    const char *key;
+    json_t *v;
+    int have = 0;
+    enum { H_LAYOUT = 1, H_OP = 2, H_PATTERN = 4, H_P = 8, H_M = 16, H_S = 32, H_R = 64, H_REPS = 128 };
+    json_object_foreach(c, key, v) {
+        char f[64];
+        snprintf(f, sizeof f, "cells[%zu].%s", i, key);
+        int64_t x;
+        if (strcmp(key, "layout") == 0) {
+            if (!json_is_string(v) || parse_layout(json_string_value(v), &out->layout))
+                return fail(msg, "grid.%s: must be \"1-DH\", \"1-DV\" or \"2-D\"; fix the grid file", f);
+            have |= H_LAYOUT;
+        } else if (strcmp(key, "g") == 0) {
+            if (json_is_null(v))
+                continue;
+            if (json_pos_int(v, f, 1, 1 << 20, &x, msg))
+                return -1;
+            out->g = (int)x;
+        } else if (strcmp(key, "op") == 0) {
+            if (one_word("ops", v, i, key, &out->op, msg)) return -1;
+            have |= H_OP;
+        } else if (strcmp(key, "pattern") == 0) {
+            if (one_word("patterns", v, i, key, &out->pattern, msg)) return -1;
+            have |= H_PATTERN;
+        } else if (strcmp(key, "sharing") == 0) {
+            if (one_word("sharing", v, i, key, &out->sharing, msg)) return -1;
+        } else if (strcmp(key, "placement") == 0) {
+            /* informational: the cell's m decides which ranks take part */
+            probe_placement pl;
+            if (!json_is_string(v) || parse_placement(json_string_value(v), &pl))
+                return fail(msg, "grid.%s: must be \"packed\" or \"spread\"; fix the grid file", f);
+        } else if (strcmp(key, "p") == 0) {
+            if (json_pos_int(v, f, 1, 1 << 24, &x, msg)) return -1;
+            out->p = (int)x;
+            have |= H_P;
+        } else if (strcmp(key, "m") == 0) {
+            if (json_pos_int(v, f, 1, 1 << 24, &x, msg)) return -1;
+            out->m = (int)x;
+            have |= H_M;
+        } else if (strcmp(key, "request_size") == 0) {
+            if (json_pos_int(v, f, 1, INT64_C(1) << 30, &out->request_size, msg)) return -1;
+            have |= H_S;
+        } else if (strcmp(key, "requests_per_rank") == 0) {
+            if (json_pos_int(v, f, 1, INT64_C(1) << 30, &out->requests_per_rank, msg)) return -1;
+            have |= H_R;
+        } else if (strcmp(key, "repetitions") == 0) {
+            if (json_pos_int(v, f, 1, 100000, &x, msg)) return -1;
+            out->repetitions = (int)x;
+            have |= H_REPS;
+        } else {
+            return fail(msg, "grid.cells[%zu].%s: unknown field; a cell has layout, g, op, pattern, sharing, p, m, "
+                        "request_size, requests_per_rank, repetitions, placement", i, key);
+        }
+    }
+    static const char *const names[] = {"layout", "op", "pattern", "p", "m", "request_size",
+                                        "requests_per_rank", "repetitions"};
+    for (int b = 0; b < 8; b++)
+        if (!(have & (1 << b)))
+            return fail(msg, "grid.cells[%zu].%s: missing; every cell needs it", i, names[b]);
+    if (out->m > out->p)
+        return fail(msg, "grid.cells[%zu].m: %d is more than p=%d; m counts taking-part ranks on one node", i,
+                    out->m, out->p);
+    return 0;
+}
+
 int grid_from_json(probe_grid *g, const char *text, char msg[PROBE_MSG_LEN])
 {
     json_error_t jerr;
@@ -280,6 +360,40 @@ int grid_from_json(probe_grid *g, const char *text, char msg[PROBE_MSG_LEN])
         } else if (strcmp(key, "servers") == 0) {
             if (json_pos_int(v, key, 1, 1 << 20, &x, msg)) goto out;
             g->servers = (int)x;
+        } else if (strcmp(key, "format") == 0) {
+            if (!json_is_string(v) || strcmp(json_string_value(v), "pfsprobe-grid/1") != 0) {
+                fail(msg, "grid.format: must be \"pfsprobe-grid/1\" (a designed cell list) or absent (a "
+                     "cross-product grid); see docs/probe.md");
+                goto out;
+            }
+        } else if (strcmp(key, "design") == 0) {
+            /* the designer's identifiability report: informational */
+        } else if (strcmp(key, "platform") == 0) {
+            /* the designed grid's platform: its server count is the probe's n unless --servers says */
+            json_t *n = json_is_object(v) ? json_object_get(v, "servers") : NULL;
+            if (!n) {
+                fail(msg, "grid.platform.servers: missing; a designed grid names its server count");
+                goto out;
+            }
+            if (json_pos_int(n, "platform.servers", 1, 1 << 20, &x, msg)) goto out;
+            g->servers = (int)x;
+        } else if (strcmp(key, "cells") == 0) {
+            if (!json_is_array(v) || json_array_size(v) == 0) {
+                fail(msg, "grid.cells: must be a non-empty list of cells; fix the grid file");
+                goto out;
+            }
+            free(g->cells);
+            g->cells = calloc(json_array_size(v), sizeof(probe_cell_spec));
+            if (!g->cells) {
+                fail(msg, "grid.cells: out of memory");
+                goto out;
+            }
+            size_t i;
+            json_t *c;
+            json_array_foreach(v, i, c) {
+                if (json_cell(c, i, &g->cells[i], msg)) goto out;
+            }
+            g->n_cells = (int)json_array_size(v);
         } else if (strcmp(key, "targets") == 0) {
             if (!json_is_array(v) || json_array_size(v) == 0) {
                 fail(msg, "grid.targets: must be a non-empty list of {\"layout\", \"path\"}; fix the grid file");
@@ -297,23 +411,29 @@ int grid_from_json(probe_grid *g, const char *text, char msg[PROBE_MSG_LEN])
             }
             g->n_targets = (int)json_array_size(v);
         } else if (strcmp(key, "request_sizes") == 0) {
+            g->set_fields |= SET_SIZES;
             if (json_int_list(v, key, 1, INT64_C(1) << 30, g->sizes, &g->n_sizes, msg)) goto out;
         } else if (strcmp(key, "patterns") == 0 || strcmp(key, "sharing") == 0 || strcmp(key, "ops") == 0) {
+            g->set_fields |= key[0] == 'p' ? SET_PATTERNS : key[0] == 's' ? SET_SHARING : SET_OPS;
             int *mask = key[0] == 'p' ? &g->patterns : key[0] == 's' ? &g->sharing : &g->ops;
             if (json_word_list(v, key, mask, msg)) goto out;
         } else if (strcmp(key, "procs") == 0) {
+            g->set_fields |= SET_PROCS;
             int64_t tmp[PROBE_MAX_LIST];
             if (json_int_list(v, key, 1, 1 << 24, tmp, &g->n_procs, msg)) goto out;
             for (int i = 0; i < g->n_procs; i++) g->procs[i] = (int)tmp[i];
         } else if (strcmp(key, "placement") == 0) {
+            g->set_fields |= SET_PLACEMENT;
             if (!json_is_string(v) || parse_placement(json_string_value(v), &g->placement)) {
                 fail(msg, "grid.placement: must be \"packed\" or \"spread\"; fix the grid file");
                 goto out;
             }
         } else if (strcmp(key, "repetitions") == 0) {
+            g->set_fields |= SET_REPETITIONS;
             if (json_pos_int(v, key, 1, 100000, &x, msg)) goto out;
             g->repetitions = (int)x;
         } else if (strcmp(key, "requests_per_rank") == 0) {
+            g->set_fields |= SET_REQUESTS;
             if (json_pos_int(v, key, 1, INT64_C(1) << 30, &g->requests_per_rank, msg)) goto out;
         } else if (strcmp(key, "seed") == 0) {
             if (json_pos_int(v, key, 0, INT64_MAX, &x, msg)) goto out;
@@ -503,27 +623,35 @@ int grid_parse_args(probe_grid *g, int argc, char **argv, const char *grid_text,
                 return fail(msg, "--servers: \"%s\" is not a positive integer", v);
             g->servers = (int)x;
         } else if (strcmp(a, "--sizes") == 0) {
+            g->set_fields |= SET_SIZES;
             if (flag_int_list(a, v, 1, INT64_C(1) << 30, g->sizes, &g->n_sizes, msg))
                 return -1;
         } else if (strcmp(a, "--patterns") == 0) {
+            g->set_fields |= SET_PATTERNS;
             if (flag_word_list(a, "patterns", v, &g->patterns, msg)) return -1;
         } else if (strcmp(a, "--sharing") == 0) {
+            g->set_fields |= SET_SHARING;
             if (flag_word_list(a, "sharing", v, &g->sharing, msg)) return -1;
         } else if (strcmp(a, "--ops") == 0) {
+            g->set_fields |= SET_OPS;
             if (flag_word_list(a, "ops", v, &g->ops, msg)) return -1;
         } else if (strcmp(a, "--procs") == 0) {
+            g->set_fields |= SET_PROCS;
             int64_t tmp[PROBE_MAX_LIST];
             if (flag_int_list(a, v, 0, 1 << 24, tmp, &g->n_procs, msg))
                 return -1;
             for (int k = 0; k < g->n_procs; k++) g->procs[k] = (int)tmp[k];
         } else if (strcmp(a, "--placement") == 0) {
+            g->set_fields |= SET_PLACEMENT;
             if (parse_placement(v, &g->placement))
                 return fail(msg, "--placement: \"%s\" is not packed or spread", v);
         } else if (strcmp(a, "--repetitions") == 0) {
+            g->set_fields |= SET_REPETITIONS;
             if (parse_int(v, 1, 100000, &x))
                 return fail(msg, "--repetitions: \"%s\" is not an integer between 1 and 100000", v);
             g->repetitions = (int)x;
         } else if (strcmp(a, "--requests") == 0) {
+            g->set_fields |= SET_REQUESTS;
             if (parse_int(v, 1, INT64_C(1) << 30, &x))
                 return fail(msg, "--requests: \"%s\" is not a positive integer", v);
             g->requests_per_rank = x;
@@ -556,6 +684,109 @@ int grid_parse_args(probe_grid *g, int argc, char **argv, const char *grid_text,
     return 0;
 }
 
+static int add_group(probe_grid *g, const probe_group *gr)
+{
+    if (g->n_groups % 64 == 0) {
+        probe_group *n = realloc(g->groups, sizeof(probe_group) * (size_t)(g->n_groups + 64));
+        if (!n)
+            return -1;
+        g->groups = n;
+    }
+    g->groups[g->n_groups++] = *gr;
+    return 0;
+}
+
+static int find_target(const probe_grid *g, probe_layout layout, int gcount)
+{
+    for (int t = 0; t < g->n_targets; t++)
+        if (g->targets[t].layout == layout && g->targets[t].g == gcount)
+            return t;
+    return -1;
+}
+
+/* Explicit cells become groups keyed by everything but pattern and op, in first-appearance order. */
+static int groups_from_cells(probe_grid *g, int world_size, char msg[PROBE_MSG_LEN])
+{
+    static const char *const set_names[] = {"request_sizes (--sizes)", "patterns", "sharing", "ops", "procs",
+                                            "placement", "repetitions", "requests_per_rank (--requests)"};
+    for (int b = 0; b < 8; b++)
+        if (g->set_fields & (1 << b))
+            return fail(msg, "%s: the grid file lists explicit cells (pfsprobe-grid/1), which fix it per cell; "
+                        "drop it", set_names[b]);
+    for (int i = 0; i < g->n_cells; i++) {
+        const probe_cell_spec *c = &g->cells[i];
+        if (c->layout == LAYOUT_2D && c->g == 0)
+            return fail(msg, "grid.cells[%d].g: 2-D needs a group count; fix the grid file", i);
+        if (c->layout != LAYOUT_2D && c->g != 0)
+            return fail(msg, "grid.cells[%d].g: only 2-D has a group count (layout %s); use null", i,
+                        layout_name(c->layout));
+        if (c->p > world_size)
+            return fail(msg, "grid.cells[%d].p: %d exceeds the %d ranks launched; launch at least %d ranks", i,
+                        c->p, world_size, c->p);
+        int t = find_target(g, c->layout, c->g);
+        if (t < 0) {
+            if (c->layout == LAYOUT_2D)
+                return fail(msg, "grid.cells[%d]: no target for layout 2-D g=%d; pass --target 2-D:%d=DIR", i, c->g,
+                            c->g);
+            return fail(msg, "grid.cells[%d]: no target for layout %s; pass --target %s=DIR", i,
+                        layout_name(c->layout), layout_name(c->layout));
+        }
+        int k;
+        for (k = 0; k < g->n_groups; k++) {
+            probe_group *gr = &g->groups[k];
+            if (gr->target == t && gr->shared == (c->sharing == SHARING_SHARED) && gr->p == c->p && gr->m == c->m &&
+                gr->s == c->request_size && gr->r == c->requests_per_rank && gr->reps == c->repetitions)
+                break;
+        }
+        if (k == g->n_groups) {
+            probe_group gr = {t, c->sharing == SHARING_SHARED, c->p, c->m, c->request_size, c->requests_per_rank,
+                              c->repetitions, 0, 0};
+            if (add_group(g, &gr))
+                return fail(msg, "grid.cells: out of memory");
+        }
+        probe_group *gr = &g->groups[k];
+        if ((gr->patterns & c->pattern) && (gr->ops & c->op)) {
+            /* Both bits already set can still be a new combination; look for the exact duplicate. */
+            for (int j = 0; j < i; j++) {
+                const probe_cell_spec *d = &g->cells[j];
+                if (d->layout == c->layout && d->g == c->g && d->op == c->op && d->pattern == c->pattern &&
+                    d->sharing == c->sharing && d->p == c->p && d->m == c->m && d->request_size == c->request_size &&
+                    d->requests_per_rank == c->requests_per_rank && d->repetitions == c->repetitions)
+                    return fail(msg, "grid.cells[%d]: repeats cells[%d]; list each cell once", i, j);
+            }
+        }
+        gr->patterns |= c->pattern;
+        gr->ops |= c->op;
+    }
+    return 0;
+}
+
+static int groups_from_product(probe_grid *g, int world_size, char msg[PROBE_MSG_LEN])
+{
+    if (g->n_procs == 0) {
+        for (int p = 1; p < world_size; p *= 2)
+            g->procs[g->n_procs++] = p;
+        g->procs[g->n_procs++] = world_size;
+    }
+    for (int i = 0; i < g->n_procs; i++)
+        if (g->procs[i] > world_size)
+            return fail(msg, "procs: %d exceeds the %d ranks launched; launch at least %d ranks or drop it",
+                        g->procs[i], world_size, g->procs[i]);
+    for (int t = 0; t < g->n_targets; t++)
+        for (int shared = 0; shared <= 1; shared++) {
+            if (!(g->sharing & (shared ? SHARING_SHARED : SHARING_FPP)))
+                continue;
+            for (int k = 0; k < g->n_procs; k++)
+                for (int si = 0; si < g->n_sizes; si++) {
+                    probe_group gr = {t, shared, g->procs[k], 0, g->sizes[si], g->requests_per_rank, g->repetitions,
+                                      g->patterns, g->ops};
+                    if (add_group(g, &gr))
+                        return fail(msg, "grid: out of memory");
+                }
+        }
+    return 0;
+}
+
 int grid_validate(probe_grid *g, int world_size, char msg[PROBE_MSG_LEN])
 {
     if (g->n_targets == 0)
@@ -573,39 +804,42 @@ int grid_validate(probe_grid *g, int world_size, char msg[PROBE_MSG_LEN])
         if (t->strip_size && g->backend != BACKEND_PVFS2)
             return fail(msg, "targets[%d].strip_size: only the pvfs2 backend sets strip sizes; set the "
                         "directory's layout hints instead", i);
+        for (int j = 0; j < i; j++)
+            if (g->targets[j].layout == t->layout && g->targets[j].g == t->g)
+                return fail(msg, "targets[%d]: a second target for layout %s%s; give one directory per layout", i,
+                            layout_name(t->layout), t->g ? " with this g" : "");
     }
-    if (g->n_procs == 0) {
-        for (int p = 1; p < world_size; p *= 2)
-            g->procs[g->n_procs++] = p;
-        g->procs[g->n_procs++] = world_size;
-    }
-    for (int i = 0; i < g->n_procs; i++)
-        if (g->procs[i] > world_size)
-            return fail(msg, "procs: %d exceeds the %d ranks launched; launch at least %d ranks or drop it",
-                        g->procs[i], world_size, g->procs[i]);
     if (g->direct && g->backend != BACKEND_POSIX)
         return fail(msg, "direct: O_DIRECT is a posix-backend option (backend is %s); drop --direct",
                     backend_name(g->backend));
     if (g->drop_caches && g->backend != BACKEND_POSIX)
         return fail(msg, "drop_caches: only the posix backend can evict pages (backend is %s); drop --drop-caches",
                     backend_name(g->backend));
-    if (g->direct)
-        for (int i = 0; i < g->n_sizes; i++)
-            if (g->sizes[i] % 4096)
-                return fail(msg, "request_sizes: %" PRId64 " is not a multiple of 4096, which O_DIRECT needs; "
-                            "use multiples of 4096 or drop --direct", g->sizes[i]);
-    for (int i = 0; i < g->n_sizes; i++) {
-        int64_t s = g->sizes[i];
-        int maxp = 1;
-        for (int k = 0; k < g->n_procs; k++) maxp = g->procs[k] > maxp ? g->procs[k] : maxp;
-        if (g->requests_per_rank > INT64_MAX / s / maxp)
-            return fail(msg, "requests_per_rank: %" PRId64 " requests of %" PRId64 " bytes overflow a file "
-                        "offset; use fewer requests", g->requests_per_rank, s);
-    }
 #ifndef PFSPROBE_HAVE_PVFS2
     if (g->backend == BACKEND_PVFS2)
         return fail(msg, "backend: pvfs2 is not built into this pfsprobe; rebuild with -DORANGEFS_PREFIX=<OrangeFS "
                     "install prefix> or use posix/mpiio");
 #endif
+    g->n_groups = 0;
+    if (g->n_cells ? groups_from_cells(g, world_size, msg) : groups_from_product(g, world_size, msg))
+        return -1;
+    for (int k = 0; k < g->n_groups; k++) {
+        const probe_group *gr = &g->groups[k];
+        if (g->direct && gr->s % 4096)
+            return fail(msg, "request_sizes: %" PRId64 " is not a multiple of 4096, which O_DIRECT needs; "
+                        "use multiples of 4096 or drop --direct", gr->s);
+        if (gr->r > INT64_MAX / gr->s / gr->p)
+            return fail(msg, "requests_per_rank: %" PRId64 " requests of %" PRId64 " bytes overflow a file "
+                        "offset; use fewer requests", gr->r, gr->s);
+    }
     return 0;
+}
+
+void grid_free(probe_grid *g)
+{
+    free(g->cells);
+    free(g->groups);
+    g->cells = NULL;
+    g->groups = NULL;
+    g->n_cells = g->n_groups = 0;
 }

@@ -28,6 +28,28 @@ typedef struct {
     char path[4096];
 } probe_target;
 
+/* One cell of an explicit (designed) grid, format pfsprobe-grid/1 from `pfslayout`'s calibration design. */
+typedef struct {
+    probe_layout layout;
+    int g;
+    int op, pattern, sharing; /* single OP_/PATTERN_/SHARING_ bits */
+    int p, m;
+    int64_t request_size, requests_per_rank;
+    int repetitions;
+} probe_cell_spec;
+
+/* What the runner executes: files created once per group, then every pattern/op of the group timed on
+ * them. A cross-product grid and a designed cell list both become a list of groups. */
+typedef struct {
+    int target;          /* index into targets */
+    int shared;
+    int p;
+    int m;               /* 0 = choose ranks by placement; otherwise exactly m taking-part ranks per node */
+    int64_t s, r;
+    int reps;
+    int patterns, ops;   /* masks */
+} probe_group;
+
 typedef struct {
     probe_backend_kind backend;
     int servers;
@@ -51,7 +73,21 @@ typedef struct {
     int verify;
     int verbose;
     char out[4096];      /* "-" = stdout */
+    int n_cells;         /* > 0: the grid file listed explicit cells (pfsprobe-grid/1) */
+    probe_cell_spec *cells;
+    int n_groups;        /* built by grid_validate */
+    probe_group *groups;
+    int set_fields;      /* SET_* bits: cross-product fields given, refused next to explicit cells */
 } probe_grid;
+
+#define SET_SIZES 1
+#define SET_PATTERNS 2
+#define SET_SHARING 4
+#define SET_OPS 8
+#define SET_PROCS 16
+#define SET_PLACEMENT 32
+#define SET_REPETITIONS 64
+#define SET_REQUESTS 128
 
 /* Fills in the defaults. */
 void grid_defaults(probe_grid *g);
@@ -68,8 +104,10 @@ int grid_parse_args(probe_grid *g, int argc, char **argv, const char *grid_text,
 /* Returns the value of --grid FILE from argv, or NULL. */
 const char *grid_file_arg(int argc, char **argv);
 
-/* Checks the combined grid against the world size; fills the default process counts. */
+/* Checks the combined grid against the world size; fills the default process counts and builds the
+ * groups. */
 int grid_validate(probe_grid *g, int world_size, char msg[PROBE_MSG_LEN]);
+void grid_free(probe_grid *g);
 
 const char *layout_name(probe_layout l);
 const char *backend_name(probe_backend_kind b);

@@ -136,8 +136,9 @@ int main(int argc, char **argv)
     }
 
     int code = 0;
-    if (run_grid(&run)) {
-        code = EXIT_IO;
+    int ran = run_grid(&run);
+    if (ran) {
+        code = ran == -2 ? EXIT_INPUT : EXIT_IO;
         snprintf(msg, sizeof msg, "%s", run.msg);
     } else {
         bad = rank == 0 ? report_write(run.report, grid.out, msg) != 0 : 0;
@@ -145,6 +146,7 @@ int main(int argc, char **argv)
             code = EXIT_IO;
     }
     report_free(run.report);
+    grid_free(&grid);
     topology_free(&topo);
     be->finalize();
     return finish(code, rank, code ? msg : NULL);

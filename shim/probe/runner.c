@@ -53,7 +53,8 @@ typedef struct {
     const probe_target *t;
     int shared, p, m, idx; /* idx: this rank's place among the p, or -1 */
     MPI_Comm sub;
-    int64_t s;
+    int64_t s, r;
+    int reps, patterns, ops;
 } group;
 
 static int cell(probe_run *run, const group *gr, probe_file *f, char *wbuf, char *rbuf, const int64_t *offs,
@@ -61,14 +62,14 @@ static int cell(probe_run *run, const group *gr, probe_file *f, char *wbuf, char
 {
     const probe_grid *g = run->grid;
     int member = gr->idx >= 0;
-    for (int rep = 0; rep < g->repetitions; rep++) {
+    for (int rep = 0; rep < gr->reps; rep++) {
         if (!member)
             break;
         if (!write && g->drop_caches && run->be->evict && !*err && run->be->evict(f, run->msg))
             *err = 1;
         MPI_Barrier(gr->sub);
         double t0 = MPI_Wtime();
-        for (int64_t i = 0; i < g->requests_per_rank && !*err; i++)
+        for (int64_t i = 0; i < gr->r && !*err; i++)
             if (run->be->io(f, write, write ? wbuf : rbuf, gr->s, offs[i], run->msg))
                 *err = 1;
         /* sync is collective for a shared MPI-IO file: a rank that failed still takes part. */
@@ -90,7 +91,7 @@ static int run_group(probe_run *run, const group *gr)
     const probe_grid *g = run->grid;
     const probe_backend *be = run->be;
     int member = gr->idx >= 0, err = 0, failed = 0, rank = run->topo->rank;
-    int64_t r = g->requests_per_rank;
+    int64_t r = gr->r;
     char path[4400];
     if (gr->shared)
         snprintf(path, sizeof path, "%s/pfsprobe-shared-p%d-s%" PRId64, gr->t->path, gr->p, gr->s);
@@ -105,7 +106,7 @@ static int run_group(probe_run *run, const group *gr)
         wbuf = must(aligned((size_t)gr->s), run->world);
         rbuf = must(aligned((size_t)gr->s), run->world);
         offs = must(malloc(sizeof(int64_t) * (size_t)r), run->world);
-        times = must(calloc((size_t)g->repetitions, sizeof(double)), run->world);
+        times = must(calloc((size_t)gr->reps, sizeof(double)), run->world);
         for (int64_t i = 0; i < gr->s; i++)
             wbuf[i] = (char)(1 + i % 251); /* never 0, so a hole reads back as a mismatch */
         probe_place pl = {gr->t->layout, gr->t->g, gr->t->strip_size, g->servers, gr->idx, gr->p, gr->s, gr->shared};
@@ -122,7 +123,7 @@ static int run_group(probe_run *run, const group *gr)
     }
 
     /* Read-only grids still need data: write every slot once, untimed. */
-    if (!(g->ops & OP_WRITE) && member) {
+    if (!(gr->ops & OP_WRITE) && member) {
         if (pattern_offsets(offs, r, gr->s, gr->shared, 0, gr->idx, gr->p, g->seed))
             must(NULL, run->world);
         for (int64_t i = 0; i < r && !err; i++)
@@ -138,12 +139,12 @@ static int run_group(probe_run *run, const group *gr)
     }
 
     for (int random = 0; random <= 1; random++) {
-        if (!(g->patterns & (random ? PATTERN_RANDOM : PATTERN_SEQUENTIAL)))
+        if (!(gr->patterns & (random ? PATTERN_RANDOM : PATTERN_SEQUENTIAL)))
             continue;
         if (member && pattern_offsets(offs, r, gr->s, gr->shared, random, gr->idx, gr->p, g->seed))
             must(NULL, run->world);
         for (int write = 1; write >= 0; write--) {
-            if (!(g->ops & (write ? OP_WRITE : OP_READ)))
+            if (!(gr->ops & (write ? OP_WRITE : OP_READ)))
                 continue;
             if (cell(run, gr, f, wbuf, rbuf, offs, write, times, &err)) {
                 failed = 1;
@@ -152,7 +153,7 @@ static int run_group(probe_run *run, const group *gr)
             if (rank == 0) {
                 probe_cell c = {gr->t, write ? "write" : "read", random ? "random" : "sequential",
                                 gr->shared ? "shared" : "file-per-process", gr->p, gr->m, gr->s, r,
-                                g->repetitions, times};
+                                gr->reps, times};
                 probe_stats st;
                 report_add_cell(run->report, &c, &st);
                 if (g->verbose)
@@ -223,46 +224,57 @@ int run_grid(probe_run *run)
     const probe_topology *topo = run->topo;
     int err = 0;
 
+    /* Every group's ranks are chosen up front (identically on all ranks), so an impossible placement is a
+     * clear error before any I/O. */
+    int *members = must(malloc(sizeof(int) * (size_t)topo->size), run->world);
+    int *ms = must(calloc((size_t)g->n_groups, sizeof(int)), run->world);
+    for (int k = 0; k < g->n_groups && !err; k++) {
+        const probe_group *pg = &g->groups[k];
+        ms[k] = pg->m ? topology_select_m(topo, pg->p, pg->m, members)
+                      : topology_select(topo, pg->p, g->placement == PLACEMENT_SPREAD, members);
+        if (ms[k] < 0) {
+            snprintf(run->msg, PROBE_MSG_LEN, "grid.cells: p=%d with m=%d ranks on one node does not fit this "
+                     "launch (%d nodes, at most %d ranks per node); launch to match the designed platform",
+                     pg->p, pg->m, topo->nodes, topo->ranks_per_node);
+            err = 1;
+        }
+    }
+    if (probe_agree(run->world, err, run->msg)) {
+        free(members);
+        free(ms);
+        return -2;
+    }
+
     /* Directories: one rank per node creates them (node-local paths need one per node). */
     if (topo->local_of[topo->rank] == 0)
         for (int i = 0; i < g->n_targets && !err; i++)
             if (run->be->prepare_dir(g->targets[i].path, run->msg))
                 err = 1;
-    if (probe_agree(run->world, err, run->msg))
+    if (probe_agree(run->world, err, run->msg)) {
+        free(members);
+        free(ms);
         return -1;
-
-    int np = g->n_procs;
-    MPI_Comm *subs = calloc((size_t)np, sizeof(MPI_Comm));
-    int *idx = calloc((size_t)np, sizeof(int)), *ms = calloc((size_t)np, sizeof(int));
-    int *members = malloc(sizeof(int) * (size_t)topo->size);
-    must(subs && idx && ms && members ? subs : NULL, run->world);
-    for (int k = 0; k < np; k++) {
-        ms[k] = topology_select(topo, g->procs[k], g->placement == PLACEMENT_SPREAD, members);
-        idx[k] = -1;
-        for (int i = 0; i < g->procs[k]; i++)
-            if (members[i] == topo->rank)
-                idx[k] = i;
-        MPI_Comm_split(run->world, idx[k] >= 0 ? 0 : MPI_UNDEFINED, idx[k], &subs[k]);
     }
 
     int rc = 0;
-    for (int t = 0; t < g->n_targets && !rc; t++)
-        for (int shared = 0; shared <= 1 && !rc; shared++) {
-            if (!(g->sharing & (shared ? SHARING_SHARED : SHARING_FPP)))
-                continue;
-            for (int k = 0; k < np && !rc; k++)
-                for (int si = 0; si < g->n_sizes && !rc; si++) {
-                    group gr = {&g->targets[t], shared, g->procs[k], ms[k], idx[k], subs[k], g->sizes[si]};
-                    rc = run_group(run, &gr);
-                }
-        }
-
-    for (int k = 0; k < np; k++)
-        if (subs[k] != MPI_COMM_NULL)
-            MPI_Comm_free(&subs[k]);
-    free(subs);
-    free(idx);
-    free(ms);
+    for (int k = 0; k < g->n_groups && !rc; k++) {
+        const probe_group *pg = &g->groups[k];
+        if (pg->m)
+            topology_select_m(topo, pg->p, pg->m, members);
+        else
+            topology_select(topo, pg->p, g->placement == PLACEMENT_SPREAD, members);
+        int idx = -1;
+        for (int i = 0; i < pg->p; i++)
+            if (members[i] == topo->rank)
+                idx = i;
+        group gr = {&g->targets[pg->target], pg->shared, pg->p, ms[k], idx, MPI_COMM_NULL, pg->s, pg->r,
+                    pg->reps, pg->patterns, pg->ops};
+        MPI_Comm_split(run->world, idx >= 0 ? 0 : MPI_UNDEFINED, idx, &gr.sub);
+        rc = run_group(run, &gr);
+        if (gr.sub != MPI_COMM_NULL)
+            MPI_Comm_free(&gr.sub);
+    }
     free(members);
+    free(ms);
     return rc;
 }

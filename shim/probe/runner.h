@@ -19,8 +19,8 @@ typedef struct {
     char msg[PROBE_MSG_LEN];
 } probe_run;
 
-/* Returns 0, or -1 after an I/O error on any rank; then run->msg holds the first failing rank's line on
- * every rank. */
+/* Returns 0; -2 when the grid cannot be placed on this launch (bad input); -1 after an I/O error on any
+ * rank. On failure run->msg holds the first failing rank's line on every rank. */
 int run_grid(probe_run *run);
 
 /* Agreement point: returns 1 on every rank if any rank passed err != 0, and copies the lowest failing

@@ -20,4 +20,8 @@ void topology_free(probe_topology *t);
  * of them on one node. */
 int topology_select(const probe_topology *t, int p, int spread, int *members);
 
+/* The p world ranks for a designed cell with exactly m of them on the busiest node: nodes are filled in
+ * order, m ranks each (lowest local ranks first). Returns m, or -1 when this launch cannot do it. */
+int topology_select_m(const probe_topology *t, int p, int m, int *members);
+
 #endif
