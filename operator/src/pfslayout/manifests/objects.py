@@ -1,0 +1,218 @@
+"""Builders of the Kubernetes objects of one OrangeFSCluster, as plain dicts ready for server-side apply.
+
+Each builder is a pure function of the Context (typed spec + owner) and the rendered configuration, so
+the unit tests check exactly what the operator applies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pfslayout.manifests import common as c
+from pfslayout.manifests.config import Topology
+from pfslayout.orangefs import commands, naming
+
+SERVER = "server"
+CLIENT = "client"
+CONFIG = "config"
+
+
+def fs_conf_configmap(ctx: c.Context, fs_conf: str) -> dict[str, Any]:
+    owner = ctx.owner
+    return {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": c.metadata(owner, naming.fs_conf_configmap(owner.name), CONFIG,
+                               {c.CONFIG_HASH_ANNOTATION: c.content_hash(fs_conf)}),
+        "data": {c.FS_CONF_KEY: fs_conf},
+    }
+
+
+def pvfs2tab_configmap(ctx: c.Context, pvfs2tab: str) -> dict[str, Any]:
+    owner = ctx.owner
+    return {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": c.metadata(owner, naming.pvfs2tab_configmap(owner.name), CONFIG),
+        "data": {c.PVFS2TAB_KEY: pvfs2tab},
+    }
+
+
+def headless_service(ctx: c.Context) -> dict[str, Any]:
+    owner = ctx.owner
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": c.metadata(owner, naming.server_service(owner.name), SERVER),
+        "spec": {
+            "clusterIP": "None",
+            # Servers dial each other (precreate) while starting, before any is Ready.
+            "publishNotReadyAddresses": True,
+            "selector": c.selector(owner, SERVER),
+            "ports": [{"name": "bmi-tcp", "port": ctx.spec.ports.tcp, "targetPort": ctx.spec.ports.tcp,
+                       "protocol": "TCP"}],
+        },
+    }
+
+
+def _pod_name_env() -> dict[str, Any]:
+    return {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+
+
+def _storage_volume_and_mount(ctx: c.Context) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    st = ctx.spec.storage
+    mount: dict[str, Any] = {"name": "storage", "mountPath": c.STORAGE_DIR}
+    if st.type == "pvc":
+        return None, mount  # from volumeClaimTemplates
+    if st.type == "hostPath":
+        assert st.host_path is not None
+        # One node directory, one sub-directory per server pod: `<path>/<pod name>`.
+        mount["subPathExpr"] = "$(POD_NAME)"
+        return {"name": "storage", "hostPath": {"path": st.host_path.path, "type": "DirectoryOrCreate"}}, mount
+    empty: dict[str, Any] = {}
+    if st.medium:
+        empty["medium"] = st.medium
+    if st.size is not None:
+        empty["sizeLimit"] = str(st.size)
+    return {"name": "storage", "emptyDir": empty}, mount
+
+
+def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied: dict[str, Any]
+                       ) -> dict[str, Any]:
+    spec, owner = ctx.spec, ctx.owner
+    sts_name = naming.server_statefulset(owner.name)
+    conf_path = f"{c.CONFIG_DIR}/{c.FS_CONF_KEY}"
+    storage_volume, storage_mount = _storage_volume_and_mount(ctx)
+    config_mount = {"name": "config", "mountPath": c.CONFIG_DIR, "readOnly": True}
+    tmp_mount = {"name": "tmp", "mountPath": "/tmp"}
+    mounts = [config_mount, storage_mount, tmp_mount]
+    image = {"image": spec.image, "imagePullPolicy": spec.image_pull_policy}
+    init_script = commands.storage_init_script(conf_path, f"{c.STORAGE_DIR}/meta", f"{c.STORAGE_DIR}/data",
+                                               '"$POD_NAME"')
+    init_containers: list[dict[str, Any]] = []
+    if spec.storage.type == "hostPath":
+        # A DirectoryOrCreate hostPath is created root-owned; hand it to the server's user, nothing more.
+        init_containers.append({
+            "name": "storage-owner", **image,
+            "command": ["chown", f"{c.SERVER_UID}:{c.SERVER_GID}", c.STORAGE_DIR],
+            "env": [_pod_name_env()], "volumeMounts": [storage_mount],
+            "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}},
+        })
+    init_containers.append({
+        "name": "init-storage", **image,
+        "command": ["sh", "-c", init_script],
+        "env": [_pod_name_env()], "volumeMounts": mounts,
+        "securityContext": c.container_security_context(),
+    })
+    port = spec.ports.tcp
+    probe = {"tcpSocket": {"port": port}, "periodSeconds": 10, "failureThreshold": 3}
+    server: dict[str, Any] = {
+        "name": "server", **image,
+        # $(POD_NAME) is expanded by the kubelet: the alias is the pod name.
+        "args": commands.server_args(conf_path, "$(POD_NAME)"),
+        "env": [_pod_name_env()],
+        "ports": [{"name": "bmi-tcp", "containerPort": port, "protocol": "TCP"}],
+        "readinessProbe": {**probe, "initialDelaySeconds": 2},
+        "livenessProbe": {**probe, "initialDelaySeconds": 30},
+        "volumeMounts": mounts,
+        "securityContext": c.container_security_context(),
+    }
+    if spec.servers.resources is not None and spec.servers.resources.as_k8s():
+        server["resources"] = spec.servers.resources.as_k8s()
+    volumes: list[dict[str, Any]] = [
+        {"name": "config", "configMap": {"name": naming.fs_conf_configmap(owner.name)}},
+        {"name": "tmp", "emptyDir": {}},
+    ]
+    if storage_volume is not None:
+        volumes.append(storage_volume)
+    pod_spec: dict[str, Any] = {
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "securityContext": c.pod_security_context(),
+        "terminationGracePeriodSeconds": 30,
+        "initContainers": init_containers,
+        "containers": [server],
+        "volumes": volumes,
+    }
+    if spec.node_selector:
+        pod_spec["nodeSelector"] = dict(spec.node_selector)
+    if spec.tolerations:
+        pod_spec["tolerations"] = [t.as_k8s() for t in spec.tolerations]
+    sts_spec: dict[str, Any] = {
+        "serviceName": naming.server_service(owner.name),
+        "replicas": topology.servers,
+        # Servers do not depend on each other's start order; start (and add) them together.
+        "podManagementPolicy": "Parallel",
+        "updateStrategy": {"type": "RollingUpdate"},
+        "selector": {"matchLabels": c.selector(owner, SERVER)},
+        "template": {
+            "metadata": {
+                "labels": c.labels(owner, SERVER),
+                # A new fs.conf (servers added, distribution changed) restarts the servers with it.
+                "annotations": {c.CONFIG_HASH_ANNOTATION: c.content_hash(fs_conf)},
+            },
+            "spec": pod_spec,
+        },
+    }
+    if spec.storage.type == "pvc":
+        claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
+                                 "resources": {"requests": {"storage": str(spec.storage.size)}}}
+        if spec.storage.storage_class_name:
+            claim["storageClassName"] = spec.storage.storage_class_name
+        sts_spec["volumeClaimTemplates"] = [{
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "storage", "labels": c.labels(owner, SERVER)},
+            "spec": claim,
+        }]
+        policy = "Delete" if spec.reclaim_policy == "Delete" else "Retain"
+        # The StatefulSet controller deletes (or keeps) the claims: on delete of the set, and of the
+        # ordinals a confirmed scale-down removes.
+        sts_spec["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": policy, "whenScaled": policy}
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": c.metadata(owner, sts_name, SERVER, {c.APPLIED_ANNOTATION: c.canonical_json(applied)}),
+        "spec": sts_spec,
+    }
+
+
+def client_deployment(ctx: c.Context, pvfs2tab: str) -> dict[str, Any]:
+    spec, owner = ctx.spec, ctx.owner
+    pvfs2tab_path = f"{c.PVFS2TAB_DIR}/{c.PVFS2TAB_KEY}"
+    container: dict[str, Any] = {
+        "name": "toolbox",
+        "image": spec.client.image or spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        # A toolbox: it idles until someone runs pvfs2-* tools in it (kubectl exec, hint Jobs use the
+        # same image and mounts).
+        "command": ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"],
+        "env": [{"name": "PVFS2TAB_FILE", "value": pvfs2tab_path}],
+        "volumeMounts": [{"name": "pvfs2tab", "mountPath": c.PVFS2TAB_DIR, "readOnly": True},
+                         {"name": "tmp", "mountPath": "/tmp"}],
+        "securityContext": c.container_security_context(),
+    }
+    if spec.client.resources is not None and spec.client.resources.as_k8s():
+        container["resources"] = spec.client.resources.as_k8s()
+    pod_spec: dict[str, Any] = {
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "securityContext": c.pod_security_context(fs_group=False),
+        "containers": [container],
+        "volumes": [{"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(owner.name)}},
+                    {"name": "tmp", "emptyDir": {}}],
+    }
+    if spec.node_selector:
+        pod_spec["nodeSelector"] = dict(spec.node_selector)
+    if spec.tolerations:
+        pod_spec["tolerations"] = [t.as_k8s() for t in spec.tolerations]
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": c.metadata(owner, naming.client_deployment(owner.name), CLIENT),
+        "spec": {
+            "replicas": spec.client.replicas,
+            "selector": {"matchLabels": c.selector(owner, CLIENT)},
+            "template": {
+                "metadata": {"labels": c.labels(owner, CLIENT),
+                             "annotations": {c.CONFIG_HASH_ANNOTATION: c.content_hash(pvfs2tab)}},
+                "spec": pod_spec,
+            },
+        },
+    }
