@@ -80,7 +80,7 @@ def hints_for(layout: str, g: int | None, n: int, sharing: Sharing, s_common: in
         width = -(-n // g)
         if sharing == "file-per-process":
             dfiles = width
-            strip = _align(s_common / width, hi=max(SMALL_STRIP, ALIGN))
+            strip = _align(s_common / width)
             notes.append(f"{width} datafiles per file (n/g with g={g}); strip {strip} B spreads a request over them")
         else:
             dfiles = n

@@ -51,7 +51,7 @@ def _check_common(n: int, variant: str, delta: float, groups: list[int] | None) 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError("--servers", f"must be a positive number of data servers (got {n!r})")
     check_variant(variant)
-    if not 0 <= delta < 10:
+    if not (np.isfinite(delta) and delta >= 0):
         raise InputError("delta", f"must be a non-negative fraction (got {delta})", "e.g. 0.10 for 10%")
     base = useful_groups(n)
     extra: list[int] = []
@@ -113,7 +113,7 @@ def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float
     mode = "static"
     hybrid = None
     if margin is not None and margin < delta:
-        close = [c for c in ranked if c.total <= best.total * (1 + delta)][:MAX_REPLICAS]
+        close = [c for c in ranked if c.total <= best.total * (1 + delta)]
         hybrid = _hybrid(w, n, params, variant, close) if w.read_fraction >= HYBRID_MIN_READ_FRACTION else None
         if hybrid is not None:
             mode = "hybrid"
@@ -138,24 +138,35 @@ def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float
 
 def _hybrid(w: _Workload, n: int, params: CostParams, variant: str,
             close: list[CandidateCost]) -> HybridRecommendation | None:
-    """Replicas of the close candidates that per-request routing would actually use; None if fewer than
-    two would be used (identical requests all prefer one copy: extra copies buy nothing)."""
+    """Pick replicas among the close candidates greedily: start from the best static layout and add the
+    copy that lowers Σ_i min_replica T_i the most, up to MAX_REPLICAS. None when no second copy helps
+    (e.g. identical requests all prefer one layout: extra copies would never be read)."""
     per = np.vstack([per_request_totals(c.layout, w.groups, w.sizes, n, c.g, params, variant) for c in close])
-    pick = np.argmin(per, axis=0)
-    weight = w.weights if w.weights is not None else np.ones(pick.size)
-    used = [i for i in range(len(close)) if weight[pick == i].sum() > 0]
-    if len(used) < 2:
+    weight = w.weights if w.weights is not None else np.ones(per.shape[1])
+    chosen = [0]  # close is sorted by total: index 0 is the static best
+    cheapest = per[0].copy()
+    current = float(cheapest @ weight)
+    while len(chosen) < MAX_REPLICAS:
+        gains = [(current - float(np.minimum(cheapest, per[i]) @ weight), i)
+                 for i in range(len(close)) if i not in chosen]
+        if not gains:
+            break
+        gain, i = max(gains)
+        if gain <= current * 1e-9:
+            break
+        chosen.append(i)
+        np.minimum(cheapest, per[i], out=cheapest)
+        current = float(cheapest @ weight)
+    if len(chosen) < 2:
         return None
-    cheapest = per[pick, np.arange(pick.size)]
-    predicted = float(cheapest @ weight)
     replicas = [Replica(label=close[i].label,
                         suffix="." + close[i].label.lower().replace("(g=", "-g").replace(")", ""),
                         hints=hints_for(close[i].layout, close[i].g, n, w.sharing, w.dominant_size, params),
                         total=close[i].total)
-                for i in used]
-    return HybridRecommendation(replicas=replicas, predicted_total=predicted, storage_factor=len(replicas),
+                for i in chosen]
+    return HybridRecommendation(replicas=replicas, predicted_total=current, storage_factor=len(replicas),
                                 reason="best layouts within delta of each other on read-mostly, mixed requests "
-                                       "(DIGEST §6 B3); reads go to the cheapest copy, writes too, synced lazily")
+                                       "(DIGEST §6 B3); each request goes to the cheapest copy, writes sync lazily")
 
 
 def _plan(workloads: list[_Workload], n: int, params: CostParams, variant: str, delta: float,

@@ -1,0 +1,44 @@
+"""Grouped trace totals and chunked per-request costs equal the direct per-request model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pfslayout.costmodel import SEED_INFINIBAND, cost
+from pfslayout.costmodel.fast import _CHUNK, group_requests, layout_totals, per_request_totals
+
+pytestmark = pytest.mark.unit
+
+
+def _trace(rng: np.random.Generator, n: int, pmax: int) -> tuple[np.ndarray, ...]:
+    p = rng.integers(1, pmax + 1, n)
+    m = np.minimum(p, rng.integers(1, 9, n))
+    s = rng.integers(0, 1 << 24, n).astype(np.float64)
+    r = rng.random(n) < 0.3
+    return p, m, s, r
+
+
+@pytest.mark.parametrize("pmax", [64, 1 << 20])  # dense key table, and the np.unique fallback
+@pytest.mark.parametrize("variant", ["printed", "corrected"])
+def test_totals_and_per_request_match_direct(pmax: int, variant: str) -> None:
+    rng = np.random.default_rng(7)
+    p, m, s, r = _trace(rng, 3 * _CHUNK + 17, pmax)
+    groups = group_requests(p, m, s, r, with_key=True)
+    assert groups.count.sum() == p.size and groups.bytes.sum() == pytest.approx(s.sum())
+    for layout, g in (("1-DV", None), ("1-DH", None), ("2-D", 4), ("2-D", 3)):
+        direct = cost(layout, p, 12, m, s, None if g is None else np.full(p.size, g), random=r,
+                      params=SEED_INFINIBAND, variant=variant)
+        tot = layout_totals(layout, groups, 12, g, SEED_INFINIBAND, variant)
+        assert tot.T_e == pytest.approx(direct.T_e.sum(), rel=1e-9)
+        assert tot.T_x == pytest.approx(direct.T_x.sum(), rel=1e-9)
+        assert tot.T_s == pytest.approx(direct.T_s.sum(), rel=1e-9)
+        assert tot.T_rw == pytest.approx(direct.T_rw.sum(), rel=1e-9)
+        per = per_request_totals(layout, groups, s, 12, g, SEED_INFINIBAND, variant)
+        np.testing.assert_allclose(per, direct.total, rtol=1e-12)
+
+
+def test_empty_groups() -> None:
+    g = group_requests(np.zeros(0, int), np.zeros(0, int), np.zeros(0), False)
+    assert len(g) == 0
+    assert layout_totals("1-DV", g, 4, None, SEED_INFINIBAND).total == 0.0
