@@ -89,7 +89,7 @@ def orangefs_cluster_spec() -> Schema:
                  "storage.storageClassName is immutable", ".storageClassName"),
             rule("!has(oldSelf.hostPath) || (has(self.hostPath) && self.hostPath.path == oldSelf.hostPath.path)",
                  "storage.hostPath.path is immutable: the data lives there", ".hostPath"),
-        ], default={})
+        ])
 
     fs = obj("The file system's identity, written into `fs.conf` and every client's `pvfs2tab`.", {
         "name": string("File-system name (`Name` in `fs.conf`, the last part of `tcp://host:port/<name>`).",
@@ -164,7 +164,7 @@ def orangefs_cluster_spec() -> Schema:
         "calibration": calibration,
         "nodeSelector": node_selector(),
         "tolerations": tolerations(),
-    }, rules=[
+    }, required=["storage"], rules=[
         rule("!has(self.distribution.numGroups) || self.servers.count % self.distribution.numGroups == 0",
              "distribution.numGroups must divide servers.count (e.g. 2 groups of 2 with 4 servers)",
              ".distribution.numGroups"),
@@ -497,7 +497,7 @@ KINDS = [
         "short": ["ofs"], "file": "orangefsclusters.yaml",
         "description": "An OrangeFS testbed: server StatefulSet, headless Service, generated `fs.conf`, "
                        "client toolbox and a `pvfs2tab` ConfigMap.",
-        "spec": orangefs_cluster_spec, "status": orangefs_cluster_status, "spec_required": False,
+        "spec": orangefs_cluster_spec, "status": orangefs_cluster_status,
         "columns": [
             {"name": "Servers", "type": "integer", "jsonPath": ".spec.servers.count",
              "description": "Desired servers."},
@@ -515,7 +515,7 @@ KINDS = [
         "short": ["cc"], "file": "costcalibrations.yaml",
         "description": "A calibration run: probe Jobs over a grid, then a fit of the cost-model parameters "
                        "(e, v, α_seq, α_rand, β) published in the status and a ConfigMap.",
-        "spec": cost_calibration_spec, "status": cost_calibration_status, "spec_required": True,
+        "spec": cost_calibration_spec, "status": cost_calibration_status,
         "columns": [
             {"name": "Cluster", "type": "string", "jsonPath": ".spec.clusterRef.name",
              "description": "Calibrated OrangeFSCluster."},
@@ -529,7 +529,7 @@ KINDS = [
         "short": ["lp"], "file": "layoutpolicies.yaml",
         "description": "Per-directory layouts (explicit, chosen by the cost model, or hybrid replica sets) "
                        "for an OrangeFSCluster, and shim injection into matching MPIJobs.",
-        "spec": layout_policy_spec, "status": layout_policy_status, "spec_required": True,
+        "spec": layout_policy_spec, "status": layout_policy_status,
         "columns": [
             {"name": "Cluster", "type": "string", "jsonPath": ".spec.clusterRef.name",
              "description": "Target OrangeFSCluster."},
@@ -543,16 +543,37 @@ KINDS = [
 ]
 
 
+def _materialise(schema: dict) -> dict | None:
+    """The value the API server would default an absent object to: its children's defaults, recursively."""
+    if schema.get("type") != "object" or "properties" not in schema:
+        return None
+    out = {}
+    for name, sub in schema["properties"].items():
+        if "default" in sub:
+            out[name] = sub["default"]
+    return out
+
+
+def _fill_object_defaults(schema: dict) -> None:
+    # The API server validates a default (CEL rules included) as written, without applying the nested
+    # defaults first, so `default: {}` would fail rules such as `self.name == ...`. Spell defaults out.
+    for sub in schema.get("properties", {}).values():
+        _fill_object_defaults(sub)
+    if "items" in schema:
+        _fill_object_defaults(schema["items"])
+    if schema.get("default") == {}:
+        schema["default"] = _materialise(schema)
+
+
 def crd(kind: dict) -> dict:
     schema = obj(kind["description"], {
         "apiVersion": string("Versioned schema of this representation: `pfslayout.io/v1alpha1`."),
         "kind": string(f"`{kind['kind']}`."),
-        "metadata": {"type": "object", "description": "Standard object metadata."},
+        "metadata": {"type": "object"},  # the API server allows nothing more here
         "spec": kind["spec"](),
         "status": kind["status"](),
-    }, required=["spec"] if kind["spec_required"] else None)
-    if not kind["spec_required"]:
-        schema["properties"]["spec"]["default"] = {}
+    }, required=["spec"])
+    _fill_object_defaults(schema)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
