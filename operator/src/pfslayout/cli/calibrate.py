@@ -13,7 +13,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pfslayout.calibration import fit, load_measurements
 from pfslayout.cli._output import console, print_json
 
 MIB = float(1 << 20)
@@ -21,6 +20,9 @@ MIB = float(1 << 20)
 
 def run(measurements: str, fmt: str | None, servers: int | None, layout: str | None, g: int | None,
         variant: str, weighting: str) -> dict[str, Any]:
+    # imported here so other commands do not pay for scipy.optimize at start-up
+    from pfslayout.calibration import fit, load_measurements
+
     data = load_measurements(measurements, fmt, servers=servers, layout=layout, g=g)
     return fit(data, variant=variant, weighting=weighting).to_dict()
 
