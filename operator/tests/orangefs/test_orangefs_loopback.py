@@ -1,0 +1,113 @@
+"""Real OrangeFS from the operator's rendering: `pfslayout render fs-conf`/`pvfs2tab` on loopback, the
+init container's storage guard, `pvfs2-server -d -a <alias>`, `pvfs2-ping`, data in and out, and the
+scale-up the operator performs (new alias + new fixed-slot handle ranges, existing data kept)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+
+import pytest
+
+from pfslayout.orangefs.commands import server_args, storage_init_script
+from pfslayout.orangefs.fsconf import parse_fs_conf
+
+from ofs_loopback import OrangeFS, ServerGroup, free_ports, run_cli
+
+pytestmark = pytest.mark.orangefs
+
+MOUNT = "/mnt/pfslayout-lb"
+
+
+def render(servers: ServerGroup, ports: list[int]) -> dict:
+    """Render fs.conf and pvfs2tab through the CLI, exactly as a user would."""
+    args = ["--name", "lb", "--namespace", "tests", "--servers", str(len(ports)),
+            "--storage-root", str(servers.work.path / "storage"), "--mount-path", MOUNT]
+    for p in ports:
+        args += ["--address", f"127.0.0.1:{p}"]
+    doc = json.loads(run_cli("render", "fs-conf", *args, "--json"))
+    servers.conf.write_text(doc["fsConf"])
+    (servers.work.path / "pvfs2tab").write_text(doc["pvfs2tab"])
+    # The plain-text command prints the same bytes as the JSON's fsConf.
+    assert run_cli("render", "fs-conf", *args) == doc["fsConf"]
+    return doc
+
+
+def init_and_start(servers: ServerGroup, doc: dict, ports: list[int]) -> list[str]:
+    parsed = parse_fs_conf(doc["fsConf"])
+    outputs = []
+    for entry, port in zip(doc["servers"], ports):
+        alias = entry["alias"]
+        opts = parsed.server_options[alias]
+        script = storage_init_script(str(servers.conf), opts["MetadataStorageSpace"], opts["DataStorageSpace"], alias)
+        result = servers.init_storage(alias, script)
+        assert result.returncode == 0, result.stdout + result.stderr
+        outputs.append(result.stdout)
+    for entry, port in zip(doc["servers"], ports):
+        servers.start(entry["alias"], server_args(str(servers.conf), entry["alias"]), port)
+    return outputs
+
+
+def tool(orangefs: OrangeFS, servers: ServerGroup, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([orangefs.bin(argv[0]), *argv[1:]], capture_output=True, text=True, timeout=60,
+                          check=False, env=orangefs.env(PVFS2TAB_FILE=str(servers.work.path / "pvfs2tab")))
+
+
+def ping(orangefs: OrangeFS, servers: ServerGroup, fs_id: int) -> None:
+    result = tool(orangefs, servers, "pvfs2-ping", "-m", MOUNT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "appears to be correctly configured" in result.stdout
+    assert f"all servers understand fs_id {fs_id}" in result.stdout
+    assert "root handle is owned by exactly one server" in result.stdout
+
+
+def datafiles(orangefs: OrangeFS, servers: ServerGroup, path: str) -> int:
+    result = tool(orangefs, servers, "pvfs2-viewdist", "-f", path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("Number of datafiles/servers"))
+    return int(line.split("=")[1])
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_rendered_config_runs_real_servers_that_pass_ping(orangefs: OrangeFS, servers: ServerGroup, n: int) -> None:
+    ports = free_ports(n)
+    doc = render(servers, ports)
+    outputs = init_and_start(servers, doc, ports)
+    assert all("creating storage" in out for out in outputs), outputs
+    ping(orangefs, servers, doc["fsId"])
+    # Every server stores data: a large file spreads over all n with the default distribution.
+    blob = servers.work.path / "blob"
+    blob.write_bytes(os.urandom(3 * 1024 * 1024))
+    assert tool(orangefs, servers, "pvfs2-cp", str(blob), f"{MOUNT}/blob").returncode == 0
+    assert datafiles(orangefs, servers, f"{MOUNT}/blob") == n
+
+
+def test_restart_keeps_storage_and_scale_up_keeps_data(orangefs: OrangeFS, servers: ServerGroup) -> None:
+    ports = free_ports(4)
+    doc3 = render(servers, ports[:3])
+    init_and_start(servers, doc3, ports[:3])
+    blob = servers.work.path / "blob"
+    blob.write_bytes(os.urandom(2 * 1024 * 1024 + 12345))
+    assert tool(orangefs, servers, "pvfs2-cp", str(blob), f"{MOUNT}/before").returncode == 0
+    assert datafiles(orangefs, servers, f"{MOUNT}/before") == 3
+    servers.stop_all()
+
+    # What the operator does on scale-up: a new fs.conf (one more alias, ranges of a fresh slot), every
+    # pod's init step again (existing storage must be kept), then all servers with the new config.
+    doc4 = render(servers, ports)
+    old = parse_fs_conf(doc3["fsConf"])
+    new = parse_fs_conf(doc4["fsConf"])
+    for alias, span in old.data_ranges.items():
+        assert new.data_ranges[alias] == span
+    outputs = init_and_start(servers, doc4, ports)
+    assert all("not recreating" in out for out in outputs[:3]), outputs
+    assert "creating storage" in outputs[3]
+    ping(orangefs, servers, doc4["fsId"])
+
+    back = servers.work.path / "back"
+    assert tool(orangefs, servers, "pvfs2-cp", f"{MOUNT}/before", str(back)).returncode == 0
+    assert hashlib.sha256(back.read_bytes()).digest() == hashlib.sha256(blob.read_bytes()).digest()
+    assert tool(orangefs, servers, "pvfs2-cp", str(blob), f"{MOUNT}/after").returncode == 0
+    assert datafiles(orangefs, servers, f"{MOUNT}/after") == 4
