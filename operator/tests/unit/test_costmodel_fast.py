@@ -42,3 +42,13 @@ def test_empty_groups() -> None:
     g = group_requests(np.zeros(0, int), np.zeros(0, int), np.zeros(0), False)
     assert len(g) == 0
     assert layout_totals("1-DV", g, 4, None, SEED_INFINIBAND).total == 0.0
+
+
+@pytest.mark.parametrize("pmax", [64, 1 << 20])
+def test_group_index_maps_requests_to_their_group(pmax: int) -> None:
+    rng = np.random.default_rng(3)
+    p, m, s, r = _trace(rng, 5000, pmax)
+    g = group_requests(p, m, s, r, with_key=True)
+    idx = g.index()
+    assert np.array_equal(g.p[idx], p) and np.array_equal(g.m[idx], m) and np.array_equal(g.random[idx], r)
+    assert np.array_equal(np.bincount(idx, minlength=len(g)), g.count)

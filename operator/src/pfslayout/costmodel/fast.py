@@ -23,8 +23,11 @@ _CHUNK = 1 << 16
 
 @dataclass(frozen=True)
 class Groups:
-    """Distinct (p, m, random) of a trace with their request counts and byte sums; ``key`` maps each
-    request to its group (None when not asked for)."""
+    """Distinct (p, m, random) of a trace with their request counts and byte sums.
+
+    ``key`` (only with ``with_key=True``) maps each request to its group: either directly to a group index
+    (``dense`` None) or to a slot of a dense (p, m, random) table, ``dense`` giving each group's slot —
+    which saves a gather over the whole trace."""
 
     p: np.ndarray
     m: np.ndarray
@@ -32,9 +35,30 @@ class Groups:
     count: np.ndarray
     bytes: np.ndarray
     key: np.ndarray | None
+    dense: np.ndarray | None = None
+    dense_size: int = 0
 
     def __len__(self) -> int:
         return int(self.p.shape[0])
+
+    def index(self) -> np.ndarray:
+        """Each request's group index (0..len-1); needs ``with_key=True``."""
+        if self.key is None:
+            raise ValueError("groups were built without with_key=True")
+        return self.key if self.dense is None else np.searchsorted(self.dense, self.key)
+
+
+def _dense_keys(p: np.ndarray, m: np.ndarray, rnd: np.ndarray, width: int) -> np.ndarray:
+    """((p·width + m) << 1) | random as intp (what bincount indexes with), built chunk by chunk in cache."""
+    key = np.empty(p.shape[0], dtype=np.intp)
+    for lo in range(0, p.shape[0], _CHUNK):
+        hi = lo + _CHUNK
+        k = key[lo:hi]
+        np.multiply(p[lo:hi], width, out=k, casting="unsafe")
+        k += m[lo:hi]
+        k <<= 1
+        k |= rnd[lo:hi]
+    return key
 
 
 def group_requests(p: np.ndarray, m: np.ndarray, s: np.ndarray, random: np.ndarray | bool,
@@ -48,30 +72,21 @@ def group_requests(p: np.ndarray, m: np.ndarray, s: np.ndarray, random: np.ndarr
         return Groups(empty, empty, np.zeros(0, bool), empty, np.zeros(0), empty if with_key else None)
     pmax, mmax = int(p.max()), int(m.max())
     width = mmax + 1
-    if (pmax + 1) * width * 2 <= _DENSE_LIMIT:
-        dtype = np.int32 if (pmax + 1) * width * 2 < 2**31 else np.int64
-        key = p.astype(dtype, copy=True)
-        key *= width
-        key += m
-        key <<= 1
-        key |= rnd
-        size = (pmax + 1) * width * 2
+    size = (pmax + 1) * width * 2
+    if size <= _DENSE_LIMIT and int(p.min()) >= 0 and int(m.min()) >= 0:
+        key = _dense_keys(p, m, rnd, width)
         count = np.bincount(key, minlength=size)
         total = np.bincount(key, weights=s, minlength=size)
         present = np.flatnonzero(count)
-        gp, rest = np.divmod(present >> 1, width)
-        remap = None
-        if with_key:
-            remap = np.zeros(size, dtype=np.int32)
-            remap[present] = np.arange(present.size, dtype=np.int32)
-            key = np.take(remap, key, mode="clip")
-        return Groups(gp.astype(np.int64), rest.astype(np.int64), (present & 1).astype(bool), count[present],
-                      total[present], key if with_key else None)
+        gp, gm = np.divmod(present >> 1, width)
+        return Groups(gp.astype(np.int64), gm.astype(np.int64), (present & 1).astype(bool), count[present],
+                      total[present], key if with_key else None, dense=present if with_key else None,
+                      dense_size=size)
     combined = (p.astype(np.int64) << 33) | (m.astype(np.int64) << 1) | rnd
     uniq, inverse, count = np.unique(combined, return_inverse=True, return_counts=True)
     total = np.bincount(inverse, weights=s, minlength=uniq.size)
     return Groups(uniq >> 33, (uniq >> 1) & ((1 << 32) - 1), (uniq & 1).astype(bool), count, total,
-                  inverse.astype(np.int32) if with_key else None)
+                  inverse.astype(np.intp) if with_key else None)
 
 
 @dataclass(frozen=True)
@@ -128,6 +143,13 @@ def per_request_totals(layout: str, groups: Groups, s: np.ndarray, n: int, g: in
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
     a = c.ce * params.e + c.ca * alpha
     b = c.cv * params.v + c.cb * params.beta
+    if groups.dense is not None:
+        # scatter the per-group values into the dense (p, m, random) table the keys index
+        a_tab = np.zeros(groups.dense_size)
+        b_tab = np.zeros(groups.dense_size)
+        a_tab[groups.dense] = a
+        b_tab[groups.dense] = b
+        a, b = a_tab, b_tab
     s = np.asarray(s, dtype=np.float64)
     if out is None:
         out = np.empty(s.shape[0], dtype=np.float64)
@@ -137,7 +159,8 @@ def per_request_totals(layout: str, groups: Groups, s: np.ndarray, n: int, g: in
         hi = min(lo + _CHUNK, s.shape[0])
         k = key[lo:hi]
         o = out[lo:hi]
-        np.take(b, k, out=o, mode="clip")  # keys are in range by construction; "clip" skips the bounds check
+        # keys are in range by construction; mode="clip" skips numpy's bounds check (several times faster)
+        np.take(b, k, out=o, mode="clip")
         o *= s[lo:hi]
         np.take(a, k, out=buf[: hi - lo], mode="clip")
         o += buf[: hi - lo]

@@ -247,9 +247,11 @@ def _workload_from_description(desc: WorkloadDescription) -> _Workload:
     m = np.full(rows_s.size, desc.procs_per_node)
     g = group_requests(p, m, rows_s, rows_r, with_key=True)
     # Weighted counts: rebuild the groups with expected (fractional) counts and bytes.
-    count = np.bincount(g.key, weights=rows_w, minlength=len(g))
-    nbytes = np.bincount(g.key, weights=rows_w * rows_s, minlength=len(g))
-    groups = Groups(p=g.p, m=g.m, random=g.random, count=count, bytes=nbytes, key=g.key)
+    idx = g.index()
+    count = np.bincount(idx, weights=rows_w, minlength=len(g))
+    nbytes = np.bincount(idx, weights=rows_w * rows_s, minlength=len(g))
+    groups = Groups(p=g.p, m=g.m, random=g.random, count=count, bytes=nbytes, key=g.key, dense=g.dense,
+                    dense_size=g.dense_size)
     dominant = int(sizes[np.lexsort((sizes, weights))[-1]])
     return _Workload(target=desc.name, kind="workload", sharing=desc.sharing, groups=groups, sizes=rows_s,
                      requests=reqs, nbytes=int(round(float((share * sizes).sum() * reqs))),
