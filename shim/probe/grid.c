@@ -600,7 +600,8 @@ int grid_parse_args(probe_grid *g, int argc, char **argv, const char *grid_text,
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
             return 1;
-        if (needs_value(a) && (i + 1 >= argc || argv[i + 1][0] == '\0'))
+        /* "--requests --out x" is a forgotten value, not a request count of "--out" */
+        if (needs_value(a) && (i + 1 >= argc || argv[i + 1][0] == '\0' || strncmp(argv[i + 1], "--", 2) == 0))
             return fail(msg, "%s: needs a value; see --help", a);
         const char *v = needs_value(a) ? argv[++i] : NULL;
         int64_t x;

@@ -1,0 +1,353 @@
+"""pfsprobe under real mpirun (Open MPI and MPICH): valid pfsprobe/1 output, bad input, the fit round trip.
+
+The probe is built by shim/build.sh into shim/build/<impl>/; when that binary is missing or older than
+the probe's sources, the session builds its own copy with CMake into a temporary directory.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.mpi, pytest.mark.timeout(600)]
+
+SHIM = Path(__file__).resolve().parents[1]
+PROBE_SRC = SHIM / "probe"
+IMPLS = {
+    "openmpi": {"mpicc": "mpicc.openmpi", "mpirun": ["mpirun.openmpi", "--oversubscribe"], "np": "-np"},
+    "mpich": {"mpicc": "mpicc.mpich", "mpirun": ["mpirun.mpich"], "np": "-n"},
+}
+# Open MPI refuses root without these; harmless for MPICH and for non-root users.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+TOP_KEYS = {"format", "tool", "started", "platform", "cells"}
+TOOL_KEYS = {"name", "version", "mpi"}
+PLATFORM_KEYS = {"ranks", "nodes", "ranks_per_node", "servers", "backend"}
+CELL_KEYS = {"layout", "g", "target", "op", "pattern", "sharing", "p", "m", "request_size",
+             "requests_per_rank", "repetitions", "times", "median", "min", "max", "iqr"}
+
+
+@dataclass
+class Probe:
+    impl: str
+    binary: Path
+
+    def run(self, nprocs: int, args: list[str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
+        spec = IMPLS[self.impl]
+        cmd = [*spec["mpirun"], spec["np"], str(nprocs), str(self.binary), *args]
+        env = {**os.environ, **MPI_ENV}
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _newest_source() -> float:
+    return max(p.stat().st_mtime for p in PROBE_SRC.iterdir() if p.is_file())
+
+
+def _build(impl: str, where: Path) -> Path:
+    spec = IMPLS[impl]
+    configure = ["cmake", "-S", str(SHIM), "-B", str(where), f"-DMPI_C_COMPILER={spec['mpicc']}",
+                 "-DPFSLAYOUT_BUILD_TESTS=OFF"]
+    if os.environ.get("ORANGEFS_PREFIX"):
+        configure.append(f"-DORANGEFS_PREFIX={os.environ['ORANGEFS_PREFIX']}")
+    for cmd in (configure, ["cmake", "--build", str(where), "--target", "pfsprobe", "-j", "2"]):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return where / "probe" / "pfsprobe"
+
+
+@pytest.fixture(scope="session", params=sorted(IMPLS))
+def probe(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Probe:
+    impl = request.param
+    missing = [tool for tool in (IMPLS[impl]["mpicc"], IMPLS[impl]["mpirun"][0]) if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"{impl} is not installed ({', '.join(missing)} not on PATH)")
+    built = SHIM / "build" / impl / "probe" / "pfsprobe"
+    if built.exists() and built.stat().st_mtime >= _newest_source():
+        return Probe(impl, built)
+    return Probe(impl, _build(impl, tmp_path_factory.mktemp(f"pfsprobe-{impl}")))
+
+
+# ------------------------------------------------------------------------------------------ checks
+
+
+def check_doc(doc: Any, *, ranks: int, backend: str, servers: int) -> None:
+    """Every field of docs/probe-format.md, with its type and range, and statistics that match `times`."""
+    assert isinstance(doc, dict) and set(doc) == TOP_KEYS, sorted(doc)
+    assert doc["format"] == "pfsprobe/1"
+    tool = doc["tool"]
+    assert set(tool) == TOOL_KEYS and tool["name"] == "pfsprobe"
+    assert isinstance(tool["version"], str) and tool["version"]
+    assert isinstance(tool["mpi"], str) and tool["mpi"] and "\n" not in tool["mpi"]
+    started = doc["started"]
+    assert isinstance(started, str) and len(started) == 20 and started.endswith("Z") and started[10] == "T"
+    plat = doc["platform"]
+    assert set(plat) == PLATFORM_KEYS
+    assert plat == {"ranks": ranks, "nodes": plat["nodes"], "ranks_per_node": plat["ranks_per_node"],
+                    "servers": servers, "backend": backend}
+    assert isinstance(plat["nodes"], int) and 1 <= plat["nodes"] <= ranks
+    assert isinstance(plat["ranks_per_node"], int) and 1 <= plat["ranks_per_node"] <= ranks
+    assert plat["nodes"] * plat["ranks_per_node"] >= ranks
+    cells = doc["cells"]
+    assert isinstance(cells, list) and cells
+    for i, c in enumerate(cells):
+        where = f"cells[{i}]"
+        assert set(c) == CELL_KEYS, (where, sorted(c))
+        assert c["layout"] in ("1-DH", "1-DV", "2-D"), where
+        if c["layout"] == "2-D":
+            assert isinstance(c["g"], int) and 1 <= c["g"] <= servers, where
+        else:
+            assert c["g"] is None, where
+        assert isinstance(c["target"], str) and c["target"], where
+        assert c["op"] in ("read", "write") and c["pattern"] in ("sequential", "random"), where
+        assert c["sharing"] in ("file-per-process", "shared"), where
+        for key in ("p", "m", "request_size", "requests_per_rank", "repetitions"):
+            assert isinstance(c[key], int) and not isinstance(c[key], bool) and c[key] >= 1, (where, key)
+        assert c["p"] <= ranks and c["m"] <= c["p"] and c["m"] <= plat["ranks_per_node"], where
+        times = c["times"]
+        assert isinstance(times, list) and len(times) == c["repetitions"], where
+        assert all(isinstance(t, float) and math.isfinite(t) and t > 0 for t in times), (where, times)
+        # Plausible: a handful of small requests on a local disk take well under a minute each.
+        assert max(times) < 60, (where, times)
+        assert c["max"] >= c["median"] >= c["min"] > 0, where
+        assert c["min"] == pytest.approx(min(times), rel=1e-6) and c["max"] == pytest.approx(max(times), rel=1e-6)
+        q1, med, q3 = np.percentile(times, [25, 50, 75])
+        assert c["median"] == pytest.approx(med, rel=1e-6), where
+        assert c["iqr"] == pytest.approx(q3 - q1, rel=1e-6, abs=1e-12) and c["iqr"] >= 0, where
+
+
+def cell_key(c: dict[str, Any]) -> tuple[Any, ...]:
+    return (c["layout"], c["g"], c["sharing"], c["p"], c["request_size"], c["pattern"], c["op"])
+
+
+def probe_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("pfsprobe:")]
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+# ------------------------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 4])
+def test_small_grid_gives_valid_probe_json(probe: Probe, nprocs: int, tmp_path: Path) -> None:
+    out = tmp_path / "probe.json"
+    dv, d2 = tmp_path / "1-DV", tmp_path / "2-D-g2"
+    done = probe.run(nprocs, [
+        "--target", f"1-DV={dv}", "--target", f"2-D:2={d2}", "--servers", "2",
+        "--sizes", "4K,16K", "--patterns", "sequential,random", "--sharing", "file-per-process,shared",
+        "--ops", "write,read", "--repetitions", "3", "--requests", "4", "--verify", "--out", str(out)])
+    assert done.returncode == 0, done.stderr
+    assert probe_lines(done.stderr) == []
+    doc = load(out)
+    check_doc(doc, ranks=nprocs, backend="posix", servers=2)
+    assert doc["platform"]["nodes"] == 1 and doc["platform"]["ranks_per_node"] == nprocs
+    assert ("Open MPI" if probe.impl == "openmpi" else "MPICH") in doc["tool"]["mpi"]
+    procs = sorted({1, 2, 4} & set(range(1, nprocs + 1)))
+    expected = set(itertools.product([("1-DV", None), ("2-D", 2)], ["file-per-process", "shared"], procs,
+                                     [4096, 16384], ["sequential", "random"], ["write", "read"]))
+    expected = {(lay, g, sh, p, s, pat, op) for (lay, g), sh, p, s, pat, op in expected}
+    got = [cell_key(c) for c in doc["cells"]]
+    assert len(got) == len(set(got)) and set(got) == expected
+    for c in doc["cells"]:
+        assert c["target"] == str(dv if c["layout"] == "1-DV" else d2)
+        assert c["m"] == c["p"]  # one node, packed
+        assert c["requests_per_rank"] == 4 and c["repetitions"] == 3
+    # Without --keep the probe leaves its target directories empty.
+    assert list(dv.iterdir()) == [] and list(d2.iterdir()) == []
+
+
+def test_keep_leaves_every_slot_written(probe: Probe, tmp_path: Path) -> None:
+    out, target = tmp_path / "probe.json", tmp_path / "1-DH"
+    s, r, p = 4096, 5, 2
+    done = probe.run(p, ["--target", f"1-DH={target}", "--sizes", str(s), "--requests", str(r), "--procs", str(p),
+                         "--sharing", "file-per-process,shared", "--patterns", "random", "--ops", "write",
+                         "--repetitions", "2", "--keep", "--out", str(out)])
+    assert done.returncode == 0, done.stderr
+    names = sorted(f.name for f in target.iterdir())
+    assert names == [f"pfsprobe-fpp-p{p}-s{s}-r0", f"pfsprobe-fpp-p{p}-s{s}-r1", f"pfsprobe-shared-p{p}-s{s}"]
+    block = bytes(1 + i % 251 for i in range(s))
+    for name in names:
+        data = (target / name).read_bytes()
+        slots = p * r if "shared" in name else r
+        # Random offsets are a permutation of the request slots: every slot written once, no holes.
+        assert data == block * slots, name
+
+
+def test_mpiio_backend(probe: Probe, tmp_path: Path) -> None:
+    out, target = tmp_path / "probe.json", tmp_path / "1-DV"
+    done = probe.run(2, ["--backend", "mpiio", "--target", f"1-DV={target}", "--servers", "3", "--sizes", "8K",
+                         "--patterns", "sequential,random", "--sharing", "file-per-process,shared",
+                         "--requests", "3", "--repetitions", "2", "--verify", "--out", str(out)])
+    assert done.returncode == 0, done.stderr
+    doc = load(out)
+    check_doc(doc, ranks=2, backend="mpiio", servers=3)
+    assert len(doc["cells"]) == 2 * 2 * 2 * 2  # sharing × procs {1,2} × patterns × ops
+    assert list(target.iterdir()) == []
+
+
+def test_grid_file_and_flags_override_it(probe: Probe, tmp_path: Path) -> None:
+    out, target = tmp_path / "probe.json", tmp_path / "2-D-g2"
+    grid = {"backend": "posix", "servers": 4, "targets": [{"layout": "2-D", "g": 2, "path": str(target)}],
+            "request_sizes": [4096], "patterns": ["random"], "sharing": ["shared"], "ops": ["read"],
+            "procs": [2], "repetitions": 2, "requests_per_rank": 3, "seed": 7, "verify": True}
+    (tmp_path / "grid.json").write_text(json.dumps(grid))
+    done = probe.run(2, ["--grid", str(tmp_path / "grid.json"), "--repetitions", "4", "--out", str(out)])
+    assert done.returncode == 0, done.stderr
+    doc = load(out)
+    check_doc(doc, ranks=2, backend="posix", servers=4)
+    assert [cell_key(c) for c in doc["cells"]] == [("2-D", 2, "shared", 2, 4096, "random", "read")]
+    assert doc["cells"][0]["repetitions"] == 4 and doc["cells"][0]["requests_per_rank"] == 3
+
+
+def test_designed_cell_list(probe: Probe, tmp_path: Path) -> None:
+    """A pfsprobe-grid/1 cell list runs exactly its cells, with each cell's own p, m, size and repetitions."""
+    out = tmp_path / "probe.json"
+    base = {"g": None, "sharing": "file-per-process", "requests_per_rank": 3, "repetitions": 2}
+    cells = [
+        {**base, "layout": "1-DH", "op": "write", "pattern": "sequential", "p": 1, "m": 1, "request_size": 4096},
+        {**base, "layout": "1-DH", "op": "read", "pattern": "random", "p": 4, "m": 4, "request_size": 8192,
+         "placement": "packed"},
+        {**base, "layout": "2-D", "g": 2, "op": "read", "pattern": "sequential", "p": 2, "m": 2,
+         "request_size": 4096, "sharing": "shared", "repetitions": 3},
+    ]
+    grid = {"format": "pfsprobe-grid/1", "platform": {"servers": 4, "nodes": 1, "ranks_per_node": 4},
+            "design": {"rank": 5}, "cells": cells}
+    (tmp_path / "grid.json").write_text(json.dumps(grid))
+    done = probe.run(4, ["--grid", str(tmp_path / "grid.json"), "--target", f"1-DH={tmp_path / '1-DH'}",
+                         "--target", f"2-D:2={tmp_path / '2-D-g2'}", "--verify", "--out", str(out)])
+    assert done.returncode == 0, done.stderr
+    doc = load(out)
+    check_doc(doc, ranks=4, backend="posix", servers=4)
+    want = sorted((c["layout"], c["g"], c["sharing"], c["p"], c["request_size"], c["pattern"], c["op"],
+                   c["m"], c["repetitions"]) for c in cells)
+    got = sorted(cell_key(c) + (c["m"], c["repetitions"]) for c in doc["cells"])
+    assert got == want
+
+
+def test_direct_io_and_page_eviction(probe: Probe, tmp_path: Path) -> None:
+    try:
+        fd = os.open(tmp_path / "direct-check", os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o644)
+        os.close(fd)
+    except OSError as err:
+        pytest.skip(f"{tmp_path} does not support O_DIRECT ({err.strerror})")
+    out = tmp_path / "probe.json"
+    done = probe.run(2, ["--target", f"1-DV={tmp_path / '1-DV'}", "--sizes", "4K,64K", "--requests", "4",
+                         "--repetitions", "2", "--direct", "--drop-caches", "--verify", "--out", str(out)])
+    assert done.returncode == 0, done.stderr
+    check_doc(load(out), ranks=2, backend="posix", servers=1)
+
+
+BAD_INPUT = [
+    # (flags, grid file or None, text the one line must contain)
+    (["--target", "3-D=DIR"], None, "--target: layout \"3-D\""),
+    (["--target", "2-D=DIR"], None, "targets[0].g: 2-D needs a group count"),
+    (["--target", "2-D:4=DIR", "--servers", "2"], None, "targets[0].g: 4 groups exceed the 2 servers"),
+    (["--target", "1-DV=DIR", "--sizes", "4K,abc"], None, "--sizes: \"abc\""),
+    (["--target", "1-DV=DIR", "--procs", "3"], None, "procs: 3 exceeds the 2 ranks"),
+    (["--target", "1-DV=DIR", "--repetitions", "0"], None, "--repetitions"),
+    (["--target", "1-DV=DIR", "--patterns", "zigzag"], None, "--patterns: \"zigzag\""),
+    (["--target", "1-DV=DIR", "--frobnicate"], None, "--frobnicate: unknown option"),
+    (["--target", "1-DV=DIR", "--requests"], None, "--requests: needs a value"),
+    (["--target", "1-DV=DIR", "--backend", "mpiio", "--direct"], None, "direct: O_DIRECT is a posix-backend"),
+    (["--target", "1-DV=DIR", "--direct", "--sizes", "1000"], None, "request_sizes: 1000 is not a multiple of 4096"),
+    (["--target", "1-DV=DIR", "--out", "/nonexistent-dir/x/out.json"], None, "--out: cannot write"),
+    ([], None, "targets: none given"),
+    (["--grid", "/nonexistent/grid.json"], None, "--grid: cannot read"),
+    ([], '{"targets": [{"layout": "1-DV", "path": "DIR"}], "request_sizes": [4096, -1]}',
+     "grid.request_sizes[1]: must be between 1"),
+    ([], '{"targets": [{"layout": "1-DV", "path": "DIR"}], "reqest_sizes": [4096]}',
+     "grid.reqest_sizes: unknown field"),
+    ([], '{"targets": [{"layout": "1-DV", "path": "DIR"}', "grid: not valid JSON"),
+    ([], '{"targets": [{"layout": "1-DV"}]}', "grid.targets[0].path: missing"),
+    ([], '{"targets": [{"layout": "1-DV", "path": "DIR"}], "ops": ["write", "write"]}',
+     "grid.ops[1]: \"write\" is listed twice"),
+    (["--target", "1-DV=DIR", "--sizes", "4K"],
+     '{"format": "pfsprobe-grid/1", "platform": {"servers": 1}, "cells": [{"layout": "1-DV", "g": null, '
+     '"op": "read", "pattern": "random", "p": 1, "m": 1, "request_size": 4096, "requests_per_rank": 2, '
+     '"repetitions": 2}]}', "request_sizes (--sizes): the grid file lists explicit cells"),
+    (["--target", "1-DV=DIR"],
+     '{"format": "pfsprobe-grid/1", "platform": {"servers": 1}, "cells": [{"layout": "1-DV", "g": null, '
+     '"op": "read", "pattern": "random", "p": 2, "m": 1, "request_size": 4096, "requests_per_rank": 2, '
+     '"repetitions": 2}]}', "p=2 with m=1 ranks on one node does not fit this launch"),
+    (["--target", "1-DV=DIR"],
+     '{"format": "pfsprobe-grid/1", "platform": {"servers": 2}, "cells": [{"layout": "2-D", "g": 2, '
+     '"op": "read", "pattern": "random", "p": 1, "m": 1, "request_size": 4096, "requests_per_rank": 2, '
+     '"repetitions": 2}]}', "grid.cells[0]: no target for layout 2-D g=2; pass --target 2-D:2=DIR"),
+]
+
+
+@pytest.mark.parametrize("flags,grid,expected", BAD_INPUT, ids=[f"bad{i}" for i in range(len(BAD_INPUT))])
+def test_bad_input_is_one_line_and_exit_2(probe: Probe, tmp_path: Path, flags: list[str], grid: str | None,
+                                          expected: str) -> None:
+    target = tmp_path / "t"
+    args = [a.replace("DIR", str(target)) for a in flags]
+    if grid is not None:
+        (tmp_path / "grid.json").write_text(grid.replace("DIR", str(target)))
+        args = ["--grid", str(tmp_path / "grid.json"), *args]
+    out = tmp_path / "out.json"
+    if "--out" not in args:
+        args += ["--out", str(out)]
+    done = probe.run(2, args, timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = probe_lines(done.stderr)
+    assert len(lines) == 1, done.stderr  # one line, from rank 0 only
+    assert expected in lines[0], lines[0]
+    assert done.stdout == "" and not out.exists() and not target.exists()
+
+
+def test_io_error_on_another_rank_stops_every_rank(probe: Probe, tmp_path: Path) -> None:
+    target = tmp_path / "1-DV"
+    (target / "pfsprobe-fpp-p2-s4096-r1").mkdir(parents=True)  # rank 1 cannot create its file
+    out = tmp_path / "out.json"
+    done = probe.run(2, ["--target", f"1-DV={target}", "--sizes", "4K", "--procs", "1,2", "--out", str(out)],
+                     timeout=120)
+    assert done.returncode == 1, done.stderr
+    lines = probe_lines(done.stderr)
+    assert len(lines) == 1 and "rank 1:" in lines[0] and "pfsprobe-fpp-p2-s4096-r1" in lines[0], done.stderr
+    assert not out.exists()
+
+
+def test_help_exits_zero(probe: Probe) -> None:
+    done = probe.run(1, ["--help"])
+    assert done.returncode == 0 and "--target" in done.stdout and "pfsprobe/1" in done.stdout
+
+
+def test_pfsprobe_output_fits_through_pfslayout_calibrate(probe: Probe, tmp_path: Path) -> None:
+    """The round trip the operator's calibration runs: pfsprobe → pfslayout calibrate --json."""
+    out = tmp_path / "probe.json"
+    layouts = {"1-DH": tmp_path / "1-DH", "1-DV": tmp_path / "1-DV", "2-D:2": tmp_path / "2-D-g2"}
+    targets = [a for key, path in layouts.items() for a in ("--target", f"{key}={path}")]
+    done = probe.run(4, [*targets, "--servers", "4", "--sizes", "4K,64K,256K", "--patterns", "sequential,random",
+                         "--ops", "write,read", "--procs", "1,2,4", "--requests", "4", "--repetitions", "3",
+                         "--out", str(out)])
+    assert done.returncode == 0, done.stderr
+    doc = load(out)
+    check_doc(doc, ranks=4, backend="posix", servers=4)
+    pfslayout = Path(sys.executable).with_name("pfslayout")
+    assert pfslayout.exists(), f"{pfslayout} missing: run the tests with the project's venv (e2e/setup/python-env.sh)"
+    fit = subprocess.run([str(pfslayout), "calibrate", "--measurements", str(out), "--json"], capture_output=True,
+                         text=True, timeout=120)
+    assert fit.returncode == 0, fit.stderr
+    result = json.loads(fit.stdout)
+    for name in ("e", "v", "alpha_seq", "alpha_rand", "beta"):
+        assert isinstance(result[name], float) and math.isfinite(result[name]) and result[name] >= 0, name
+    quality = result["fit"]
+    assert quality["cells"] == len(doc["cells"]) and quality["servers"] == 4
+    assert quality["rank"] == 5  # the grid identifies all five parameters
+    for key in ("r2", "rmse_s", "median_relative_error"):
+        assert isinstance(quality[key], float) and math.isfinite(quality[key]), key
+    assert quality["rmse_s"] >= 0
