@@ -127,12 +127,21 @@ def _distinct_overlaps(key: np.ndarray, rank: np.ndarray, s: np.ndarray, e: np.n
 
     a = s + gkey * span
     b = e + gkey * span
-    overlaps = np.searchsorted(np.sort(p_start), b, side="left") - np.searchsorted(np.sort(p_end), a, side="right")
+    overlaps = _sorted_search(np.sort(p_start), b, "left") - _sorted_search(np.sort(p_end), a, "right")
 
     same = p_kr[1:] == p_kr[:-1]
     gx = p_end[:-1][same]
     gy = p_start[1:][same]
     return overlaps - _count_inside(gx, gy, a, b)
+
+
+def _sorted_search(haystack: np.ndarray, needles: np.ndarray, side: str) -> np.ndarray:
+    """``searchsorted`` with the needles visited in sorted order: consecutive binary searches then walk
+    nearby memory, several times faster on millions of needles than a random visiting order."""
+    order = np.argsort(needles, kind="stable")
+    out = np.empty(needles.shape[0], dtype=np.int64)
+    out[order] = np.searchsorted(haystack, needles[order], side=side)  # type: ignore[call-overload]
+    return out
 
 
 def _count_inside(gx: np.ndarray, gy: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -149,13 +158,15 @@ def _count_inside(gx: np.ndarray, gy: np.ndarray, a: np.ndarray, b: np.ndarray) 
     cand = np.flatnonzero(np.searchsorted(xs, b, side="left") > np.searchsorted(xs, a, side="right"))
     if cand.size == 0:
         return out
+    # visit queries in order of a: then the prefix length k below, and each level's block, are monotone
+    cand = cand[np.argsort(a[cand], kind="stable")]
     qa, qb = a[cand], b[cand]
     y_order = np.argsort(ys, kind="stable")
     y_sorted = ys[y_order]
     y_rank = np.empty(G, dtype=np.int64)
     y_rank[y_order] = np.arange(G, dtype=np.int64)
-    b_rank = np.searchsorted(y_sorted, qb, side="left")  # elements with y < b have rank < b_rank
-    k = np.searchsorted(xs, qa, side="right")  # gaps [k, G) have x > a
+    b_rank = _sorted_search(y_sorted, qb, "left")  # elements with y < b have rank < b_rank
+    k = np.searchsorted(xs, qa, side="right")  # gaps [k, G) have x > a (qa is sorted)
     below_k = np.zeros(cand.size, dtype=np.int64)  # of gaps [0, k): how many have y < b
     idx = np.arange(G, dtype=np.int64)
     for level in range(int(G).bit_length()):
