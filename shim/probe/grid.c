@@ -485,8 +485,15 @@ void grid_usage(const char *prog)
             "  --verify              check read-back contents and file sizes after each group\n"
             "  --keep                keep the probe files\n"
             "  --out FILE            output file (default -: stdout)\n"
-            "  --verbose             one progress line per cell on stderr\n",
-            prog);
+            "  --verbose             one progress line per cell on stderr\n"
+            "backends built: posix mpiio%s\n",
+            prog,
+#ifdef PFSPROBE_HAVE_PVFS2
+            " pvfs2"
+#else
+            " (pvfs2 needs -DORANGEFS_PREFIX)"
+#endif
+    );
 }
 
 const char *grid_file_arg(int argc, char **argv)
@@ -799,7 +806,8 @@ int grid_validate(probe_grid *g, int world_size, char msg[PROBE_MSG_LEN])
         if (t->layout != LAYOUT_2D && t->g != 0)
             return fail(msg, "targets[%d].g: only 2-D has a group count (layout %s); drop g", i,
                         layout_name(t->layout));
-        if (t->g > g->servers)
+        /* pvfs2 learns n from the file system and checks g itself */
+        if (t->g > g->servers && g->backend != BACKEND_PVFS2)
             return fail(msg, "targets[%d].g: %d groups exceed the %d servers; use g <= servers (--servers)", i,
                         t->g, g->servers);
         if (t->strip_size && g->backend != BACKEND_PVFS2)

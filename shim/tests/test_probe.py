@@ -351,3 +351,13 @@ def test_pfsprobe_output_fits_through_pfslayout_calibrate(probe: Probe, tmp_path
     for key in ("r2", "rmse_s", "median_relative_error"):
         assert isinstance(quality[key], float) and math.isfinite(quality[key]), key
     assert quality["rmse_s"] >= 0
+
+
+def test_pvfs2_backend_without_orangefs_says_how_to_get_it(probe: Probe, tmp_path: Path) -> None:
+    if "backends built: posix mpiio pvfs2" in probe.run(1, ["--help"]).stdout:
+        pytest.skip("this pfsprobe has the pvfs2 backend (built with ORANGEFS_PREFIX); test_probe_orangefs.py runs it")
+    done = probe.run(2, ["--backend", "pvfs2", "--target", f"1-DV={tmp_path / 'x'}"])
+    assert done.returncode == 2
+    lines = probe_lines(done.stderr)
+    assert len(lines) == 1 and "backend: pvfs2 is not built into this pfsprobe" in lines[0]
+    assert "-DORANGEFS_PREFIX=" in lines[0]
