@@ -128,3 +128,12 @@ def test_004_low_shuffle_window_sorts_by_app() -> None:
 def test_004_intra_classification() -> None:
     assert shuffle.is_intra_printed(0, 4, 4) and not shuffle.is_intra_printed(0, 5, 4)
     assert shuffle.is_intra(0, 1, [0, 0, 1]) and not shuffle.is_intra(0, 2, [0, 0, 1])
+
+
+def test_002_column_update_adds_each_chunk_once() -> None:
+    # three unit chunks, one disk: the third waits for two, so the makespan is 3 (not 1 + 1 + 2)
+    one = placement.coarse_balance([1.0, 1.0, 1.0], [1.0], np.inf, [-1, -1, -1])
+    assert one.makespan == 3.0 and one.loads == [3.0]
+    # speeds 2:1 → twice as many chunks on the fast disk
+    two = placement.coarse_balance(np.ones(9), [2.0, 1.0], np.inf, np.full(9, -1))
+    assert np.bincount(two.assignment).tolist() == [6, 3] and two.makespan == 3.0

@@ -106,3 +106,10 @@ def test_table_row_labels() -> None:
 def test_params_model_is_frozen() -> None:
     with pytest.raises(Exception):
         CostParams(**SEED_ETHERNET.scalars()).e = 1.0  # type: ignore[misc]
+
+
+def test_random_accepts_0_1_and_rejects_other_values() -> None:
+    got = cost("1-DV", np.array([1, 1]), 4, np.array([1, 1]), np.array([0, 0]), random=np.array([0, 1]))
+    assert got.T_s.tolist() == [0.0001, 0.0003]
+    with pytest.raises(InputError, match="^random: "):
+        cost("1-DV", 1, 4, 1, 0, random=np.array([2]))

@@ -206,3 +206,15 @@ def test_workload_file_forms(tmp_path: Path) -> None:
 def test_param_for_server_defaults() -> None:
     prm = CostParams(**SEED_ETHERNET.scalars(), servers=[ServerParams(name="a")])
     assert not prm.heterogeneous
+
+
+def test_heterogeneous_file_per_process_placement() -> None:
+    servers = [ServerParams(beta=SEED_ETHERNET.beta * f) for f in (1, 1, 2, 4)]
+    prm = SEED_ETHERNET.model_copy(update={"servers": servers})
+    d = plan_workload(wl(processes=64, procs_per_node=2, request_sizes={MIB: 1}, random_fraction=0.0), 4,
+                      params=prm).decisions[0]
+    assert d.choice == "1-DV" and d.hints.num_dfiles == 1
+    counts = np.bincount(d.hints.file_placement, minlength=4).tolist()
+    assert sum(counts) == 64 and counts[0] == counts[1] > counts[2] > counts[3]
+    # speeds 1/(beta_j + v): 1/2 : 1/2 : 1/3 : 1/5 of 1/beta → shares 0.32, 0.32, 0.21, 0.13
+    assert counts == [21, 21, 14, 8]

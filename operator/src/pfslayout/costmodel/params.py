@@ -122,7 +122,8 @@ def load_params(path: str | Path) -> CostParams:
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as err:
-        line = getattr(err, "lineno", None) or getattr(getattr(err, "problem_mark", None), "line", None)
+        mark = getattr(getattr(err, "problem_mark", None), "line", None)
+        line = getattr(err, "lineno", None) or (mark + 1 if mark is not None else None)
         where = f" (line {line})" if line is not None else ""
         raise InputError("--params", f"{path} is not valid JSON/YAML{where}", "fix the syntax") from None
     return params_from_mapping(data, source=str(path))

@@ -63,7 +63,8 @@ class Placement:
 
 def coarse_balance(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray, order: str = "index") -> Placement:
     """Greedy min-cost assignment (002 §4.3.1, DIGEST §3.6(b)); ties go to the lowest disk index."""
-    T = cost_matrix(S, B, NB, owner)
+    own = cost_matrix(S, B, NB, owner)  # each chunk's own cost on each disk
+    T = own.copy()  # own cost plus the work already queued on that disk
     chunks = np.arange(T.shape[0])
     if order == "lpt":
         chunks = np.argsort(-np.asarray(S, dtype=float), kind="stable")
@@ -76,8 +77,10 @@ def coarse_balance(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray, o
         d = int(np.argmin(T[c]))  # argmin keeps the first minimum: lowest index on ties
         assignment[c] = d
         unassigned[c] = False
-        loads[d] = T[c, d]  # the column already carries the earlier chunks' costs
-        T[unassigned, d] += T[c, d]  # C3: full assigned cost, network part included
+        loads[d] += own[c, d]
+        # C3: later chunks on d wait for this one's full cost, network part included (its own cost, not
+        # the accumulated column, which would count earlier chunks twice)
+        T[unassigned, d] += own[c, d]
     return Placement(assignment=assignment, loads=loads.tolist(), makespan=float(loads.max()))
 
 

@@ -198,8 +198,10 @@ def cost(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: Array
     """Per-request completion time T = T_e + T_x + T_s + T_rw, seconds (003 Table 2)."""
     c = coefficients(layout, p, n, m, s, g, variant)
     rnd = np.asarray(random)
+    if rnd.dtype.kind in "iu" and np.all((rnd == 0) | (rnd == 1)):
+        rnd = rnd.astype(bool)  # 0/1 flags, as C callers and CSV columns write them
     if rnd.dtype.kind != "b":
-        raise InputError("random", f"must be a boolean or boolean array (got dtype {rnd.dtype})")
+        raise InputError("random", f"must be a boolean or 0/1 (got {random!r:.40})")
     alpha = np.where(rnd, params.alpha_rand, params.alpha_seq) if rnd.ndim else (
         params.alpha_rand if bool(rnd) else params.alpha_seq)
     T_e = c.ce * params.e

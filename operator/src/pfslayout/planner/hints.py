@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from pfslayout.costmodel.params import CostParams
-from pfslayout.costmodel.placement import strip_sizes
+from pfslayout.costmodel.placement import coarse_balance, strip_sizes
 from pfslayout.planner.models import Hints, Sharing
 
 ALIGN = 4096
@@ -37,11 +37,8 @@ def _align(size: float, lo: int = ALIGN, hi: int | None = None) -> int:
 
 
 def _varstrip(params: CostParams, n: int, strip: int) -> tuple[dict[str, str], list[int], list[str]]:
-    speed = []
-    for i in range(n):
-        sp = params.for_server(i)
-        speed.append(1.0 / max(sp.beta + sp.v, 1e-300))  # bytes/s through server i (disk + its link)
-    strips = strip_sizes(np.array(speed), max(strip * n, ALIGN * n), align=ALIGN)
+    # bytes/s through server i (disk + its link)
+    strips = strip_sizes(_speeds(params, n), max(strip * n, ALIGN * n), align=ALIGN)
     xattrs = {KEY_DIST: "varstrip_dist", KEY_PARAMS: "strips:" + ";".join(f"{i}:{s}" for i, s in enumerate(strips)),
               KEY_NUM: str(n)}
     notes = ["heterogeneous servers: varstrip_dist strips sized by seed 002 balancing of 1/(beta+v) per server"]
@@ -57,8 +54,19 @@ def _varstrip(params: CostParams, n: int, strip: int) -> tuple[dict[str, str], l
     return xattrs, strips, notes
 
 
+def _speeds(params: CostParams, n: int) -> np.ndarray:
+    return np.array([1.0 / max(params.for_server(i).beta + params.for_server(i).v, 1e-300) for i in range(n)])
+
+
+def _file_placement(params: CostParams, n: int, files: int) -> list[int]:
+    """Seed 002 coarse-grained balance of equal files over servers of different speed (every file is
+    remote, so the network term is folded into the speed): faster servers receive more files."""
+    speeds = _speeds(params, n)
+    return coarse_balance(np.ones(files), speeds, np.inf, np.full(files, -1)).assignment
+
+
 def hints_for(layout: str, g: int | None, n: int, sharing: Sharing, s_common: int,
-              params: CostParams | None = None) -> Hints:
+              params: CostParams | None = None, files: int | None = None) -> Hints:
     """The directory xattrs that make new files in it follow ``layout``."""
     s_common = max(int(s_common), 1)
     notes: list[str] = []
@@ -95,6 +103,14 @@ def hints_for(layout: str, g: int | None, n: int, sharing: Sharing, s_common: in
             vx, strips, vnotes = _varstrip(params, n, strip)
             return Hints(xattrs=vx, num_dfiles=n, dist_name="varstrip_dist", strip_size=None, strips=strips,
                          notes=notes + vnotes)
-        hints.notes.append("heterogeneous servers: this layout does not stripe over all servers, so strips stay "
-                           "uniform; the cost uses the global parameters")
+        if dfiles == 1 and files:
+            placement = _file_placement(params, n, min(files, 4096))
+            counts = np.bincount(placement, minlength=n).tolist()
+            hints.file_placement = placement
+            hints.notes.append(f"heterogeneous servers: seed 002 balance puts {counts} of {len(placement)} files on "
+                               "servers 0..n-1; realise it with per-rank subdirectories, each with layout=4 and a "
+                               "one-server server_list (file_placement gives each rank's server)")
+        else:
+            hints.notes.append("heterogeneous servers: this layout does not stripe over all servers, so strips stay "
+                               "uniform; the cost uses the global parameters")
     return hints

@@ -68,6 +68,8 @@ class Hints(BaseModel):
     dist_name: str
     strip_size: int | None = None
     strips: list[int] | None = None  # varstrip_dist per-datafile sizes (heterogeneous servers)
+    # heterogeneous servers, one datafile per file: server index for each file (seed 002 coarse balance)
+    file_placement: list[int] | None = None
     notes: list[str] = Field(default_factory=list)
 
 

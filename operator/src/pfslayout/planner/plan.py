@@ -96,6 +96,7 @@ class _Workload:
     random_fraction: float
     dominant_size: int
     weights: np.ndarray | None = None  # expected request count per row (workload descriptions)
+    files: int | None = None  # files the layout will hold (file per process: one per rank)
 
 
 def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float,
@@ -106,7 +107,7 @@ def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float
     margin = None
     if len(ranked) > 1:
         margin = (ranked[1].total - best.total) / best.total if best.total > 0 else 0.0
-    hints = hints_for(best.layout, best.g, n, w.sharing, w.dominant_size, params)
+    hints = hints_for(best.layout, best.g, n, w.sharing, w.dominant_size, params, w.files)
     parts = [f"{c.label}: {c.total:.6g} s (network {c.network:.6g} s, storage {c.storage:.6g} s)" for c in ranked]
     explanation = (f"{w.target}: {w.requests} requests, dominant size {w.dominant_size} B, {w.sharing}; "
                    f"predicted totals under the {variant} model — " + "; ".join(parts) + ". ")
@@ -161,7 +162,8 @@ def _hybrid(w: _Workload, n: int, params: CostParams, variant: str,
         return None
     replicas = [Replica(label=close[i].label,
                         suffix="." + close[i].label.lower().replace("(g=", "-g").replace(")", ""),
-                        hints=hints_for(close[i].layout, close[i].g, n, w.sharing, w.dominant_size, params),
+                        hints=hints_for(close[i].layout, close[i].g, n, w.sharing, w.dominant_size, params,
+                                        w.files),
                         total=close[i].total)
                 for i in chosen]
     return HybridRecommendation(replicas=replicas, predicted_total=current, storage_factor=len(replicas),
@@ -226,8 +228,11 @@ def plan_trace(trace: Trace, n: int, params: CostParams = SEED_ETHERNET, variant
         sel = order[bounds[t]:bounds[t + 1]]
         if sel.size == 0:
             continue
-        shared = bool(np.any(ranks_per_file[target_of_file == t] > 1))
-        workloads.append(_trace_workload(trace, np.sort(sel), str(targets[t]), per, shared))
+        in_target = target_of_file == t
+        shared = bool(np.any(ranks_per_file[in_target] > 1))
+        w = _trace_workload(trace, np.sort(sel), str(targets[t]), per, shared)
+        w.files = int(np.count_nonzero(ranks_per_file[in_target]))
+        workloads.append(w)
     return _plan(workloads, n, params, variant, delta, base, extra)
 
 
@@ -255,7 +260,8 @@ def _workload_from_description(desc: WorkloadDescription) -> _Workload:
     dominant = int(sizes[np.lexsort((sizes, weights))[-1]])
     return _Workload(target=desc.name, kind="workload", sharing=desc.sharing, groups=groups, sizes=rows_s,
                      requests=reqs, nbytes=int(round(float((share * sizes).sum() * reqs))),
-                     read_fraction=desc.read_fraction, random_fraction=rf, dominant_size=dominant, weights=rows_w)
+                     read_fraction=desc.read_fraction, random_fraction=rf, dominant_size=dominant, weights=rows_w,
+                     files=desc.processes if desc.sharing == "file-per-process" else 1)
 
 
 def plan_workload(descs: WorkloadDescription | list[WorkloadDescription], n: int,
