@@ -8,7 +8,7 @@
 # With a working Docker engine the cluster is kind (e2e/kind/config.yaml, images from images/ built
 # and loaded); without one it is a local control plane with kwok nodes (docs/test-cluster.md).
 # PFSLAYOUT_E2E_MODE=local|kind forces one. PFSLAYOUT_E2E_STATE and PFSLAYOUT_E2E_PORT_BASE select an
-# independent cluster (state directory, 8 consecutive ports on 127.0.0.1).
+# independent cluster (state directory, 10 consecutive ports on 127.0.0.1).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/cluster/lib.sh"

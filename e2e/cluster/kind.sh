@@ -38,12 +38,16 @@ up() {
   fi
   "$KIND" get kubeconfig --name "$CLUSTER_NAME" > "$KUBECONFIG_PATH"
 
-  local dockerfile name
-  for dockerfile in "$REPO_ROOT"/images/*/Dockerfile; do
+  local dockerfile name built=" "
+  # orangefs first: images/mpi copies /opt/orangefs out of it (build arg ORANGEFS_IMAGE, docs/images.md).
+  for dockerfile in "$REPO_ROOT"/images/orangefs/Dockerfile "$REPO_ROOT"/images/*/Dockerfile; do
     [ -f "$dockerfile" ] || continue
     name=$(basename "$(dirname "$dockerfile")")
+    case $built in *" $name "*) continue ;; esac
+    built="$built$name "
     log "building image pfslayout/$name:$IMAGE_TAG"
-    timeout 3600 docker build -t "pfslayout/$name:$IMAGE_TAG" -f "$dockerfile" "$REPO_ROOT"
+    timeout 3600 docker build --build-arg "ORANGEFS_IMAGE=pfslayout/orangefs:$IMAGE_TAG" \
+      -t "pfslayout/$name:$IMAGE_TAG" -f "$dockerfile" "$REPO_ROOT"
     timeout 600 "$KIND" load docker-image --name "$CLUSTER_NAME" "pfslayout/$name:$IMAGE_TAG"
   done
 

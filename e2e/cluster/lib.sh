@@ -19,17 +19,31 @@ export GOMODCACHE=${PFSLAYOUT_GOMODCACHE:-$CACHE_ROOT/go/mod}
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 
 STATE_DIR=${PFSLAYOUT_E2E_STATE:-$REPO_ROOT/e2e/.state}
-PORT_BASE=${PFSLAYOUT_E2E_PORT_BASE:-26400}
 # Port map (documented in docs/test-cluster.md): every listener is on 127.0.0.1.
-PORT_ETCD_CLIENT=$((PORT_BASE + 0))
-PORT_ETCD_PEER=$((PORT_BASE + 1))
-PORT_ETCD_METRICS=$((PORT_BASE + 2))
-PORT_APISERVER=$((PORT_BASE + 3))
-PORT_KCM=$((PORT_BASE + 4))
-PORT_SCHEDULER=$((PORT_BASE + 5))
-PORT_KWOK=$((PORT_BASE + 6))
-PORT_MPIOP=$((PORT_BASE + 7))
-PORT_COUNT=8
+set_ports() {
+  PORT_BASE=$1
+  PORT_ETCD_CLIENT=$((PORT_BASE + 0))
+  PORT_ETCD_PEER=$((PORT_BASE + 1))
+  PORT_ETCD_METRICS=$((PORT_BASE + 2))
+  PORT_APISERVER=$((PORT_BASE + 3))
+  PORT_KCM=$((PORT_BASE + 4))
+  PORT_SCHEDULER=$((PORT_BASE + 5))
+  PORT_KWOK=$((PORT_BASE + 6))
+  PORT_MPIOP=$((PORT_BASE + 7))
+  # Not started by the cluster: reserved for the operator run as a local process (e2e/demo.sh, tests).
+  PORT_OPERATOR_HEALTH=$((PORT_BASE + 8))
+  PORT_OPERATOR_METRICS=$((PORT_BASE + 9))
+  PORT_COUNT=10
+}
+# A running cluster's state directory records the port base it was started with: `down`, `env`,
+# `status` and the demo address that cluster even when the caller's environment says otherwise.
+use_state_ports() {
+  local recorded
+  recorded=$(sed -n 's/^PORT_BASE=//p' "$STATE_DIR/cluster.env" 2>/dev/null || true)
+  [ -n "$recorded" ] && set_ports "$recorded"
+  return 0
+}
+set_ports "${PFSLAYOUT_E2E_PORT_BASE:-26400}"
 
 KUBECTL=$K8S_DIR/bin/kubectl
 HELM=$HELM_DIR/bin/helm

@@ -168,9 +168,15 @@ nodes_ready() {
 }
 
 down() {
-  local quiet=${1:-} i c pid left=()
-  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-    c=${COMPONENTS[i]}
+  local quiet=${1:-} i c pid left=() order=() f
+  # Processes other tools registered here (the demo's operator) go first, then the cluster backwards.
+  for f in "$PIDS"/*.pid; do
+    [ -f "$f" ] || continue
+    c=$(basename "$f" .pid)
+    [[ " ${COMPONENTS[*]} " == *" $c "* ]] || order+=("$c")
+  done
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do order+=("${COMPONENTS[i]}"); done
+  for c in "${order[@]}"; do
     pid=$(pid_of "$c") || { rm -f "$PIDS/$c.pid"; continue; }
     kill -TERM "$pid" 2>/dev/null || true
     # ~2 s each when taken down in reverse order; SIGKILL after 15 s (the state is throwaway).
@@ -212,12 +218,7 @@ env_lines() {
   printf 'export PATH=%q:"$PATH"\n' "$path_prefix"
 }
 
-# The state directory records the port base it was started with, so `down`/`env`/`status` address the
-# right cluster even when the caller's environment differs.
-if [ -f "$STATE_DIR/cluster.env" ] && [ "${1:-}" != up ]; then
-  PORT_BASE=$(sed -n 's/^PORT_BASE=//p' "$STATE_DIR/cluster.env")
-  PORT_APISERVER=$((PORT_BASE + 3))
-fi
+[ "${1:-}" = up ] || use_state_ports
 
 case ${1:-} in
   up) up ;;

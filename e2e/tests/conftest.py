@@ -1,0 +1,189 @@
+"""Fixtures of the end-to-end tier: the test cluster (one per session), a fresh namespace per test, and
+RBAC-limited kubeconfigs for ServiceAccounts (how the operator runs as a local process with the chart's
+identity on the local control plane)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER_SH = REPO / "e2e" / "cluster.sh"
+# Cold builds take ~6 min on 2 cores; `up` itself ~15 s.
+UP_TIMEOUT_S = int(os.environ.get("PFSLAYOUT_E2E_UP_TIMEOUT_S", "1800"))
+
+T = TypeVar("T")
+
+
+def cluster_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment `e2e/cluster.sh env` describes, applied to `base` (default: this process's)."""
+    env = dict(os.environ if base is None else base)
+    out = subprocess.run(
+        ["bash", "-c", f'eval "$({CLUSTER_SH} env)" && env -0'],
+        env=env, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout
+    return dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
+
+
+@dataclass
+class Cluster:
+    """A running test cluster and the tools to drive it."""
+
+    kubeconfig: Path
+    kubectl_path: str
+    helm_path: str
+    env: dict[str, str]
+    state_dir: Path
+    started_here: bool
+    _tmp: Path = field(repr=False, default=Path("."))
+
+    def run(self, *argv: str, check: bool = True, input: str | None = None,
+            timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(list(argv), env=env or self.env, input=input, capture_output=True,
+                              text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def kubectl(self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120,
+                kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return self.run(self.kubectl_path, "--kubeconfig", str(kubeconfig or self.kubeconfig),
+                        "--request-timeout=30s", *args, check=check, input=input, timeout=timeout)
+
+    def kubectl_json(self, *args: str, kubeconfig: Path | None = None) -> Any:
+        return json.loads(self.kubectl(*args, "-o", "json", kubeconfig=kubeconfig).stdout)
+
+    def apply(self, manifest: dict[str, Any] | list[dict[str, Any]] | str, namespace: str | None = None) -> None:
+        text = manifest if isinstance(manifest, str) else yaml.safe_dump_all(
+            manifest if isinstance(manifest, list) else [manifest])
+        ns = ["-n", namespace] if namespace else []
+        self.kubectl("apply", *ns, "-f", "-", input=text)
+
+    def helm(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return self.run(self.helm_path, "--kubeconfig", str(self.kubeconfig), *args, check=check,
+                        timeout=timeout)
+
+    def wait_until(self, probe: Callable[[], T | None], what: str, timeout: float = 60,
+                   interval: float = 0.25) -> T:
+        """Polls `probe` until it returns something truthy; fails naming `what` after `timeout`."""
+        deadline = time.monotonic() + timeout
+        last: T | None = None
+        while time.monotonic() < deadline:
+            last = probe()
+            if last:
+                return last
+            time.sleep(interval)
+        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+    def can_i(self, verb: str, resource: str, *, namespace: str | None = None,
+              service_account: str | None = None) -> bool:
+        """`kubectl auth can-i`, optionally impersonating `namespace/service_account`."""
+        args = ["auth", "can-i", verb, resource]
+        if namespace:
+            args += ["-n", namespace]
+        if service_account:
+            args += [f"--as=system:serviceaccount:{service_account}"]
+        proc = self.kubectl(*args, check=False)
+        if proc.stdout.strip() not in ("yes", "no"):
+            raise AssertionError(f"kubectl auth can-i: {proc.stdout}{proc.stderr}")
+        return proc.stdout.strip() == "yes"
+
+    def service_account_kubeconfig(self, namespace: str, name: str, path: Path | None = None,
+                                   duration_s: int = 3600) -> Path:
+        """A kubeconfig that authenticates as ServiceAccount `namespace/name` with a bound token from the
+        TokenRequest API, so whatever uses it has exactly that account's RBAC (no admin fallback)."""
+        token = self.kubectl("create", "token", name, "-n", namespace,
+                             f"--duration={duration_s}s").stdout.strip()
+        admin = yaml.safe_load(self.kubeconfig.read_text())
+        cluster = admin["clusters"][0]["cluster"]
+        config = {
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "e2e", "cluster": {
+                "server": cluster["server"],
+                "certificate-authority-data": cluster["certificate-authority-data"]}}],
+            "users": [{"name": f"{namespace}-{name}", "user": {"token": token}}],
+            "contexts": [{"name": "e2e", "context": {
+                "cluster": "e2e", "user": f"{namespace}-{name}", "namespace": namespace}}],
+            "current-context": "e2e",
+        }
+        if path is None:
+            path = self._tmp / f"sa-{namespace}-{name}-{uuid.uuid4().hex[:6]}.kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+        return path
+
+    def ca_cert_pem(self) -> bytes:
+        admin = yaml.safe_load(self.kubeconfig.read_text())
+        return base64.b64decode(admin["clusters"][0]["cluster"]["certificate-authority-data"])
+
+
+def _binaries_buildable() -> str | None:
+    """Why the cluster cannot be had here, or None when it can."""
+    if shutil.which("go"):
+        return None
+    probe = subprocess.run(["bash", "-c", f'eval "$({CLUSTER_SH} env)" && test -x "$KUBECTL" && test -x "$HELM"'],
+                           capture_output=True, timeout=60)
+    if probe.returncode == 0:
+        return None
+    return "no Go toolchain and no cached cluster binaries: e2e/cluster.sh build needs Go >= 1.26"
+
+
+def _status_ok() -> bool:
+    return subprocess.run([str(CLUSTER_SH), "status"], capture_output=True, timeout=60).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The session's test cluster: reuses one that is already up (then leaves it running), otherwise
+    starts it and stops it at the end (PFSLAYOUT_E2E_KEEP=1 keeps it)."""
+    reason = _binaries_buildable()
+    if reason:
+        pytest.skip(reason)
+    started_here = False
+    if not _status_ok():
+        proc = subprocess.run([str(CLUSTER_SH), "up"], capture_output=True, text=True, timeout=UP_TIMEOUT_S)
+        if proc.returncode != 0:
+            pytest.fail(f"e2e/cluster.sh up failed ({proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False)
+        started_here = True
+    env = cluster_env()
+    c = Cluster(kubeconfig=Path(env["KUBECONFIG"]), kubectl_path=env["KUBECTL"], helm_path=env["HELM"],
+                env=env, state_dir=Path(env["KUBECONFIG"]).parent, started_here=started_here,
+                _tmp=tmp_path_factory.mktemp("cluster"))
+    try:
+        yield c
+    finally:
+        if started_here and os.environ.get("PFSLAYOUT_E2E_KEEP") != "1":
+            subprocess.run([str(CLUSTER_SH), "down"], capture_output=True, timeout=180)
+
+
+def _namespace_name(nodeid: str) -> str:
+    test = re.sub(r"[^a-z0-9]+", "-", nodeid.split("::")[-1].lower()).strip("-")
+    return f"e2e-{test[:44].strip('-')}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards (without waiting for its finalisation)."""
+    name = _namespace_name(request.node.nodeid)
+    cluster.kubectl("create", "namespace", name)
+    # ServiceAccount admission needs the namespace's `default` account before any pod is accepted.
+    cluster.wait_until(lambda: cluster.kubectl("-n", name, "get", "serviceaccount", "default",
+                                               check=False).returncode == 0,
+                       f"ServiceAccount {name}/default", timeout=30)
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)

@@ -1,0 +1,91 @@
+"""`e2e/cluster.sh` lifecycle on a second, private cluster (own state directory and ports), so the
+session's shared cluster is never touched: `up` from nothing, `up` again returns at once, `env`,
+`status`, and `down` leaves no process behind."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+CLUSTER_SH = Path(__file__).resolve().parents[2] / "e2e" / "cluster.sh"
+PORTS = 10
+
+
+def _free_port_base() -> int:
+    for base in range(27100, 32000, 16):
+        socks = []
+        try:
+            for port in range(base, base + PORTS):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise AssertionError("no free range of 10 ports on 127.0.0.1")
+
+
+def _pids(state: Path) -> dict[str, int]:
+    return {f.stem: int(f.read_text().split()[0]) for f in sorted((state / "pids").glob("*.pid"))}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_up_is_idempotent_and_down_leaves_nothing(cluster: object, tmp_path: Path) -> None:
+    # `cluster` first: the binaries are built and the shared cluster's ports are taken before ours.
+    state = tmp_path / "state"
+    env = dict(os.environ, PFSLAYOUT_E2E_STATE=str(state), PFSLAYOUT_E2E_PORT_BASE=str(_free_port_base()),
+               PFSLAYOUT_E2E_MODE="local")
+
+    def sh(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(CLUSTER_SH), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+    up = sh("up")
+    try:
+        assert up.returncode == 0, up.stderr
+        pids = _pids(state)
+        assert set(pids) == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                             "kwok", "mpi-operator"}
+        assert all(_alive(p) for p in pids.values()), pids
+
+        t0 = time.monotonic()
+        again = sh("up", timeout=60)
+        assert again.returncode == 0 and "already running" in again.stderr, again.stderr
+        assert time.monotonic() - t0 < 20
+        assert _pids(state) == pids  # nothing restarted
+
+        status = sh("status", timeout=60)
+        assert status.returncode == 0 and "ready" in status.stdout, status.stdout
+        exports = sh("env", timeout=60).stdout
+        assert f"export KUBECONFIG={state}/kubeconfig" in exports
+        for var in ("KUBECTL=", "HELM=", "HELM_CACHE_HOME=", "PATH="):
+            assert var in exports
+        # Everything listens on loopback only.
+        listening = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, timeout=30).stdout
+        ours = [line for line in listening.splitlines() if any(f"pid={p}," in line for p in pids.values())]
+        assert ours, listening
+        for line in ours:
+            local = line.split()[3]
+            assert local.startswith(("127.0.0.1:", "[::1]:", "[::ffff:127.0.0.1]:")), line
+    finally:
+        down = sh("down")
+    assert down.returncode == 0, down.stderr
+    assert not [name for name, pid in pids.items() if _alive(pid)]
+    assert not list((state / "pids").glob("*.pid"))
+    assert sh("status", timeout=60).returncode == 3
