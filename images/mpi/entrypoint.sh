@@ -1,0 +1,34 @@
+#!/bin/sh
+# Entrypoint of the MPI image (contract: docs/images.md, "MPI image").
+# On the launcher (the MPI Operator sets K_MPI_JOB_ROLE=launcher) wait until the workers' names in the
+# hostfile resolve: the headless Service's DNS records appear a little after the pods, and mpirun
+# fails at once on a name that does not resolve yet. The wait is bounded; then the command runs anyway
+# and reports its own error. Everything else is exec'd unchanged (workers: sshd -De ...).
+set -eu
+
+HOSTFILE=${HYDRA_HOST_FILE:-/etc/mpi/hostfile}
+TRIES=${PFSLAYOUT_DNS_WAIT_TRIES:-60}
+
+wait_resolvable() {
+  i=0
+  while ! getent hosts "$1" >/dev/null 2>&1; do
+    i=$((i + 1))
+    if [ "$i" -ge "$TRIES" ]; then
+      echo "mpi-entrypoint: $1 does not resolve after $TRIES tries, 1 s apart; starting anyway" >&2
+      return 0
+    fi
+    sleep 1
+  done
+}
+
+if [ "${K_MPI_JOB_ROLE:-}" = "launcher" ] && [ -r "$HOSTFILE" ]; then
+  # MPICH/Intel lines are "host:slots", Open MPI lines "host slots=N".
+  sed -e 's/[: ].*//' -e '/^#/d' -e '/^$/d' "$HOSTFILE" | while read -r host; do
+    wait_resolvable "$host"
+  done
+fi
+
+if [ "$#" -eq 0 ]; then
+  set -- /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config
+fi
+exec "$@"
