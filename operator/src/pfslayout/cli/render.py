@@ -52,6 +52,8 @@ def build(*, name: str | None, namespace: str | None, servers: int | None, servi
         raise InputError("--name", "is required", "pass the OrangeFSCluster's name")
     namespace = namespace or "default"
     srv = dict(raw.get("servers") or {})
+    if servers is None and addresses:
+        servers = len(addresses)  # one server per address unless told otherwise
     if servers is not None:
         srv["count"] = servers
     if metadata_servers is not None:

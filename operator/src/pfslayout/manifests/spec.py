@@ -58,7 +58,7 @@ class Storage(_Model):
 
 
 class FsIdentity(_Model):
-    name: str = "orangefs"
+    name: str = Field("orangefs", min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_-]*$")
     id: int | None = Field(None, ge=1, le=2**31 - 1)
 
 
@@ -78,7 +78,7 @@ class Client(_Model):
     enabled: bool = True
     image: str | None = None
     replicas: int = Field(1, ge=0, le=8)
-    mount_path: str = Field("/mnt/orangefs", alias="mountPath")
+    mount_path: str = Field("/mnt/orangefs", alias="mountPath", pattern=r"^/[^\x00\s]*[^/\x00\s]$")
     resources: Resources | None = None
 
 

@@ -1,0 +1,125 @@
+"""Thin Kubernetes I/O: server-side apply, get, delete, list, status patch -- on plain dicts.
+
+Objects travel as dicts (what the pure builders produce and the tests compare), never as client model
+classes. Only the verbs the chart's ClusterRole grants are used: apply is a PATCH (plus create when
+absent), never a PUT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+FIELD_MANAGER = "pfs-layout-operator"
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
+
+# kind -> (API class, method suffix of read_/patch_/delete_/list_namespaced_*)
+_KINDS: dict[str, tuple[type, str]] = {
+    "ConfigMap": (client.CoreV1Api, "config_map"),
+    "Service": (client.CoreV1Api, "service"),
+    "PersistentVolumeClaim": (client.CoreV1Api, "persistent_volume_claim"),
+    "Pod": (client.CoreV1Api, "pod"),
+    "StatefulSet": (client.AppsV1Api, "stateful_set"),
+    "Deployment": (client.AppsV1Api, "deployment"),
+}
+
+
+def load_config() -> None:
+    """In a pod: the ServiceAccount. Elsewhere: $KUBECONFIG (the e2e gives a RBAC-limited one)."""
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+        config.load_incluster_config()
+    else:
+        config.load_kube_config()
+
+
+def _json(resp: Any) -> dict[str, Any]:
+    return json.loads(resp.data) if resp.data else {}
+
+
+@dataclass(frozen=True)
+class Change:
+    obj: dict[str, Any]
+    action: str  # "created", "updated" or "unchanged"
+
+
+class Kube:
+    def __init__(self, api_client: client.ApiClient | None = None, timeout: float = 30.0) -> None:
+        self.api_client = api_client or client.ApiClient()
+        self.timeout = timeout
+
+    def _api(self, kind: str) -> tuple[Any, str]:
+        cls, suffix = _KINDS[kind]
+        return cls(self.api_client), suffix
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        api, suffix = self._api(kind)
+        try:
+            return _json(getattr(api, f"read_namespaced_{suffix}")(
+                name, namespace, _preload_content=False, _request_timeout=self.timeout))
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def apply(self, obj: dict[str, Any]) -> Change:
+        """Server-side apply with a fixed field manager; reports whether anything changed."""
+        kind, meta = obj["kind"], obj["metadata"]
+        before = self.get(kind, meta["namespace"], meta["name"])
+        api, suffix = self._api(kind)
+        resp = getattr(api, f"patch_namespaced_{suffix}")(
+            meta["name"], meta["namespace"], obj, field_manager=FIELD_MANAGER, force=True,
+            _content_type=APPLY, _preload_content=False, _request_timeout=self.timeout)
+        after = _json(resp)
+        if before is None:
+            return Change(after, "created")
+        changed = (before.get("metadata") or {}).get("resourceVersion") != (after.get("metadata") or {}).get(
+            "resourceVersion")
+        return Change(after, "updated" if changed else "unchanged")
+
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
+        api, suffix = self._api(kind)
+        try:
+            getattr(api, f"delete_namespaced_{suffix}")(name, namespace, _preload_content=False,
+                                                         _request_timeout=self.timeout)
+            return True
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+
+    def list(self, kind: str, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        api, suffix = self._api(kind)
+        resp = getattr(api, f"list_namespaced_{suffix}")(namespace, label_selector=label_selector,
+                                                         _preload_content=False, _request_timeout=self.timeout)
+        return list(_json(resp).get("items") or [])
+
+    def get_custom(self, group: str, version: str, plural: str, namespace: str, name: str
+                   ) -> dict[str, Any] | None:
+        api = client.CustomObjectsApi(self.api_client)
+        try:
+            return _json(api.get_namespaced_custom_object(group, version, namespace, plural, name,
+                                                          _preload_content=False, _request_timeout=self.timeout))
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def patch_status(self, group: str, version: str, plural: str, namespace: str, name: str,
+                     status: dict[str, Any]) -> dict[str, Any]:
+        # A merge patch: custom resources do not support strategic merge, and lists (conditions) are
+        # always sent whole.
+        api = client.CustomObjectsApi(self.api_client)
+        resp = api.patch_namespaced_custom_object_status(
+            group, version, namespace, plural, name, {"status": status}, _content_type=MERGE,
+            _preload_content=False, _request_timeout=self.timeout)
+        return _json(resp)
+
+
+def selector_string(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

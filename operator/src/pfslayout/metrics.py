@@ -1,0 +1,102 @@
+"""Prometheus metrics of the operator, served on $PFSLAYOUT_METRICS_ADDR (e.g. `0.0.0.0:9090`).
+
+Every Kopf handler is wrapped by `instrumented(kind, handler)`, which counts calls by result, times
+them and counts errors by exception type -- the same labels for every kind, so one dashboard serves
+OrangeFSCluster, CostCalibration and LayoutPolicy handlers alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from pfslayout.errors import InputError
+
+RECONCILES = Counter("pfslayout_reconcile", "Handler invocations, by result (success or error).",
+                     ["kind", "handler", "result"])
+ERRORS = Counter("pfslayout_reconcile_errors", "Handler failures, by exception type.",
+                 ["kind", "handler", "error"])
+DURATION = Histogram("pfslayout_reconcile_duration_seconds", "Handler run time in seconds.",
+                     ["kind", "handler"],
+                     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+OBJECT_CHANGES = Counter("pfslayout_object_changes", "Child objects created, updated or deleted.",
+                         ["kind", "object_kind", "action"])
+READY_SERVERS = Gauge("pfslayout_orangefs_ready_servers", "Ready OrangeFS server pods per cluster.",
+                      ["namespace", "name"])
+PHASE = Gauge("pfslayout_orangefs_phase", "1 for the cluster's current phase, 0 for the others.",
+              ["namespace", "name", "phase"])
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _observe(kind: str, handler: str, started: float, error: BaseException | None) -> None:
+    DURATION.labels(kind, handler).observe(time.perf_counter() - started)
+    RECONCILES.labels(kind, handler, "error" if error else "success").inc()
+    if error is not None:
+        ERRORS.labels(kind, handler, type(error).__name__).inc()
+
+
+def instrumented(kind: str, handler: str) -> Callable[[F], F]:
+    def wrap(fn: F) -> F:
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException as err:
+                    _observe(kind, handler, started, err)
+                    raise
+                _observe(kind, handler, started, None)
+                return result
+            return run_async  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as err:
+                _observe(kind, handler, started, err)
+                raise
+            _observe(kind, handler, started, None)
+            return result
+        return run  # type: ignore[return-value]
+    return wrap
+
+
+def set_phase(namespace: str, name: str, phase: str, phases: tuple[str, ...]) -> None:
+    for p in phases:
+        PHASE.labels(namespace, name, p).set(1 if p == phase else 0)
+
+
+def forget(namespace: str, name: str, phases: tuple[str, ...]) -> None:
+    for p in phases:
+        try:
+            PHASE.remove(namespace, name, p)
+        except KeyError:
+            pass
+    try:
+        READY_SERVERS.remove(namespace, name)
+    except KeyError:
+        pass
+
+
+def parse_addr(addr: str) -> tuple[str, int]:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InputError("PFSLAYOUT_METRICS_ADDR", f"{addr!r} is not HOST:PORT", "set e.g. 127.0.0.1:9090")
+    return host or "0.0.0.0", int(port)
+
+
+def serve(addr: str) -> tuple[str, int]:
+    """Start the /metrics HTTP server in a daemon thread; returns the bound (host, port)."""
+    host, port = parse_addr(addr)
+    server, _thread = start_http_server(port, addr=host)
+    bound = server.server_address
+    return str(bound[0]), int(bound[1])

@@ -1,0 +1,195 @@
+"""OrangeFSCluster reconciliation: fetch, call the pure plan/build/status functions, write, post Events.
+
+Kept free of Kopf decorators so the handlers module stays a list of thin entry points. Events go through
+the `post` callable (Kopf's `kopf.event` in the operator).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pfslayout import metrics
+from pfslayout.errors import InputError
+from pfslayout.k8s.api import Kube, selector_string
+from pfslayout.manifests import common as c
+from pfslayout.manifests import objects as objs
+from pfslayout.manifests.build import Desired, desired
+from pfslayout.manifests.config import Topology, fs_conf_for
+from pfslayout.manifests.reconcile import (PHASES, Observed, Plan, compute_status, endpoints, plan,
+                                          pods_ready_by_ordinal, read_applied)
+from pfslayout.manifests.spec import OrangeFSClusterSpec, parse_spec
+from pfslayout.orangefs import naming
+
+Post = Callable[[dict[str, Any], str, str, str], None]  # (body, type, reason, message)
+
+KIND = c.KIND
+
+
+def cluster_domain() -> str:
+    return os.environ.get("PFSLAYOUT_CLUSTER_DOMAIN") or naming.DEFAULT_CLUSTER_DOMAIN
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: dict[str, Any]
+    plan: Plan | None
+    changes: tuple[tuple[str, str, str], ...]  # (kind, name, action)
+
+
+def _owner(body: dict[str, Any]) -> c.Owner:
+    meta = body["metadata"]
+    return c.Owner(meta["name"], meta["namespace"], meta["uid"])
+
+
+def _observe(kube: Kube, owner: c.Owner, statefulset: dict[str, Any] | None) -> Observed:
+    if statefulset is None:
+        return Observed(None, {})
+    pods = kube.list("Pod", owner.namespace, selector_string(c.selector(owner, objs.SERVER)))
+    return Observed(statefulset, pods_ready_by_ordinal(pods, naming.server_statefulset(owner.name)))
+
+
+def _endpoint_block(spec: OrangeFSClusterSpec, owner: c.Owner, topology: Topology, observed: Observed
+                    ) -> dict[str, Any]:
+    conf = fs_conf_for(spec, owner.name, owner.namespace, topology, cluster_domain=cluster_domain())
+    return endpoints(conf, observed, spec.client.mount_path, naming.server_service(owner.name),
+                     naming.fs_conf_configmap(owner.name), naming.pvfs2tab_configmap(owner.name))
+
+
+def _post_transitions(post: Post, body: dict[str, Any], old: dict[str, Any], new: dict[str, Any]) -> None:
+    """An Event for every state change: the phase, and each condition whose status or reason moved."""
+    if old.get("phase") != new.get("phase"):
+        bad = new["phase"] in ("Degraded", "Failed")
+        post(body, "Warning" if bad else "Normal", f"Phase{new['phase']}",
+             f"phase {old.get('phase') or '(none)'} -> {new['phase']}: "
+             f"{new.get('readyServers', 0)}/{new.get('servers', 0)} servers Ready")
+    before = {x["type"]: x for x in old.get("conditions") or []}
+    for cond in new.get("conditions") or []:
+        prev = before.get(cond["type"])
+        if prev is None or prev.get("status") != cond["status"] or prev.get("reason") != cond["reason"]:
+            kind = "Normal" if cond["status"] == "True" or cond["reason"] in ("Provisioning", "Pending") else "Warning"
+            post(body, kind, cond["reason"], f"{cond['type']}={cond['status']}: {cond['message']}")
+
+
+def _write_status(kube: Kube, post: Post, body: dict[str, Any], status: dict[str, Any]) -> None:
+    meta = body["metadata"]
+    old = body.get("status") or {}
+    comparable = {k: v for k, v in old.items() if k in status}
+    if comparable != status:
+        kube.patch_status(c.GROUP, c.VERSION, c.PLURAL, meta["namespace"], meta["name"], status)
+    _post_transitions(post, body, old, status)
+    metrics.set_phase(meta["namespace"], meta["name"], status["phase"], PHASES)
+    metrics.READY_SERVERS.labels(meta["namespace"], meta["name"]).set(status.get("readyServers", 0))
+
+
+def reconcile(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
+    """Bring the children of one OrangeFSCluster to its spec (or hold them, when a change is refused)."""
+    owner = _owner(body)
+    meta = body["metadata"]
+    generation = int(meta.get("generation") or 0)
+    try:
+        spec = parse_spec(body.get("spec"))
+    except InputError as err:
+        status = compute_status(generation=generation, topology=Topology(0, 0), refusals=(), observed=Observed(),
+                                previous=body.get("status"), now=now(), fs_id=None, endpoint_block=None,
+                                error=str(err))
+        _write_status(kube, post, body, status)
+        raise
+    sts_name = naming.server_statefulset(owner.name)
+    current = kube.get("StatefulSet", owner.namespace, sts_name)
+    the_plan = plan(spec, owner.namespace, owner.name, read_applied(current), meta.get("annotations") or {})
+    changes: list[tuple[str, str, str]] = []
+    sts = current
+    if the_plan.apply:
+        want: Desired = desired(c.Context(spec, owner, cluster_domain()), the_plan)
+        for obj in want.objects:
+            result = kube.apply(obj)
+            name = obj["metadata"]["name"]
+            if obj["kind"] == "StatefulSet":
+                sts = result.obj
+            if result.action != "unchanged":
+                changes.append((obj["kind"], name, result.action))
+        for kind, name in want.absent:
+            if kube.delete(kind, owner.namespace, name):
+                changes.append((kind, name, "deleted"))
+        for kind, name, action in changes:
+            metrics.OBJECT_CHANGES.labels(KIND, kind, action).inc()
+            post(body, "Normal", action.capitalize(), f"{kind} {name} {action}")
+        before = read_applied(current)
+        if before and before.get("servers") != the_plan.topology.servers:
+            post(body, "Normal", "Scaled", f"servers {before.get('servers')} -> {the_plan.topology.servers}")
+    observed = _observe(kube, owner, sts)
+    status = compute_status(
+        generation=generation, topology=the_plan.topology, refusals=the_plan.refusals, observed=observed,
+        previous=body.get("status"), now=now(), fs_id=int(the_plan.applied["fsId"]),
+        endpoint_block=_endpoint_block(spec, owner, the_plan.topology, observed))
+    _write_status(kube, post, body, status)
+    return Outcome(status, the_plan, tuple(changes))
+
+
+def refresh_status(kube: Kube, body: dict[str, Any], post: Post, statefulset: dict[str, Any] | None = None
+                   ) -> dict[str, Any] | None:
+    """Recompute the status from the StatefulSet and its pods, without applying anything."""
+    owner = _owner(body)
+    meta = body["metadata"]
+    if meta.get("deletionTimestamp"):
+        return None
+    try:
+        spec = parse_spec(body.get("spec"))
+    except InputError:
+        return None  # the reconcile handler reports it
+    sts = statefulset if statefulset is not None else kube.get(
+        "StatefulSet", owner.namespace, naming.server_statefulset(owner.name))
+    applied = read_applied(sts)
+    the_plan = plan(spec, owner.namespace, owner.name, applied, meta.get("annotations") or {})
+    if applied is not None and the_plan.apply and (applied.get("servers"), applied.get("metadataServers")) != (
+            the_plan.topology.servers, the_plan.topology.metadata_servers):
+        # The spec moved on and the reconcile handler has not applied it yet: describe what runs.
+        the_plan = Plan(Topology(int(applied["servers"]), int(applied["metadataServers"])), applied)
+    observed = _observe(kube, owner, sts)
+    status = compute_status(
+        generation=int(meta.get("generation") or 0), topology=the_plan.topology, refusals=the_plan.refusals,
+        observed=observed, previous=body.get("status"), now=now(), fs_id=int(the_plan.applied["fsId"]),
+        endpoint_block=_endpoint_block(spec, owner, the_plan.topology, observed))
+    _write_status(kube, post, body, status)
+    return status
+
+
+def mark_terminating(kube: Kube, body: dict[str, Any], post: Post) -> list[str]:
+    """On delete: phase Terminating, and what will happen to the data (children go by owner references)."""
+    meta = body["metadata"]
+    owner = _owner(body)
+    try:
+        spec = parse_spec(body.get("spec"))
+        policy, storage = spec.reclaim_policy, spec.storage.type
+    except InputError:
+        policy, storage = "Retain", "unknown"
+    old = body.get("status") or {}
+    status = {"phase": "Terminating"}
+    kube.patch_status(c.GROUP, c.VERSION, c.PLURAL, meta["namespace"], meta["name"], status)
+    _post_transitions(post, body, old, {**old, **status, "conditions": old.get("conditions") or []})
+    notes = []
+    if storage == "pvc":
+        claims = kube.list("PersistentVolumeClaim", owner.namespace,
+                           selector_string(c.selector(owner, objs.SERVER)))
+        names = sorted(x["metadata"]["name"] for x in claims)
+        if policy == "Delete":
+            notes.append(f"reclaimPolicy Delete: the StatefulSet controller deletes {len(names)} claims {names}")
+        else:
+            notes.append(f"reclaimPolicy Retain: keeping {len(names)} claims {names}")
+    elif storage == "hostPath":
+        notes.append("hostPath data stays on the nodes" + (
+            " (reclaimPolicy Delete cannot reach node directories; remove them by hand)" if policy == "Delete" else ""))
+    else:
+        notes.append("emptyDir storage goes with the pods")
+    for note in notes:
+        post(body, "Normal", "Deleting", note)
+    metrics.forget(meta["namespace"], meta["name"], PHASES)
+    return notes

@@ -1,0 +1,85 @@
+"""Kopf entry points for OrangeFSCluster. Each is a few lines over `clusters.py` and the pure modules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from pfslayout import metrics
+from pfslayout.errors import InputError
+from pfslayout.k8s.api import Kube
+from pfslayout.manifests import common as c
+from pfslayout.operator import clusters
+
+KIND = c.KIND
+_kube: Kube | None = None
+
+
+def kube() -> Kube:
+    global _kube
+    if _kube is None:
+        _kube = Kube()  # after startup() loaded the configuration
+    return _kube
+
+
+def post(body: dict[str, Any], type_: str, reason: str, message: str) -> None:
+    kopf.event(body, type=type_, reason=reason, message=message[:1024])
+
+
+def _reconcile(body: kopf.Body, logger: Any) -> dict[str, Any]:
+    try:
+        outcome = clusters.reconcile(kube(), dict(body), post)
+    except InputError as err:
+        # Retrying cannot fix a bad spec; the status already names the field.
+        raise kopf.PermanentError(str(err)) from err
+    for kind, name, action in outcome.changes:
+        logger.info(f"{kind} {name} {action}")
+    return {"phase": outcome.status["phase"], "servers": outcome.status["servers"]}
+
+
+@kopf.on.create(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
+@metrics.instrumented(KIND, "create")
+def on_create(body: kopf.Body, logger: Any, **_: Any) -> dict[str, Any]:
+    return _reconcile(body, logger)
+
+
+@kopf.on.update(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
+@metrics.instrumented(KIND, "update")
+def on_update(body: kopf.Body, logger: Any, **_: Any) -> dict[str, Any]:
+    return _reconcile(body, logger)
+
+
+@kopf.on.resume(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
+@metrics.instrumented(KIND, "resume")
+def on_resume(body: kopf.Body, logger: Any, **_: Any) -> dict[str, Any]:
+    return _reconcile(body, logger)
+
+
+@kopf.on.delete(c.GROUP, c.VERSION, c.PLURAL, id="cleanup")
+@metrics.instrumented(KIND, "delete")
+def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
+    for note in clusters.mark_terminating(kube(), dict(body), post):
+        logger.info(note)
+
+
+@kopf.on.event("apps", "v1", "statefulsets",
+               labels={"app.kubernetes.io/managed-by": c.MANAGED_BY, "app.kubernetes.io/component": "server",
+                       c.CLUSTER_LABEL: kopf.PRESENT})
+@metrics.instrumented(KIND, "statefulset-event")
+def on_server_statefulset(event: dict[str, Any], body: kopf.Body, logger: Any, **_: Any) -> None:
+    """Server readiness changes show up on the StatefulSet's status: mirror them into the owner's status,
+    and re-create the set when someone deleted it while its OrangeFSCluster lives on."""
+    meta = body.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(c.CLUSTER_LABEL)
+    namespace = meta.get("namespace")
+    if not name or not namespace:
+        return
+    owner = kube().get_custom(c.GROUP, c.VERSION, c.PLURAL, namespace, name)
+    if owner is None or (owner.get("metadata") or {}).get("deletionTimestamp"):
+        return
+    if event.get("type") == "DELETED":
+        logger.info(f"server StatefulSet of {namespace}/{name} was deleted; re-creating it")
+        clusters.reconcile(kube(), owner, post)
+        return
+    clusters.refresh_status(kube(), owner, post, dict(body))

@@ -1,0 +1,72 @@
+"""Kopf settings and start-up: watch timeouts, pfslayout.io persistence keys, Events, metrics.
+
+Run as `kopf run --standalone --all-namespaces --liveness=http://0.0.0.0:8080/healthz -m pfslayout.operator`
+(the chart's Deployment) with PFSLAYOUT_METRICS_ADDR=0.0.0.0:9090.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import kopf
+
+from pfslayout import metrics
+from pfslayout.errors import InputError
+from pfslayout.k8s.api import load_config
+
+PREFIX = "pfslayout.io"
+FINALIZER = f"{PREFIX}/finalizer"
+
+
+def _seconds(var: str, default: float) -> float:
+    raw = os.environ.get(var)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(var, f"{raw!r} is not a number of seconds", f"unset it or give e.g. {default:g}") from None
+    if value <= 0:
+        raise InputError(var, f"{raw!r} must be positive", f"unset it or give e.g. {default:g}")
+    return value
+
+
+def configure(settings: kopf.OperatorSettings) -> None:
+    """Pure-ish: only mutates the settings object, so a unit test can check every value."""
+    # Kopf's default watch never times out: a silently dropped connection would stall the operator
+    # forever. The server ends each watch after server_timeout; the client gives up slightly later.
+    settings.watching.server_timeout = _seconds("PFSLAYOUT_WATCH_SERVER_TIMEOUT", 120)
+    settings.watching.client_timeout = _seconds("PFSLAYOUT_WATCH_CLIENT_TIMEOUT",
+                                                settings.watching.server_timeout + 30)
+    settings.watching.connect_timeout = _seconds("PFSLAYOUT_WATCH_CONNECT_TIMEOUT", 10)
+    settings.networking.request_timeout = _seconds("PFSLAYOUT_REQUEST_TIMEOUT", 60)
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=PREFIX, key="last-handled-configuration")
+    settings.posting.enabled = True
+    settings.posting.level = logging.INFO
+    settings.posting.reporting_component = "pfs-layout-operator"
+    settings.posting.reporting_instance = os.environ.get("POD_NAME") or os.environ.get("HOSTNAME", "")
+    settings.execution.max_workers = 8
+
+
+@kopf.on.startup()
+def startup(settings: kopf.OperatorSettings, logger: Any, **_: Any) -> None:
+    configure(settings)
+    load_config()
+    addr = os.environ.get("PFSLAYOUT_METRICS_ADDR")
+    if addr:
+        host, port = metrics.serve(addr)
+        logger.info(f"metrics on http://{host}:{port}/metrics")
+    else:
+        logger.info("PFSLAYOUT_METRICS_ADDR unset: metrics not served")
+
+
+@kopf.on.probe(id="reconciles")
+def probe_reconciles(**_: Any) -> float:
+    """Shown by the liveness endpoint: total handler runs so far (a moving number means progress)."""
+    return sum(sample.value for family in metrics.RECONCILES.collect() for sample in family.samples
+               if sample.name.endswith("_total"))

@@ -1,0 +1,186 @@
+"""The objects an OrangeFSCluster becomes, built by the pure builders the operator applies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pfslayout.errors import InputError
+from pfslayout.manifests import common as c
+from pfslayout.manifests.build import desired
+from pfslayout.manifests.reconcile import plan
+from pfslayout.manifests.spec import parse_spec
+from pfslayout.orangefs.fsconf import parse_fs_conf
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[3]
+OWNER = c.Owner("demo", "lab", "0b6f7a1e-0000-4000-8000-000000000001")
+
+
+def build(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    spec = parse_spec(raw)
+    p = plan(spec, OWNER.namespace, OWNER.name, None)
+    d = desired(c.Context(spec, OWNER), p)
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in d.objects}
+
+
+def by_name(items: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(x for x in items if x["name"] == name)
+
+
+EMPTY = {"servers": {"count": 3}, "storage": {"type": "emptyDir", "size": "1Gi"}}
+
+
+def test_every_object_is_owned_labelled_and_namespaced() -> None:
+    objs = build(EMPTY)
+    assert set(objs) == {"ConfigMap/demo-fs-conf", "ConfigMap/demo-pvfs2tab", "Service/demo-server",
+                         "StatefulSet/demo-server", "Deployment/demo-client"}
+    for obj in objs.values():
+        meta = obj["metadata"]
+        assert meta["namespace"] == "lab"
+        assert meta["ownerReferences"] == [{"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster",
+                                            "name": "demo", "uid": OWNER.uid, "controller": True,
+                                            "blockOwnerDeletion": True}]
+        assert meta["labels"]["app.kubernetes.io/managed-by"] == "pfs-layout-operator"
+        assert meta["labels"]["pfslayout.io/cluster"] == "demo"
+
+
+def test_headless_service_publishes_not_ready_servers() -> None:
+    svc = build(EMPTY)["Service/demo-server"]["spec"]
+    assert svc["clusterIP"] == "None" and svc["publishNotReadyAddresses"] is True
+    assert svc["ports"] == [{"name": "bmi-tcp", "port": 3334, "targetPort": 3334, "protocol": "TCP"}]
+    sts = build(EMPTY)["StatefulSet/demo-server"]
+    assert svc["selector"] == sts["spec"]["selector"]["matchLabels"]
+    assert set(svc["selector"].items()) <= set(sts["spec"]["template"]["metadata"]["labels"].items())
+
+
+def test_statefulset_runs_guarded_init_then_foreground_server_with_its_alias() -> None:
+    sts = build(EMPTY)["StatefulSet/demo-server"]
+    spec = sts["spec"]
+    assert spec["replicas"] == 3 and spec["serviceName"] == "demo-server"
+    assert spec["podManagementPolicy"] == "Parallel"
+    pod = spec["template"]["spec"]
+    init = by_name(pod["initContainers"], "init-storage")
+    script = init["command"][2]
+    assert init["command"][:2] == ["sh", "-c"]
+    assert "if [ -e /var/lib/orangefs/meta/collections.db ]" in script
+    assert 'pvfs2-server -f -a "$POD_NAME" /etc/orangefs/fs.conf' in script
+    server = by_name(pod["containers"], "server")
+    assert server["args"] == ["pvfs2-server", "-d", "-a", "$(POD_NAME)", "/etc/orangefs/fs.conf"]
+    assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in server["env"]
+    assert server["readinessProbe"]["tcpSocket"]["port"] == 3334
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert server["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["config"]["configMap"]["name"] == "demo-fs-conf"
+    assert volumes["storage"]["emptyDir"] == {"sizeLimit": "1Gi"}
+    assert "volumeClaimTemplates" not in spec
+
+
+def test_config_hash_rolls_servers_only_when_fs_conf_changes() -> None:
+    def hash_of(raw: dict[str, Any]) -> str:
+        return build(raw)["StatefulSet/demo-server"]["spec"]["template"]["metadata"]["annotations"][
+            c.CONFIG_HASH_ANNOTATION]
+    base = hash_of(EMPTY)
+    assert hash_of(EMPTY) == base
+    assert hash_of({**EMPTY, "servers": {"count": 4}}) != base
+    assert hash_of({**EMPTY, "distribution": {"stripSize": 1048576}}) != base
+    assert hash_of({**EMPTY, "client": {"replicas": 2}}) == base
+    cm = build(EMPTY)["ConfigMap/demo-fs-conf"]
+    assert cm["metadata"]["annotations"][c.CONFIG_HASH_ANNOTATION] == base
+
+
+def test_pvc_storage_uses_claim_templates_and_reclaim_policy() -> None:
+    for policy in ("Retain", "Delete"):
+        sts = build({"servers": {"count": 2}, "reclaimPolicy": policy,
+                     "storage": {"type": "pvc", "size": "10Gi", "storageClassName": "fast"}})["StatefulSet/demo-server"]
+        spec = sts["spec"]
+        claim = spec["volumeClaimTemplates"][0]
+        assert claim["metadata"]["name"] == "storage"
+        assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
+        assert claim["spec"]["storageClassName"] == "fast"
+        assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": policy, "whenScaled": policy}
+        assert "storage" not in {v["name"] for v in spec["template"]["spec"]["volumes"]}
+
+
+def test_hostpath_storage_uses_a_per_pod_subdirectory_owned_by_the_server_user() -> None:
+    sts = build({"servers": {"count": 2}, "storage": {"type": "hostPath", "hostPath": {"path": "/data/ofs"}}})[
+        "StatefulSet/demo-server"]
+    pod = sts["spec"]["template"]["spec"]
+    assert by_name(pod["volumes"], "storage")["hostPath"] == {"path": "/data/ofs", "type": "DirectoryOrCreate"}
+    server = by_name(pod["containers"], "server")
+    mount = by_name(server["volumeMounts"], "storage")
+    assert mount["subPathExpr"] == "$(POD_NAME)"
+    owner = by_name(pod["initContainers"], "storage-owner")
+    assert owner["command"] == ["chown", "10001:10001", "/var/lib/orangefs"]
+    assert owner["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
+    assert [x["name"] for x in pod["initContainers"]] == ["storage-owner", "init-storage"]
+
+
+def test_fs_conf_and_pvfs2tab_configmaps_agree() -> None:
+    objs = build(EMPTY)
+    conf = parse_fs_conf(objs["ConfigMap/demo-fs-conf"]["data"]["fs.conf"])
+    tab = objs["ConfigMap/demo-pvfs2tab"]["data"]["pvfs2tab"]
+    uri, mount = tab.split()[:2]
+    assert mount == "/mnt/orangefs"
+    assert [u.rsplit("/", 1)[0] for u in uri.split(",")] == list(conf.aliases.values())
+
+
+def test_client_toolbox_mounts_pvfs2tab_and_can_be_disabled() -> None:
+    dep = build({**EMPTY, "client": {"replicas": 2, "image": "tools:1"}})["Deployment/demo-client"]
+    pod = dep["spec"]["template"]["spec"]
+    box = pod["containers"][0]
+    assert dep["spec"]["replicas"] == 2 and box["image"] == "tools:1"
+    assert {"name": "PVFS2TAB_FILE", "value": "/etc/pvfs2tab/pvfs2tab"} in box["env"]
+    assert by_name(pod["volumes"], "pvfs2tab")["configMap"]["name"] == "demo-pvfs2tab"
+    spec = parse_spec({**EMPTY, "client": {"enabled": False}})
+    d = desired(c.Context(spec, OWNER), plan(spec, "lab", "demo", None))
+    assert "Deployment" not in {o["kind"] for o in d.objects}
+    assert d.absent == (("Deployment", "demo-client"),)
+
+
+def test_scheduling_and_resources_pass_through() -> None:
+    objs = build({**EMPTY, "nodeSelector": {"disk": "nvme"},
+                  "tolerations": [{"key": "hpc", "operator": "Exists", "effect": "NoSchedule"}],
+                  "servers": {"count": 2, "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}})
+    for key in ("StatefulSet/demo-server", "Deployment/demo-client"):
+        pod = objs[key]["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"disk": "nvme"}
+        assert pod["tolerations"] == [{"key": "hpc", "operator": "Exists", "effect": "NoSchedule"}]
+    server = objs["StatefulSet/demo-server"]["spec"]["template"]["spec"]["containers"][0]
+    assert server["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}}
+
+
+def test_applied_record_is_stamped_on_the_statefulset() -> None:
+    sts = build(EMPTY)["StatefulSet/demo-server"]
+    record = yaml.safe_load(sts["metadata"]["annotations"][c.APPLIED_ANNOTATION])
+    assert record["servers"] == 3 and record["metadataServers"] == 3
+    assert record["fsName"] == "orangefs" and record["port"] == 3334 and record["storageType"] == "emptyDir"
+
+
+@pytest.mark.parametrize(("raw", "field"), [
+    ({"storage": {"type": "pvc"}}, "spec.storage.size"),
+    ({"storage": {"type": "emptyDir"}, "servers": {"count": 2, "metadataCount": 3}}, "spec.servers.metadataCount"),
+    ({"storage": {"type": "emptyDir"}, "servers": {"count": 0}}, "spec.servers.count"),
+    ({"storage": {"type": "emptyDir"}, "servers": {"count": 4},
+      "distribution": {"name": "twod_stripe", "numGroups": 3}}, "spec.distribution.numGroups"),
+    ({"storage": {"type": "hostPath"}}, "spec.storage.hostPath"),
+    ({"storage": {"type": "nfs"}}, "spec.storage.type"),
+])
+def test_invalid_specs_raise_one_line_naming_the_field(raw: dict[str, Any], field: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_spec(raw)
+    assert err.value.field == field, str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_example_policy_builds() -> None:
+    doc = yaml.safe_load((REPO / "policies" / "orangefs-small.yaml").read_text())
+    assert doc["kind"] == "OrangeFSCluster"
+    spec = parse_spec(doc["spec"])
+    assert 2 <= spec.servers.count <= 4
+    assert build(doc["spec"])["StatefulSet/demo-server"]["spec"]["replicas"] == spec.servers.count
