@@ -1,0 +1,1 @@
+"""Thin Kubernetes API I/O helpers (dict in, dict out)."""
