@@ -81,7 +81,7 @@ def test_defaults_are_filled_in_by_the_api_server(cluster, ns: str) -> None:  # 
     lp = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "LayoutPolicy", "metadata": {"name": "defaults"},
           "spec": {"clusterRef": {"name": "minimal"},
                    "rules": [{"path": "/a", "mode": "hybrid", "hybrid": {"replicas": [
-                       {"name": "x", "layout": "1-DH"}, {"name": "y", "layout": "1-DV"}]}}]}}
+                       {"name": "dh", "layout": "1-DH"}, {"name": "dv", "layout": "1-DV"}]}}]}}
     cluster.apply(lp, namespace=ns)
     got = cluster.kubectl_json("get", "lp", "defaults", "-n", ns)["spec"]
     assert got["hybridThreshold"] == 0.1
