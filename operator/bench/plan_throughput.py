@@ -8,6 +8,7 @@ all in this run:
   passes, then the exact trace totals of each layout from the groups (the model is linear in s per group);
 * ``per-request``  — the per-request total of each layout (what hybrid routing needs): the grouping plus one
   gather and one fused multiply-add per layout, in cache-sized chunks;
+* ``cost()``       — the public API returning all four term arrays per request (for reference);
 * ``plain Python`` — a scalar loop over a sample of the same records, straight from the table.
 
 Goal: ≥ 20 M records/s on one core. The vectorised results are checked against the plain loop on the sample
@@ -30,7 +31,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from pfslayout.costmodel import SEED_ETHERNET, CostParams  # noqa: E402
+from pfslayout.costmodel import SEED_ETHERNET, CostParams, cost  # noqa: E402
 from pfslayout.costmodel.fast import group_requests, layout_totals, per_request_totals  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -117,7 +118,13 @@ def main() -> None:
         for (L, g), out in zip(layouts, outs):
             per_request_totals(L, groups, s, n, g, prm, out=out)
 
+    def breakdown() -> None:
+        # cost(): the public per-request API with all four term arrays (validates its input every call)
+        for L, g in layouts:
+            cost(L, p, n, m, s, g, random=rnd, params=prm)
+
     t_tot = best_of(plan_totals, args.repeat)
+    t_brk = best_of(breakdown, 1)
     totals = plan_totals()
     t_per = best_of(per_request, args.repeat)
 
@@ -133,9 +140,10 @@ def main() -> None:
     for (L, g), out, tot in zip(layouts, outs, totals):
         assert abs(out.sum() - tot) <= 1e-9 * tot, (L, out.sum(), tot)
 
-    r_tot, r_per, r_loop = N / t_tot, N / t_per, k / t_loop
+    r_tot, r_per, r_loop, r_brk = N / t_tot, N / t_per, k / t_loop, N / t_brk
     print(f"plan totals : {t_tot:8.3f} s  {r_tot / 1e6:8.1f} M records/s (3 layouts)")
     print(f"per-request : {t_per:8.3f} s  {r_per / 1e6:8.1f} M records/s (3 layouts, per-request arrays)")
+    print(f"cost()      : {t_brk:8.3f} s  {r_brk / 1e6:8.1f} M records/s (3 layouts, T_e/T_x/T_s/T_rw/total arrays)")
     print(f"plain Python: {t_loop:8.3f} s  {r_loop / 1e6:8.3f} M records/s ({k:,}-record sample, 3 layouts)")
     print(f"ratio plan totals / plain Python = {r_tot / r_loop:,.0f}x; per-request / plain Python = {r_per / r_loop:,.0f}x")
     print(f"goal >= 20 M records/s: plan totals {'met' if r_tot >= 20e6 else 'NOT met'}, "

@@ -52,3 +52,19 @@ def test_group_index_maps_requests_to_their_group(pmax: int) -> None:
     idx = g.index()
     assert np.array_equal(g.p[idx], p) and np.array_equal(g.m[idx], m) and np.array_equal(g.random[idx], r)
     assert np.array_equal(np.bincount(idx, minlength=len(g)), g.count)
+
+
+@pytest.mark.parametrize("variant", ["printed", "corrected"])
+def test_cost_long_arrays_take_the_grouped_path_with_identical_results(monkeypatch: pytest.MonkeyPatch,
+                                                                       variant: str) -> None:
+    from pfslayout.costmodel import table
+
+    rng = np.random.default_rng(11)
+    p, m, s, r = _trace(rng, table._FAST_MIN + 5, 300)
+    for layout, g in (("1-DV", None), ("1-DH", None), ("2-D", 5)):
+        fast = cost(layout, p, 20, m, s, g, random=r, params=SEED_INFINIBAND, variant=variant)
+        monkeypatch.setattr(table, "_FAST_MIN", 1 << 62)
+        direct = cost(layout, p, 20, m, s, g, random=r, params=SEED_INFINIBAND, variant=variant)
+        monkeypatch.undo()
+        for term in ("T_e", "T_x", "T_s", "T_rw", "total"):
+            np.testing.assert_allclose(getattr(fast, term), getattr(direct, term), rtol=1e-12, atol=0)

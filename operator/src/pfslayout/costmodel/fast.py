@@ -165,3 +165,41 @@ def per_request_totals(layout: str, groups: Groups, s: np.ndarray, n: int, g: in
         np.take(a, k, out=buf[: hi - lo], mode="clip")
         o += buf[: hi - lo]
     return out
+
+
+def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: np.ndarray, g: int | None,
+                          random: np.ndarray, params: CostParams, variant: str):
+    """``cost()`` for long arrays with a single g: the four terms per request from per-group coefficient
+    tables (one gather per term, chunked), instead of a dozen full-length temporaries. Inputs validated."""
+    from pfslayout.costmodel.table import CostBreakdown
+
+    groups = group_requests(p, m, s, random, with_key=True)
+    c = _unit_coefficients(layout, groups, n, g, variant)
+    alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
+    tables = [c.ce * params.e, c.cv * params.v, c.ca * alpha, c.cb * params.beta]
+    if groups.dense is not None:
+        dense = []
+        for tab in tables:
+            full = np.zeros(groups.dense_size)
+            full[groups.dense] = tab
+            dense.append(full)
+        tables = dense
+    N = s.shape[0]
+    terms = [np.empty(N) for _ in range(4)]
+    total = np.empty(N)
+    key = groups.key
+    for lo in range(0, N, _CHUNK):
+        hi = min(lo + _CHUNK, N)
+        k = key[lo:hi]
+        sc = s[lo:hi]
+        tot = total[lo:hi]
+        for i, (tab, out) in enumerate(zip(tables, terms)):
+            o = out[lo:hi]
+            np.take(tab, k, out=o, mode="clip")
+            if i in (1, 3):  # T_x and T_rw scale with s
+                o *= sc
+            if i == 0:
+                tot[...] = o
+            else:
+                tot += o
+    return CostBreakdown(layout=layout, T_e=terms[0], T_x=terms[1], T_s=terms[2], T_rw=terms[3], total=total)

@@ -25,6 +25,7 @@ from pfslayout.costmodel.params import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
 
 LAYOUTS = ("1-DV", "1-DH", "2-D")
+_FAST_MIN = 1 << 14  # arrays at least this long go through costmodel.fast
 VARIANTS = ("printed", "corrected")
 
 ArrayLike = Any  # int/float scalar or numpy array
@@ -196,12 +197,21 @@ def cost(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: Array
          random: bool | np.ndarray = False, params: CostParams = SEED_ETHERNET,
          variant: str = "corrected") -> CostBreakdown:
     """Per-request completion time T = T_e + T_x + T_s + T_rw, seconds (003 Table 2)."""
-    c = coefficients(layout, p, n, m, s, g, variant)
+    p_arr, n, m_arr, s_arr, g_arr = validate(layout, p, n, m, s, g, variant)
     rnd = np.asarray(random)
     if rnd.dtype.kind in "iu" and np.all((rnd == 0) | (rnd == 1)):
         rnd = rnd.astype(bool)  # 0/1 flags, as C callers and CSV columns write them
     if rnd.dtype.kind != "b":
         raise InputError("random", f"must be a boolean or 0/1 (got {random!r:.40})")
+    if s_arr.ndim == 1 and s_arr.shape[0] >= _FAST_MIN and (g_arr is None or g_arr.ndim == 0):
+        # long traces: per-group coefficient tables and gathers beat a dozen full-length temporaries
+        from pfslayout.costmodel.fast import breakdown_per_request
+
+        shape = s_arr.shape
+        return breakdown_per_request(layout, np.broadcast_to(p_arr, shape), n, np.broadcast_to(m_arr, shape),
+                                     s_arr, None if g_arr is None else int(g_arr), np.broadcast_to(rnd, shape),
+                                     params, variant)
+    c = _coefficients_unchecked(layout, p_arr, n, m_arr, s_arr, g_arr, variant)
     alpha = np.where(rnd, params.alpha_rand, params.alpha_seq) if rnd.ndim else (
         params.alpha_rand if bool(rnd) else params.alpha_seq)
     T_e = c.ce * params.e
