@@ -85,3 +85,26 @@ def test_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path, args: lis
 def test_real_entry_point(tmp_path_factory: pytest.TempPathFactory) -> None:
     res = real_entry_point_runs(tmp_path_factory.mktemp("cli-real"))
     one_line_error(res["plan_bad"], "procs_per_node (9) exceeds processes (4)")
+
+
+def test_plan_shim_trace_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The shim's per-rank binary traces, 8 ranks on 2 nodes, each writing its own file."""
+    import numpy as np
+
+    from pfslayout.traces import OP_WRITE, write_shim_trace
+    from pfslayout.traces.shim import SUFFIX
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(8):
+        k = 4
+        write_shim_trace(run / f"rank{rank}{SUFFIX}", rank=rank, comm_size=8, files=[f"/out/ckpt.{rank}"],
+                         start=np.arange(k, dtype=float), end=np.arange(k, dtype=float) + 0.5,
+                         offset=np.arange(k, dtype=np.int64) * MIB, size=np.full(k, MIB, dtype=np.int64),
+                         file_id=np.zeros(k, dtype=np.int32), op=np.full(k, OP_WRITE, dtype=np.uint8),
+                         node_id=rank // 4, ranks_on_node=4)
+    r = run_inproc(capsys, "plan", "--trace", str(run), "--format", "shim", "--servers", "4", "--json")
+    assert r.code == 0, r.err
+    (d,) = json.loads(r.out)["decisions"]
+    assert d["target"] == "/out" and d["sharing"] == "file-per-process" and d["requests"] == 32
+    assert d["read_fraction"] == 0.0 and d["mode"] == "static"
