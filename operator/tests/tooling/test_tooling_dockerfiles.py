@@ -33,7 +33,7 @@ def test_operator_dockerfile_exists() -> None:
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
 def test_hadolint_clean(dockerfile: Path) -> None:
-    proc = subprocess.run([hadolint(), "--no-color", "--failure-threshold", "style", str(dockerfile)],
+    proc = subprocess.run([hadolint(), "--no-color", str(dockerfile)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

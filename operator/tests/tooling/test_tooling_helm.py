@@ -67,6 +67,8 @@ def test_operator_command_is_the_kopf_contract(render: Render) -> None:
     assert c["command"][-2:] == ["-m", "pfslayout.operator"]
     env = {e["name"]: e.get("value") for e in c["env"]}
     assert env["PFSLAYOUT_METRICS_ADDR"] == "0.0.0.0:9090"
+    from_field = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"] if "valueFrom" in e}
+    assert from_field == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
     for probe in ("livenessProbe", "readinessProbe"):
         assert c[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"health": 8080, "metrics": 9090}
