@@ -95,3 +95,24 @@ def test_a_rank_on_two_nodes_is_rejected(tmp_path: Path) -> None:
     path = write(tmp_path, HEADER.strip() + ",node\n0,read,0,1,0,1,/f,a\n1,read,0,1,0,1,/f,a\n0,read,1,1,1,2,/f,b\n")
     with pytest.raises(InputError, match=r":(2|4): column node: differs"):
         read_csv_trace(path)
+
+
+def test_fast_and_careful_paths_agree(tmp_path: Path) -> None:
+    import pfslayout.traces.csvtrace as csvtrace
+
+    plain = DATA / "trace-small.csv"
+    fast = csvtrace._read_fast(plain)
+    careful = csvtrace._read_careful(plain)
+    for name in ("rank", "op", "offset", "size", "start", "end", "file_id", "node_of_rank"):
+        assert np.array_equal(getattr(fast, name), getattr(careful, name)), name
+    assert fast.files == careful.files
+    # CRLF line ends, a blank line and a quoted path with a comma: the careful reader takes these
+    odd = write(tmp_path, HEADER.replace("\n", "\r\n") + '0,read,0,10,0,1,"/d/a,b"\r\n\r\n1,write,5,5,0.5,2,/d/c\r\n')
+    t = read_csv_trace(odd)
+    assert t.files == ["/d/a,b", "/d/c"] and list(t.rank) == [0, 1]
+
+
+def test_surplus_field_is_rejected_not_ignored(tmp_path: Path) -> None:
+    path = write(tmp_path, HEADER + "0,read,0,10,0,1,/f\n0,read,10,10,1,2,/f,extra\n")
+    with pytest.raises(InputError, match=r":3: has 8 fields, the header has 7"):
+        read_csv_trace(path)
