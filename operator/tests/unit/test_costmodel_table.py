@@ -113,3 +113,16 @@ def test_random_accepts_0_1_and_rejects_other_values() -> None:
     assert got.T_s.tolist() == [0.0001, 0.0003]
     with pytest.raises(InputError, match="^random: "):
         cost("1-DV", 1, 4, 1, 0, random=np.array([2]))
+
+
+def test_mismatched_array_lengths_are_an_input_error() -> None:
+    with pytest.raises(InputError, match="^p: p, m, s and g arrays must have one shape"):
+        cost("1-DV", np.array([4, 4, 4]), 8, np.array([1, 1]), np.array([1.0, 2.0, 3.0]))
+
+
+def test_int32_and_unsigned_columns() -> None:
+    p32 = np.array([17, 64], dtype=np.int32)
+    pu = p32.astype(np.uint16)
+    a = cost("1-DV", p32, 16, np.array([1, 2], dtype=np.int32), np.array([4096, 4096]))
+    b = cost("1-DV", pu, 16, np.array([1, 2], dtype=np.uint8), np.array([4096, 4096]))
+    assert a.T_s.tolist() == b.T_s.tolist() == [2 * 0.0001, 4 * 0.0001]  # ⌈17/16⌉ = 2, ⌈64/16⌉ = 4

@@ -87,7 +87,9 @@ def _int_array(name: str, value: ArrayLike) -> np.ndarray:
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.floor(arr)):
             raise InputError(name, "must be a whole number", "pass an integer count")
-    return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "i":
+        return arr  # signed ints as given: no copy of a long trace column
+    return arr.astype(np.int64)  # floats, and unsigned (ceil division negates)
 
 
 def _first_bad(arr: np.ndarray, bad: np.ndarray) -> Any:
@@ -110,10 +112,22 @@ def validate(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: A
     if n < 1:
         raise InputError("n", f"must be at least 1 (got {n})", "pass the number of data servers")
     p_arr = _int_array("p", p)
+    m_arr = _int_array("m", m)
+    s_arr = np.asarray(s)
+    if s_arr.dtype.kind not in "iuf" or s_arr.dtype.kind == "b":
+        raise InputError("s", f"must be a size in bytes (got {s!r:.40})")
+    g_arr = None
+    if layout == "2-D":
+        if g is None:
+            raise InputError("g", "is required for layout 2-D", f"pass a group count that divides n={n}")
+        g_arr = _int_array("g", g)
+    shapes = {a.shape for a in (p_arr, m_arr, s_arr) + ((g_arr,) if g_arr is not None else ()) if a.ndim}
+    if len(shapes) > 1:
+        raise InputError("p", f"p, m, s and g arrays must have one shape (got shapes {sorted(shapes)})",
+                         "pass scalars or arrays of one length")
     bad = p_arr < 1
     if np.any(bad):
         raise InputError("p", f"must be at least 1 (got {_first_bad(p_arr, bad)})", "pass the number of processes")
-    m_arr = _int_array("m", m)
     bad = m_arr < 1
     if np.any(bad):
         raise InputError("m", f"must be at least 1 (got {_first_bad(m_arr, bad)})", "pass processes per client node")
@@ -121,25 +135,15 @@ def validate(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: A
     if np.any(bad):
         raise InputError("m", f"must not exceed p (got m={_first_bad(m_arr, bad)} > p)",
                          "m counts the processes of one client node, a subset of p")
-    s_arr = np.asarray(s)
-    if s_arr.dtype.kind not in "iuf" or s_arr.dtype.kind == "b":
-        raise InputError("s", f"must be a size in bytes (got {s!r})")
     s_arr = s_arr.astype(np.float64, copy=False)
     bad = ~np.isfinite(s_arr) | (s_arr < 0)
     if np.any(bad):
         raise InputError("s", f"must be a non-negative size in bytes (got {_first_bad(s_arr, bad)})")
-    g_arr = None
-    if layout == "2-D":
-        if g is None:
-            raise InputError("g", "is required for layout 2-D", f"pass a group count that divides n={n}")
-        g_arr = _int_array("g", g)
+    if g_arr is not None:
         bad = (g_arr < 1) | (g_arr > n)
         if np.any(bad):
             raise InputError("g", f"must be between 1 and n={n} (got {_first_bad(g_arr, bad)})",
                              f"pass a group count that divides n={n}")
-    shapes = [a.shape for a in (p_arr, m_arr, s_arr) + ((g_arr,) if g_arr is not None else ()) if a.ndim]
-    if len(set(shapes)) > 1:
-        raise InputError("p", f"p, m, s and g arrays must have the same length (got shapes {sorted(set(shapes))})")
     return p_arr, n, m_arr, s_arr, g_arr
 
 
