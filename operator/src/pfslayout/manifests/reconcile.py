@@ -48,11 +48,16 @@ class Plan:
         return not self.refusals
 
 
-def applied_record(spec: OrangeFSClusterSpec, namespace: str, name: str, topology: Topology) -> dict[str, Any]:
-    """What the operator stamps on the StatefulSet: the facts later changes are checked against."""
-    return {"servers": topology.servers, "metadataServers": topology.metadata_servers,
-            "fsName": spec.fs.name, "fsId": fs_id_for(spec, namespace, name), "port": spec.ports.tcp,
-            "storageType": spec.storage.type}
+def applied_record(spec: OrangeFSClusterSpec, namespace: str, name: str, topology: Topology,
+                   generation: int | None = None) -> dict[str, Any]:
+    """What the operator stamps on the StatefulSet: the facts later changes are checked against, and
+    the generation of the spec they came from."""
+    out: dict[str, Any] = {"servers": topology.servers, "metadataServers": topology.metadata_servers,
+                           "fsName": spec.fs.name, "fsId": fs_id_for(spec, namespace, name),
+                           "port": spec.ports.tcp, "storageType": spec.storage.type}
+    if generation is not None:
+        out["generation"] = generation
+    return out
 
 
 def read_applied(statefulset: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -69,9 +74,9 @@ def read_applied(statefulset: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def plan(spec: OrangeFSClusterSpec, namespace: str, name: str, applied: dict[str, Any] | None,
-         annotations: dict[str, str] | None = None) -> Plan:
+         annotations: dict[str, str] | None = None, generation: int | None = None) -> Plan:
     wanted = Topology.of(spec)
-    record = applied_record(spec, namespace, name, wanted)
+    record = applied_record(spec, namespace, name, wanted, generation)
     if applied is None:
         return Plan(wanted, record)
     refusals: list[Refusal] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,7 @@ from pfslayout.manifests import common as c
 from pfslayout.manifests import objects as objs
 from pfslayout.manifests.build import Desired, desired
 from pfslayout.manifests.config import Topology, fs_conf_for
-from pfslayout.manifests.reconcile import (PHASES, Observed, Plan, compute_status, endpoints, plan,
+from pfslayout.manifests.reconcile import (PHASES, Observed, compute_status, endpoints, plan,
                                           pods_ready_by_ordinal, read_applied)
 from pfslayout.manifests.spec import OrangeFSClusterSpec, parse_spec
 from pfslayout.orangefs import naming
@@ -27,6 +28,21 @@ from pfslayout.orangefs import naming
 Post = Callable[[dict[str, Any], str, str, str], None]  # (body, type, reason, message)
 
 KIND = c.KIND
+
+# Kopf runs the OrangeFSCluster handlers and the StatefulSet event handler concurrently; one lock per
+# cluster makes each see the status the other wrote (no duplicate transition Events, no lost updates).
+_locks: dict[tuple[str, str], threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def cluster_lock(namespace: str, name: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault((namespace, name), threading.Lock())
+
+
+def _fresh(kube: Kube, body: dict[str, Any]) -> dict[str, Any] | None:
+    meta = body["metadata"]
+    return kube.get_custom(c.GROUP, c.VERSION, c.PLURAL, meta["namespace"], meta["name"])
 
 
 def cluster_domain() -> str:
@@ -63,6 +79,9 @@ def _endpoint_block(spec: OrangeFSClusterSpec, owner: c.Owner, topology: Topolog
                      naming.fs_conf_configmap(owner.name), naming.pvfs2tab_configmap(owner.name))
 
 
+_WARNING_REASONS = {"ScaleDownRefused", "ImmutableFieldChanged", "InvalidSpec"}
+
+
 def _post_transitions(post: Post, body: dict[str, Any], old: dict[str, Any], new: dict[str, Any]) -> None:
     """An Event for every state change: the phase, and each condition whose status or reason moved."""
     if old.get("phase") != new.get("phase"):
@@ -71,11 +90,13 @@ def _post_transitions(post: Post, body: dict[str, Any], old: dict[str, Any], new
              f"phase {old.get('phase') or '(none)'} -> {new['phase']}: "
              f"{new.get('readyServers', 0)}/{new.get('servers', 0)} servers Ready")
     before = {x["type"]: x for x in old.get("conditions") or []}
+    troubled = new.get("phase") in ("Degraded", "Failed")
     for cond in new.get("conditions") or []:
         prev = before.get(cond["type"])
         if prev is None or prev.get("status") != cond["status"] or prev.get("reason") != cond["reason"]:
-            kind = "Normal" if cond["status"] == "True" or cond["reason"] in ("Provisioning", "Pending") else "Warning"
-            post(body, kind, cond["reason"], f"{cond['type']}={cond['status']}: {cond['message']}")
+            bad = cond["status"] != "True" and (troubled or cond["reason"] in _WARNING_REASONS)
+            post(body, "Warning" if bad else "Normal", cond["reason"],
+                 f"{cond['type']}={cond['status']}: {cond['message']}")
 
 
 def _write_status(kube: Kube, post: Post, body: dict[str, Any], status: dict[str, Any]) -> None:
@@ -91,6 +112,15 @@ def _write_status(kube: Kube, post: Post, body: dict[str, Any], status: dict[str
 
 def reconcile(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
     """Bring the children of one OrangeFSCluster to its spec (or hold them, when a change is refused)."""
+    meta = body["metadata"]
+    with cluster_lock(meta["namespace"], meta["name"]):
+        fresh = _fresh(kube, body)
+        if fresh is not None and (fresh.get("metadata") or {}).get("uid") == meta.get("uid"):
+            body = fresh
+        return _reconcile_locked(kube, body, post)
+
+
+def _reconcile_locked(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
     owner = _owner(body)
     meta = body["metadata"]
     generation = int(meta.get("generation") or 0)
@@ -104,7 +134,8 @@ def reconcile(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
         raise
     sts_name = naming.server_statefulset(owner.name)
     current = kube.get("StatefulSet", owner.namespace, sts_name)
-    the_plan = plan(spec, owner.namespace, owner.name, read_applied(current), meta.get("annotations") or {})
+    the_plan = plan(spec, owner.namespace, owner.name, read_applied(current), meta.get("annotations") or {},
+                    generation)
     changes: list[tuple[str, str, str]] = []
     sts = current
     if the_plan.apply:
@@ -134,9 +165,18 @@ def reconcile(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
     return Outcome(status, the_plan, tuple(changes))
 
 
-def refresh_status(kube: Kube, body: dict[str, Any], post: Post, statefulset: dict[str, Any] | None = None
-                   ) -> dict[str, Any] | None:
+def refresh_status(kube: Kube, body: dict[str, Any], post: Post) -> dict[str, Any] | None:
     """Recompute the status from the StatefulSet and its pods, without applying anything."""
+    meta = body["metadata"]
+    with cluster_lock(meta["namespace"], meta["name"]):
+        fresh = _fresh(kube, body)
+        if fresh is None or (fresh.get("metadata") or {}).get("uid") != meta.get("uid"):
+            return None
+        # The event's StatefulSet may be older than the one a concurrent reconcile just applied.
+        return _refresh_locked(kube, fresh, post)
+
+
+def _refresh_locked(kube: Kube, body: dict[str, Any], post: Post) -> dict[str, Any] | None:
     owner = _owner(body)
     meta = body["metadata"]
     if meta.get("deletionTimestamp"):
@@ -145,17 +185,15 @@ def refresh_status(kube: Kube, body: dict[str, Any], post: Post, statefulset: di
         spec = parse_spec(body.get("spec"))
     except InputError:
         return None  # the reconcile handler reports it
-    sts = statefulset if statefulset is not None else kube.get(
-        "StatefulSet", owner.namespace, naming.server_statefulset(owner.name))
+    sts = kube.get("StatefulSet", owner.namespace, naming.server_statefulset(owner.name))
     applied = read_applied(sts)
-    the_plan = plan(spec, owner.namespace, owner.name, applied, meta.get("annotations") or {})
-    if applied is not None and the_plan.apply and (applied.get("servers"), applied.get("metadataServers")) != (
-            the_plan.topology.servers, the_plan.topology.metadata_servers):
-        # The spec moved on and the reconcile handler has not applied it yet: describe what runs.
-        the_plan = Plan(Topology(int(applied["servers"]), int(applied["metadataServers"])), applied)
+    generation = int(meta.get("generation") or 0)
+    the_plan = plan(spec, owner.namespace, owner.name, applied, meta.get("annotations") or {}, generation)
+    if applied is None or (the_plan.apply and applied.get("generation") != generation):
+        return None  # the spec moved on and the reconcile handler has yet to apply it; it writes the status
     observed = _observe(kube, owner, sts)
     status = compute_status(
-        generation=int(meta.get("generation") or 0), topology=the_plan.topology, refusals=the_plan.refusals,
+        generation=generation, topology=the_plan.topology, refusals=the_plan.refusals,
         observed=observed, previous=body.get("status"), now=now(), fs_id=int(the_plan.applied["fsId"]),
         endpoint_block=_endpoint_block(spec, owner, the_plan.topology, observed))
     _write_status(kube, post, body, status)

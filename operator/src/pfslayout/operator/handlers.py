@@ -27,7 +27,7 @@ def post(body: dict[str, Any], type_: str, reason: str, message: str) -> None:
     kopf.event(body, type=type_, reason=reason, message=message[:1024])
 
 
-def _reconcile(body: kopf.Body, logger: Any) -> dict[str, Any]:
+def _reconcile(body: kopf.Body, logger: Any) -> None:
     try:
         outcome = clusters.reconcile(kube(), dict(body), post)
     except InputError as err:
@@ -35,25 +35,25 @@ def _reconcile(body: kopf.Body, logger: Any) -> dict[str, Any]:
         raise kopf.PermanentError(str(err)) from err
     for kind, name, action in outcome.changes:
         logger.info(f"{kind} {name} {action}")
-    return {"phase": outcome.status["phase"], "servers": outcome.status["servers"]}
+    logger.info(f"phase {outcome.status['phase']}, {outcome.status['readyServers']}/{outcome.status['servers']} servers Ready")
 
 
 @kopf.on.create(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
 @metrics.instrumented(KIND, "create")
-def on_create(body: kopf.Body, logger: Any, **_: Any) -> dict[str, Any]:
-    return _reconcile(body, logger)
+def on_create(body: kopf.Body, logger: Any, **_: Any) -> None:
+    _reconcile(body, logger)
 
 
 @kopf.on.update(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
 @metrics.instrumented(KIND, "update")
-def on_update(body: kopf.Body, logger: Any, **_: Any) -> dict[str, Any]:
-    return _reconcile(body, logger)
+def on_update(body: kopf.Body, logger: Any, **_: Any) -> None:
+    _reconcile(body, logger)
 
 
 @kopf.on.resume(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
 @metrics.instrumented(KIND, "resume")
-def on_resume(body: kopf.Body, logger: Any, **_: Any) -> dict[str, Any]:
-    return _reconcile(body, logger)
+def on_resume(body: kopf.Body, logger: Any, **_: Any) -> None:
+    _reconcile(body, logger)
 
 
 @kopf.on.delete(c.GROUP, c.VERSION, c.PLURAL, id="cleanup")
@@ -82,4 +82,4 @@ def on_server_statefulset(event: dict[str, Any], body: kopf.Body, logger: Any, *
         logger.info(f"server StatefulSet of {namespace}/{name} was deleted; re-creating it")
         clusters.reconcile(kube(), owner, post)
         return
-    clusters.refresh_status(kube(), owner, post, dict(body))
+    clusters.refresh_status(kube(), owner, post)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from typing import Any
 
 import kopf
@@ -18,6 +19,10 @@ from pfslayout.k8s.api import load_config
 
 PREFIX = "pfslayout.io"
 FINALIZER = f"{PREFIX}/finalizer"
+# Kopf's bookkeeping annotations live in their own subdomain: Kopf drops every annotation under its
+# storage prefix from the diff it reacts to, and users' `pfslayout.io/...` annotations (e.g. the
+# scale-down consent) must count as changes.
+STORAGE_PREFIX = f"operator.{PREFIX}"
 
 
 def _seconds(var: str, default: float) -> float:
@@ -43,13 +48,15 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.watching.connect_timeout = _seconds("PFSLAYOUT_WATCH_CONNECT_TIMEOUT", 10)
     settings.networking.request_timeout = _seconds("PFSLAYOUT_REQUEST_TIMEOUT", 60)
     settings.persistence.finalizer = FINALIZER
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=STORAGE_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=PREFIX, key="last-handled-configuration")
+        prefix=STORAGE_PREFIX, key="last-handled-configuration")
     settings.posting.enabled = True
     settings.posting.level = logging.INFO
     settings.posting.reporting_component = "pfs-layout-operator"
-    settings.posting.reporting_instance = os.environ.get("POD_NAME") or os.environ.get("HOSTNAME", "")
+    # Events without a reporting instance are rejected (422) by the events API.
+    settings.posting.reporting_instance = os.environ.get("POD_NAME") or socket.gethostname() or "pfs-layout-operator"
+    settings.posting.event_name_prefix = "pfslayout-"
     settings.execution.max_workers = 8
 
 
