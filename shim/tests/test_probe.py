@@ -361,3 +361,28 @@ def test_pvfs2_backend_without_orangefs_says_how_to_get_it(probe: Probe, tmp_pat
     lines = probe_lines(done.stderr)
     assert len(lines) == 1 and "backend: pvfs2 is not built into this pfsprobe" in lines[0]
     assert "-DORANGEFS_PREFIX=" in lines[0]
+
+
+def test_grids_designed_by_pfslayout_run_unchanged(probe: Probe, tmp_path: Path) -> None:
+    """Both documents pfslayout's calibration design produces — the factorial pfsprobe grid per placement
+    and the compact pfsprobe-grid/1 cell list — run as they are and measure every cell they ask for."""
+    from pfslayout.calibration import design_grid
+
+    targets = {"1-DH": tmp_path / "1-DH", "1-DV": tmp_path / "1-DV", "2-D:2": tmp_path / "2-D-g2"}
+    design = design_grid(4, 1, 4, sizes=(4096, 65536), requests_per_rank=3, repetitions=2, max_configs=8)
+    factorial = design.pfsprobe_grids({k: str(v) for k, v in targets.items()})
+    assert len(factorial) == 1  # one node: only the packed placement
+    (tmp_path / "factorial.json").write_text(json.dumps(factorial[0]))
+    (tmp_path / "cells.json").write_text(json.dumps(design.to_dict()))
+    flags = [a for k, v in targets.items() for a in ("--target", f"{k}={v}")]
+    for name, extra in (("factorial", []), ("cells", flags)):
+        out = tmp_path / f"{name}.out.json"
+        done = probe.run(4, ["--grid", str(tmp_path / f"{name}.json"), *extra, "--out", str(out)])
+        assert done.returncode == 0, (name, done.stderr)
+        doc = load(out)
+        check_doc(doc, ranks=4, backend="posix", servers=4)
+        measured = {cell_key(c) + (c["m"],) for c in doc["cells"]}
+        wanted = {(c.layout, c.g, c.sharing, c.p, c.request_size, c.pattern, c.op, c.m) for c in design.cells}
+        assert wanted <= measured, (name, sorted(wanted - measured))
+        if name == "cells":
+            assert measured == wanted and len(doc["cells"]) == len(design.cells)
