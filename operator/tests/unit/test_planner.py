@@ -120,6 +120,12 @@ def test_trace_from_csv_per_directory_and_file(tmp_path: Path) -> None:
     assert by["/home/u"].read_fraction == 0.0
     per_file = plan_trace(load_trace(path, "csv", group="file"), 8, per="file")
     assert {d.target for d in per_file.decisions} == {"/scratch/run/shared.dat", "/home/u/out.0", "/home/u/out.1"}
+    both = plan_trace(trace, 8, per="both")
+    assert [(d.kind, d.target) for d in both.decisions] == [
+        ("directory", "/home/u"), ("directory", "/scratch/run"), ("file", "/home/u/out.0"), ("file", "/home/u/out.1"),
+        ("file", "/scratch/run/shared.dat")]
+    assert sum(d.requests for d in both.decisions if d.kind == "file") == len(trace)
+    assert [d.sharing for d in both.decisions if d.kind == "file"] == ["file-per-process"] * 2 + ["shared"]
     # JSON round trip: the plan is plain data
     again = Plan.model_validate_json(plan.model_dump_json())
     assert again == plan

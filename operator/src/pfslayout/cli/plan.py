@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         params: Annotated[Optional[str], typer.Option(
             "--params", help="parameters file (JSON/YAML), or 'ethernet'/'infiniband' for the seeds")] = None,
         variant: Annotated[str, typer.Option("--variant", help="printed or corrected")] = "corrected",
-        per: Annotated[str, typer.Option("--per", help="directory or file")] = "directory",
+        per: Annotated[str, typer.Option("--per", help="directory, file or both")] = "directory",
         delta: Annotated[float, typer.Option("--delta", help="hybrid threshold on the best two's gap")] = DEFAULT_DELTA,
         g: Annotated[Optional[list[int]], typer.Option("--g", help="extra 2-D group counts to cost")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,

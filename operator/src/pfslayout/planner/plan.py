@@ -194,9 +194,29 @@ def _trace_workload(trace: Trace, sel: np.ndarray, target: str, kind: str, share
                      random_fraction=float(np.mean(rnd)) if size.size else 0.0, dominant_size=dominant)
 
 
+def _target_workloads(trace: Trace, fid: np.ndarray, keys: list[str], kind: str,
+                      ranks_per_file: np.ndarray) -> list[_Workload]:
+    """Split the requests by target (one sort, no per-target scan of the trace) into workloads."""
+    targets, target_of_file = np.unique(np.array(keys, dtype=str), return_inverse=True)
+    target_req = target_of_file[fid]
+    order = np.argsort(target_req, kind="stable")
+    bounds = np.searchsorted(target_req[order], np.arange(targets.size + 1))
+    out = []
+    for t in range(targets.size):
+        sel = order[bounds[t]:bounds[t + 1]]
+        if sel.size == 0:
+            continue
+        in_target = target_of_file == t
+        w = _trace_workload(trace, sel, str(targets[t]), kind, bool(np.any(ranks_per_file[in_target] > 1)))
+        w.files = int(np.count_nonzero(ranks_per_file[in_target]))
+        out.append(w)
+    return out
+
+
 def plan_trace(trace: Trace, n: int, params: CostParams = SEED_ETHERNET, variant: str = "corrected",
                delta: float = DEFAULT_DELTA, per: str = "directory", groups: list[int] | None = None) -> Plan:
-    """One decision per directory (the unit OrangeFS hints apply to) or per file (``per='file'``)."""
+    """One decision per directory (the unit OrangeFS hints apply to), per file (``per='file'``), or
+    both (``per='both'``: the directory decisions, then one per file)."""
     base, extra = _check_common(n, variant, delta, groups)
     if len(trace) == 0:
         raise InputError("--trace", "holds no I/O requests", "trace a run that reads or writes data")
@@ -207,32 +227,20 @@ def plan_trace(trace: Trace, n: int, params: CostParams = SEED_ETHERNET, variant
         raise InputError("--trace", "derived p/m are inconsistent (need 1 <= m <= p)")
     if np.any(trace.size < 0):
         raise InputError("--trace", "has a negative request size")
-    if per not in ("directory", "file"):
-        raise InputError("per", f"unknown grouping {per!r}", "use directory or file")
+    if per not in ("directory", "file", "both"):
+        raise InputError("per", f"unknown grouping {per!r}", "use directory, file or both")
     n_files = max(len(trace.files), int(trace.file_id.max()) + 1)
     names = [trace.files[i] if i < len(trace.files) else f"<file {i}>" for i in range(n_files)]
-    if per == "file":
-        keys = names
-    else:
-        keys = [(name.rsplit("/", 1)[0] or "/") if "/" in name else "." for name in names]
-    targets, target_of_file = np.unique(np.array(keys, dtype=str), return_inverse=True)
+    dirs = [(name.rsplit("/", 1)[0] or "/") if "/" in name else "." for name in names]
     # a file is shared when more than one rank touches it
     fid = trace.file_id.astype(np.int64)
-    pairs = np.unique(fid * (int(trace.rank.max()) + 1) + trace.rank)
-    ranks_per_file = np.bincount(pairs // (int(trace.rank.max()) + 1), minlength=n_files)
-    target_req = target_of_file[fid]
-    order = np.argsort(target_req, kind="stable")
-    bounds = np.searchsorted(target_req[order], np.arange(targets.size + 1))
+    width = int(trace.rank.max()) + 1
+    ranks_per_file = np.bincount(np.unique(fid * width + trace.rank) // width, minlength=n_files)
     workloads = []
-    for t in range(targets.size):
-        sel = order[bounds[t]:bounds[t + 1]]
-        if sel.size == 0:
-            continue
-        in_target = target_of_file == t
-        shared = bool(np.any(ranks_per_file[in_target] > 1))
-        w = _trace_workload(trace, np.sort(sel), str(targets[t]), per, shared)
-        w.files = int(np.count_nonzero(ranks_per_file[in_target]))
-        workloads.append(w)
+    if per in ("directory", "both"):
+        workloads += _target_workloads(trace, fid, dirs, "directory", ranks_per_file)
+    if per in ("file", "both"):
+        workloads += _target_workloads(trace, fid, names, "file", ranks_per_file)
     return _plan(workloads, n, params, variant, delta, base, extra)
 
 
