@@ -1,0 +1,297 @@
+"""OrangeFSCluster lifecycle on a real API server: the chart installed, the operator running as a local
+process (`kopf run ... -m pfslayout.operator`) with the chart ServiceAccount's RBAC-limited token,
+`policies/orangefs-small.yaml` applied, every object and the status checked, scaled up, a refused
+scale-down and its confirmation, fields the API server refuses, Events, metrics, deletion and clean-up
+(PVCs kept with Retain, removed with Delete). On the local control plane kwok makes the pods Ready."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "pfs-layout-operator"
+SMALL = REPO / "policies" / "orangefs-small.yaml"
+RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"  # as in test_chart_install.py
+OFS = "orangefsclusters.pfslayout.io"
+READY_TIMEOUT = 90
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 - loopback only
+            return resp.status, resp.read().decode()
+    except OSError as err:
+        return 0, str(err)
+
+
+@dataclass
+class Operator:
+    proc: subprocess.Popen[bytes]
+    log: Path
+    health_url: str
+    metrics_url: str
+    kubeconfig: Path
+
+    def log_tail(self, n: int = 60) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+
+@pytest.fixture(scope="module")
+def operator(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:  # noqa: ANN001
+    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+                 "--wait", "--timeout", "180s", timeout=240)
+    kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
+    health, metrics = free_port(), free_port()
+    log = tmp_path_factory.mktemp("operator") / "kopf.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    env.update(KUBECONFIG=str(kubeconfig), PFSLAYOUT_METRICS_ADDR=f"127.0.0.1:{metrics}", PYTHONUNBUFFERED="1")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces",
+             f"--liveness=http://127.0.0.1:{health}/healthz", "-m", "pfslayout.operator"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log.parent, start_new_session=True)
+    op = Operator(proc, log, f"http://127.0.0.1:{health}/healthz", f"http://127.0.0.1:{metrics}/metrics", kubeconfig)
+    try:
+        cluster.wait_until(lambda: proc.poll() is None and http_get(op.health_url)[0] == 200,
+                           "the operator's liveness endpoint", timeout=60, interval=0.5)
+        yield op
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+def get_ofs(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
+    return cluster.kubectl_json("get", OFS, name, "-n", ns)
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), {})
+
+
+def wait_ready(cluster, op: Operator, ns: str, name: str, servers: int) -> dict[str, Any]:  # noqa: ANN001
+    def probe() -> dict[str, Any] | None:
+        assert op.proc.poll() is None, f"operator exited {op.proc.returncode}:\n{op.log_tail()}"
+        obj = get_ofs(cluster, ns, name)
+        st = obj.get("status") or {}
+        ready = condition(obj, "Ready")
+        if (st.get("phase") == "Ready" and st.get("readyServers") == servers and st.get("servers") == servers
+                and ready.get("status") == "True"
+                and ready.get("observedGeneration") == obj["metadata"]["generation"]
+                and st.get("observedGeneration") == obj["metadata"]["generation"]):
+            return obj
+        return None
+    try:
+        return cluster.wait_until(probe, f"{ns}/{name} Ready with {servers} servers", timeout=READY_TIMEOUT)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\nstatus: {json.dumps(get_ofs(cluster, ns, name).get('status'))}\n"
+                             f"operator log:\n{op.log_tail()}") from None
+
+
+def render(*args: str) -> str:
+    out = subprocess.run([sys.executable, "-c", "from pfslayout.cli import main; main()", "render", *args],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def events(cluster, ns: str, name: str) -> list[dict[str, Any]]:  # noqa: ANN001
+    items = cluster.kubectl_json("get", "events", "-n", ns, "--field-selector",
+                                 f"involvedObject.kind=OrangeFSCluster,involvedObject.name={name}")["items"]
+    return [{"type": e["type"], "reason": e["reason"], "message": e.get("message", "")} for e in items]
+
+
+def wait_event(cluster, ns: str, name: str, reason: str, needle: str = "") -> dict[str, Any]:  # noqa: ANN001
+    return cluster.wait_until(
+        lambda: next((e for e in events(cluster, ns, name) if e["reason"] == reason and needle in e["message"]), None),
+        f"Event {reason} {needle!r} on {ns}/{name}", timeout=30)
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        head, value = line.rsplit(" ", 1)
+        if all(f'{k}="{v}"' in head for k, v in labels.items()):
+            total += float(value)
+    return total
+
+
+def owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
+    refs = obj["metadata"].get("ownerReferences") or []
+    return any(r["uid"] == owner["metadata"]["uid"] and r["kind"] == "OrangeFSCluster" and r.get("controller")
+               for r in refs)
+
+
+def test_operator_identity_is_the_limited_service_account(cluster, operator: Operator) -> None:  # noqa: ANN001
+    cfg = yaml.safe_load(operator.kubeconfig.read_text())
+    assert "token" in cfg["users"][0]["user"] and "client-certificate-data" not in cfg["users"][0]["user"]
+    denied = cluster.kubectl("get", "secrets", "-n", RELEASE_NS, kubeconfig=operator.kubeconfig, check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
+    status, body = http_get(operator.health_url)
+    assert status == 200 and "reconciles" in body
+
+
+def test_small_cluster_lifecycle(cluster, operator: Operator, namespace: str) -> None:  # noqa: ANN001, PLR0915
+    ns, name = namespace, "small"
+    cluster.kubectl("apply", "-n", ns, "-f", str(SMALL))
+    ofs = wait_ready(cluster, operator, ns, name, 2)
+
+    # --- every object, owned by the cluster, with the content the CLI renders for the same manifest
+    fs_conf = cluster.kubectl_json("get", "configmap", f"{name}-fs-conf", "-n", ns)
+    assert fs_conf["data"]["fs.conf"] == render("fs-conf", "--from", str(SMALL), "--namespace", ns)
+    tab = cluster.kubectl_json("get", "configmap", f"{name}-pvfs2tab", "-n", ns)
+    assert tab["data"]["pvfs2tab"] == render("pvfs2tab", "--from", str(SMALL), "--namespace", ns)
+    sts = cluster.kubectl_json("get", "statefulset", f"{name}-server", "-n", ns)
+    svc = cluster.kubectl_json("get", "service", f"{name}-server", "-n", ns)
+    dep = cluster.kubectl_json("get", "deployment", f"{name}-client", "-n", ns)
+    for obj in (fs_conf, tab, sts, svc, dep):
+        assert owned_by(obj, ofs), obj["metadata"]
+    assert sts["spec"]["replicas"] == 2 and sts["spec"]["serviceName"] == f"{name}-server"
+    pod = sts["spec"]["template"]["spec"]
+    assert pod["containers"][0]["args"] == ["pvfs2-server", "-d", "-a", "$(POD_NAME)", "/etc/orangefs/fs.conf"]
+    assert "collections.db" in pod["initContainers"][-1]["command"][2]
+    assert sts["spec"]["template"]["metadata"]["annotations"]["pfslayout.io/config-hash"] == \
+        fs_conf["metadata"]["annotations"]["pfslayout.io/config-hash"]
+    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
+    assert {"name": "PVFS2TAB_FILE", "value": "/etc/pvfs2tab/pvfs2tab"} in dep["spec"]["template"]["spec"]["containers"][0]["env"]
+    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"pfslayout.io/cluster={name}")["items"]
+    assert sorted(p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith(f"{name}-server-")) == \
+        [f"{name}-server-0", f"{name}-server-1"]
+
+    # --- status
+    st = ofs["status"]
+    assert st["fsId"] == json.loads(render("fs-conf", "--from", str(SMALL), "--namespace", ns, "--json"))["fsId"]
+    ep = st["endpoints"]
+    assert ep["service"] == f"{name}-server" and ep["fsConfConfigMap"] == f"{name}-fs-conf"
+    assert ep["servers"][1]["url"] == f"tcp://{name}-server-1.{name}-server.{ns}.svc.cluster.local:3334"
+    assert all(s["ready"] for s in ep["servers"]) and ep["uri"] == tab["data"]["pvfs2tab"].split()[0]
+    assert {c["type"] for c in st["conditions"]} == {"Ready", "ServersAvailable", "SpecApplied"}
+    reasons = {e["reason"] for e in events(cluster, ns, name)}
+    assert {"Created", "PhaseReady"} <= reasons, reasons
+
+    # --- scale up: a third alias and fixed-slot ranges, the old ranges untouched
+    old_conf = fs_conf["data"]["fs.conf"]
+    cluster.kubectl("patch", OFS, name, "-n", ns, "--type", "merge", "-p", '{"spec":{"servers":{"count":3}}}')
+    wait_ready(cluster, operator, ns, name, 3)
+    new_conf = cluster.kubectl_json("get", "configmap", f"{name}-fs-conf", "-n", ns)["data"]["fs.conf"]
+    assert f"Alias {name}-server-2 " in new_conf
+    for line in old_conf.splitlines():
+        if line.strip().startswith("Range "):
+            assert line in new_conf.splitlines(), line
+    assert cluster.kubectl_json("get", "statefulset", f"{name}-server", "-n", ns)["spec"]["replicas"] == 3
+    wait_event(cluster, ns, name, "Scaled", "2 -> 3")
+
+    # --- scale down without consent: refused and reported, nothing applied
+    cluster.kubectl("patch", OFS, name, "-n", ns, "--type", "merge", "-p", '{"spec":{"servers":{"count":2}}}')
+
+    def refused() -> dict[str, Any] | None:
+        obj = get_ofs(cluster, ns, name)
+        cond = condition(obj, "SpecApplied")
+        ok = cond.get("reason") == "ScaleDownRefused" and cond.get("observedGeneration") == obj["metadata"]["generation"]
+        return obj if ok else None
+    obj = cluster.wait_until(refused, "the scale-down refusal", timeout=30)
+    assert obj["status"]["phase"] == "Degraded" and obj["status"]["servers"] == 3
+    assert condition(obj, "Ready")["status"] == "False"
+    assert "pfslayout.io/confirm-scale-down=2" in condition(obj, "SpecApplied")["message"]
+    assert cluster.kubectl_json("get", "statefulset", f"{name}-server", "-n", ns)["spec"]["replicas"] == 3
+    warning = wait_event(cluster, ns, name, "ScaleDownRefused")
+    assert warning["type"] == "Warning"
+
+    # --- consent for exactly that count applies it
+    cluster.kubectl("annotate", OFS, name, "-n", ns, "pfslayout.io/confirm-scale-down=2")
+    wait_ready(cluster, operator, ns, name, 2)
+    assert cluster.kubectl_json("get", "statefulset", f"{name}-server", "-n", ns)["spec"]["replicas"] == 2
+
+    # --- what OrangeFS cannot change live is refused by the API server, naming the field
+    for patch, needle in (('{"spec":{"fs":{"name":"other"}}}', "fs.name is immutable"),
+                          ('{"spec":{"storage":{"type":"pvc","size":"1Gi"}}}', "storage.type is immutable"),
+                          ('{"spec":{"ports":{"tcp":4000}}}', "ports.tcp is immutable")):
+        out = cluster.kubectl("patch", OFS, name, "-n", ns, "--type", "merge", "-p", patch, check=False)
+        assert out.returncode != 0 and needle in out.stderr, out.stderr
+
+    # --- a deleted child is re-created
+    cluster.kubectl("delete", "statefulset", f"{name}-server", "-n", ns, "--wait=false")
+    cluster.wait_until(lambda: (cluster.kubectl("get", "statefulset", f"{name}-server", "-n", ns, "-o",
+                                                "jsonpath={.metadata.uid}", check=False).stdout
+                                not in ("", sts["metadata"]["uid"])), "the StatefulSet re-created", timeout=60)
+    wait_ready(cluster, operator, ns, name, 2)
+
+    # --- metrics count what happened
+    status, text = http_get(operator.metrics_url)
+    assert status == 200
+    assert metric(text, "pfslayout_reconcile_total", kind="OrangeFSCluster", handler="create", result="success") >= 1
+    assert metric(text, "pfslayout_reconcile_total", kind="OrangeFSCluster", handler="update", result="success") >= 3
+    assert metric(text, "pfslayout_reconcile_duration_seconds_count", kind="OrangeFSCluster", handler="update") >= 3
+    assert metric(text, "pfslayout_object_changes_total", object_kind="StatefulSet", action="created") >= 2
+
+    # --- delete: the finalizer runs, children go with their owner
+    cluster.kubectl("delete", OFS, name, "-n", ns, "--timeout=60s", timeout=90)
+    wait_event(cluster, ns, name, "Deleting", "emptyDir")
+    for kind, child in (("configmap", f"{name}-fs-conf"), ("configmap", f"{name}-pvfs2tab"),
+                        ("service", f"{name}-server"), ("statefulset", f"{name}-server"),
+                        ("deployment", f"{name}-client")):
+        cluster.wait_until(lambda k=kind, c=child: cluster.kubectl("get", k, c, "-n", ns, check=False).returncode != 0,
+                           f"{kind}/{child} garbage-collected", timeout=60)
+
+
+@pytest.mark.parametrize("policy", ["Retain", "Delete"])
+def test_pvc_claims_follow_reclaim_policy(cluster, operator: Operator, namespace: str, policy: str) -> None:  # noqa: ANN001
+    ns, name = namespace, f"claims-{policy.lower()}"
+    manifest = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster", "metadata": {"name": name},
+                "spec": {"servers": {"count": 2}, "storage": {"type": "pvc", "size": "64Mi"},
+                         "reclaimPolicy": policy, "client": {"enabled": False}}}
+    cluster.apply(manifest, namespace=ns)
+    claims = [f"storage-{name}-server-0", f"storage-{name}-server-1"]
+
+    def all_claims() -> bool:
+        got = cluster.kubectl_json("get", "pvc", "-n", ns)["items"]
+        return sorted(c["metadata"]["name"] for c in got) == claims
+    cluster.wait_until(all_claims, "the StatefulSet's claims", timeout=60)
+    sts = cluster.kubectl_json("get", "statefulset", f"{name}-server", "-n", ns)
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": policy, "whenScaled": policy}
+    assert cluster.kubectl("get", "deployment", f"{name}-client", "-n", ns, check=False).returncode != 0
+    obj = get_ofs(cluster, ns, name)
+    assert obj["status"]["phase"] in ("Provisioning", "Ready")  # no provisioner here: claims may stay Pending
+
+    cluster.kubectl("delete", OFS, name, "-n", ns, "--timeout=60s", timeout=90)
+    wait_event(cluster, ns, name, "Deleting", f"reclaimPolicy {policy}")
+    cluster.wait_until(lambda: cluster.kubectl("get", "statefulset", f"{name}-server", "-n", ns,
+                                               check=False).returncode != 0, "the StatefulSet gone", timeout=60)
+    if policy == "Retain":
+        time.sleep(3)  # give the garbage collector the chance to get it wrong
+        assert all_claims(), "Retain must keep the claims"
+        for c in cluster.kubectl_json("get", "pvc", "-n", ns)["items"]:
+            assert not c["metadata"].get("deletionTimestamp"), c["metadata"]
+    else:
+        def gone_or_going() -> bool:
+            got = cluster.kubectl_json("get", "pvc", "-n", ns)["items"]
+            return all(c["metadata"].get("deletionTimestamp") for c in got)
+        cluster.wait_until(gone_or_going, "the claims deleted", timeout=60)
