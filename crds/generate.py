@@ -146,8 +146,10 @@ def reference() -> str:
         "`lastTransitionTime`, `observedGeneration`), so `kubectl wait --for=condition=Ready ofs/NAME` works;",
         "`status.observedGeneration` tells whether the status describes the current spec.",
         "",
-        "Strip sizes are powers of two from 4 KiB to 64 MiB. Kubernetes CEL has no bitwise operators, so the",
-        "rule is `self in [4096, 8192, …, 67108864]` together with OpenAPI `minimum`/`maximum`.",
+        "Strip sizes are powers of two from 4 KiB to 64 MiB. Kubernetes CEL has no bitwise operators, and the",
+        "cel-go `math.bitAnd` extension is not enabled for CRDs (kube-apiserver v1.36 rejects it as an",
+        "undeclared reference), so the rule is `self in [4096, 8192, …, 67108864]` together with OpenAPI",
+        "`minimum`/`maximum`.",
         "",
     ]
     for k in KINDS:
