@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Shim overhead benchmark: prints ratios measured in one run (not a test; no assertions on time).
+
+Workload (bench_io): 4 ranks each write COUNT requests of 4 KiB to a shared file, sync, read them back.
+Variants, run interleaved REPS times each, median wall time of the slowest rank:
+  plain        no shim
+  passthrough  shim preloaded, config with rules that match nothing (one table lookup per call)
+  replica1     a 1-replica set: the whole routed data path (lookup, lock, envelope, cost routing,
+               explicit-offset call) without any extra replica write
+  replica3     a 3-replica set (1-DH, 2-D, 1-DV): adds the lazy writes to the two other replicas
+and the routing decision alone (route_bench: ns per decision, 3 replicas) as a share of the plain run.
+Goal (issue #4): passthrough and routing <= 1 % overhead; replica3's extra writes are reported apart.
+
+  shim/bench/bench_shim.py [--flavour openmpi|mpich] [--count N] [--reps R] [--ranks P] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BUILD = HERE.parent / "build"
+MIB = 1 << 20
+PARAMS = {"e": 0.0003, "v": 1 / (120 * MIB), "alpha_seq": 0.0001, "alpha_rand": 0.0003, "beta": 1 / (120 * MIB)}
+
+
+def launcher(flavour: str, np: int, env: dict[str, str], argv: list[str]) -> list[str]:
+    if flavour == "openmpi":
+        cmd = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
+        for k, v in env.items():
+            cmd += ["-x", f"{k}={v}"]
+    else:
+        cmd = ["mpirun.mpich", "-launcher", "fork", "-np", str(np)]
+        for k, v in env.items():
+            cmd += ["-env", k, v]
+    return cmd + argv
+
+
+def config(path: Path, rules: list[dict]) -> Path:
+    path.write_text(json.dumps({"format": "pfsshim-config/1", "params": PARAMS, "servers": 4, "rules": rules}))
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--flavour", default="openmpi", choices=["openmpi", "mpich"])
+    ap.add_argument("--count", type=int, default=4000, help="4 KiB requests per rank per phase")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--dir", default=None, help="scratch directory (default: a fresh temp dir)")
+    a = ap.parse_args()
+
+    root = BUILD / a.flavour
+    prog, lib, rb = root / "tests/programs/bench_io", root / "src/libpfsshim.so", root / "tests/c/route_bench"
+    for p in (prog, lib, rb):
+        if not p.exists():
+            raise SystemExit(f"bench_shim: {p} missing; run shim/build.sh first")
+    scratch = Path(a.dir or tempfile.mkdtemp(prefix="pfsshim-bench-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        reps3 = [{"dir": str(scratch / "r" / n), "layout": l, **extra}
+                 for n, l, extra in (("1dh", "1-DH", {}), ("2d", "2-D", {"g": 2}), ("1dv", "1-DV", {}))]
+        variants = {
+            "plain": ({}, scratch / "plain"),
+            "passthrough": ({"LD_PRELOAD": str(lib), "PFSLAYOUT_SHIM_CONFIG": str(config(
+                scratch / "pt.json", [{"path": str(scratch / "elsewhere"), "hints": {"striping_unit": 4096}}]))},
+                scratch / "pt"),
+            "replica1": ({"LD_PRELOAD": str(lib), "PFSLAYOUT_SHIM_CONFIG": str(config(
+                scratch / "r1.json", [{"path": str(scratch / "h1"), "replicas": [
+                    {"dir": str(scratch / "r1" / "only"), "layout": "1-DV"}]}]))}, scratch / "h1"),
+            "replica3": ({"LD_PRELOAD": str(lib), "PFSLAYOUT_SHIM_CONFIG": str(config(
+                scratch / "r3.json", [{"path": str(scratch / "h3"), "replicas": reps3}]))}, scratch / "h3"),
+        }
+        times: dict[str, list[float]] = {k: [] for k in variants}
+        writes: dict[str, list[float]] = {k: [] for k in variants}
+        for rep in range(a.reps):
+            for name, (env, d) in variants.items():
+                d.mkdir(parents=True, exist_ok=True)
+                target = d / f"bench-{rep}.dat"
+                out = subprocess.run(launcher(a.flavour, a.ranks, env, [str(prog), str(target), "4096", str(a.count)]),
+                                     capture_output=True, text=True, check=True, timeout=600,
+                                     env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+                doc = json.loads(out.stdout.strip().splitlines()[-1])
+                times[name].append(doc["total_s"])
+                writes[name].append(doc["write_s"])
+                for f in list(d.glob("*.dat")) + list((scratch / "r").rglob("*.dat")) + list((scratch / "r1").rglob("*.dat")):
+                    f.unlink()
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rb_out = json.loads(subprocess.run([str(rb), "20000000"], capture_output=True, text=True, check=True).stdout)
+        requests_per_rank = 2 * a.count
+        routing_share = rb_out["ns_per_route"] * 1e-9 * requests_per_rank / med["plain"]
+        result = {
+            "flavour": a.flavour, "ranks": a.ranks, "request_bytes": 4096, "requests_per_rank": requests_per_rank,
+            "reps": a.reps, "median_total_s": med,
+            "ratio_passthrough": med["passthrough"] / med["plain"],
+            "ratio_replica1_routed_path": med["replica1"] / med["plain"],
+            "ratio_replica3_with_extra_writes": med["replica3"] / med["plain"],
+            "route_ns_per_decision": rb_out["ns_per_route"],
+            "routing_share_of_plain_run": routing_share,
+            "spread_plain_s": [min(times["plain"]), max(times["plain"])],
+        }
+        print(json.dumps(result, indent=1))
+        print(f"pass-through overhead {100 * (result['ratio_passthrough'] - 1):+.2f} %, "
+              f"routed 1-replica path {100 * (result['ratio_replica1_routed_path'] - 1):+.2f} %, "
+              f"routing decisions {100 * routing_share:.3f} % of the plain run "
+              f"({rb_out['ns_per_route']:.0f} ns each), "
+              f"3 replicas incl. extra writes {100 * (result['ratio_replica3_with_extra_writes'] - 1):+.1f} %")
+    finally:
+        if not a.dir:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
