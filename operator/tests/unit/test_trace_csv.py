@@ -87,6 +87,8 @@ def test_empty_and_header_only_are_errors(tmp_path: Path) -> None:
         read_csv_trace(write(tmp_path, ""))
     with pytest.raises(InputError, match="no requests"):
         read_csv_trace(write(tmp_path, HEADER + "\n\n"))
+    with pytest.raises(InputError, match="no requests"):
+        read_csv_trace(write(tmp_path, HEADER))
     with pytest.raises(InputError, match="does not exist"):
         read_csv_trace(tmp_path / "missing.csv")
 

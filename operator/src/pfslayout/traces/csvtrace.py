@@ -35,7 +35,7 @@ def read_csv_trace(path: str | Path) -> Trace:
         raise InputError("--trace", f"file {path} does not exist", "pass an existing CSV trace")
     try:
         return _read_fast(path)
-    except (ValueError, IndexError, UnicodeDecodeError, InputError):
+    except (ValueError, IndexError, UnicodeDecodeError, InputError, Warning):
         # something is wrong (or unusual, e.g. blank lines or quoted newlines): the careful reader
         # either accepts it or names the exact line and column
         return _read_careful(path)
