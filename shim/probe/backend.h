@@ -7,21 +7,12 @@
 #include <stdint.h>
 
 #include "grid.h"
+#include "place.h"
 
 typedef struct probe_file probe_file;
 
-/* How a file should be laid out: the pvfs2 backend realises it per file; the others ignore it (their
- * target directories carry the layout). */
-typedef struct {
-    probe_layout layout;
-    int g;
-    int64_t strip_size; /* 0 = derive */
-    int servers;
-    int idx;            /* this rank's index among the p taking part */
-    int p;
-    int64_t request_size;
-    int shared;
-} probe_place;
+/* probe_place (place.h) says how a file should be laid out: the pvfs2 backend realises it per file; the
+ * others ignore it (their target directories carry the layout). */
 
 typedef struct {
     const char *name;

@@ -173,34 +173,6 @@ static int pvfs2_prepare_dir(const char *dir, char *msg)
     return 0;
 }
 
-/* Servers (indices into the I/O server list) and strip size that realise the layout for this file.
- * file-per-process: 1-DV one server, rank i on server i mod n; 2-D ⌈n/g⌉ servers of group i mod g;
- * 1-DH all n servers, starting at server i mod n. shared: all n servers, with a strip of s (1-DV),
- * s/⌈n/g⌉ (2-D) or s/n (1-DH) so each request touches 1, ⌈n/g⌉ or n servers. */
-static int placement(const probe_place *pl, int n, int *servers, int64_t *strip)
-{
-    int k;
-    if (pl->layout == LAYOUT_1DV)
-        k = 1;
-    else if (pl->layout == LAYOUT_2D)
-        k = (n + pl->g - 1) / pl->g;
-    else
-        k = n;
-    int first;
-    if (pl->shared) {
-        first = 0;
-    } else if (pl->layout == LAYOUT_2D) {
-        first = (pl->idx % pl->g) * k;
-    } else {
-        first = pl->idx;
-    }
-    int count = pl->shared ? n : k;
-    for (int j = 0; j < count; j++)
-        servers[j] = (first + j) % n;
-    *strip = pl->strip_size ? pl->strip_size : (pl->request_size + k - 1) / k;
-    return count;
-}
-
 static int create(PVFS_fs_id fs, const char *fspath, const probe_place *pl, PVFS_object_ref *ref, char *msg,
                   const char *path)
 {
@@ -219,7 +191,7 @@ static int create(PVFS_fs_id fs, const char *fspath, const probe_place *pl, PVFS
     }
     int idx[4096];
     int64_t strip;
-    int count = placement(pl, n_io < 4096 ? n_io : 4096, idx, &strip);
+    int count = place_servers(pl, n_io < 4096 ? n_io : 4096, idx, &strip);
     PVFS_BMI_addr_t *addrs = calloc((size_t)count, sizeof(PVFS_BMI_addr_t));
     PVFS_sys_dist *dist = PVFS_sys_dist_lookup("simple_stripe");
     if (!addrs || !dist) {
