@@ -94,9 +94,9 @@ def parse_addr(addr: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
-def serve(addr: str) -> tuple[str, int]:
-    """Start the /metrics HTTP server in a daemon thread; returns the bound (host, port)."""
+def serve(addr: str) -> Any:
+    """Start the /metrics HTTP server in a daemon thread; returns the server (`.server_address`,
+    `.shutdown()`)."""
     host, port = parse_addr(addr)
     server, _thread = start_http_server(port, addr=host)
-    bound = server.server_address
-    return str(bound[0]), int(bound[1])
+    return server

@@ -11,8 +11,10 @@ from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube
 from pfslayout.manifests import common as c
 from pfslayout.operator import clusters
+from pfslayout.operator.settings import seconds
 
 KIND = c.KIND
+RESYNC_S = seconds("PFSLAYOUT_RESYNC_SECONDS", 300)
 _kube: Kube | None = None
 
 
@@ -53,6 +55,15 @@ def on_update(body: kopf.Body, logger: Any, **_: Any) -> None:
 @kopf.on.resume(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
 @metrics.instrumented(KIND, "resume")
 def on_resume(body: kopf.Body, logger: Any, **_: Any) -> None:
+    _reconcile(body, logger)
+
+
+@kopf.timer(c.GROUP, c.VERSION, c.PLURAL, id="resync", interval=RESYNC_S, idle=RESYNC_S / 2, initial_delay=RESYNC_S)
+@metrics.instrumented(KIND, "resync")
+def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
+    """Undo drift nobody announced (a child edited or deleted by hand): the same idempotent apply."""
+    if (body.get("metadata") or {}).get("deletionTimestamp"):
+        return
     _reconcile(body, logger)
 
 

@@ -25,7 +25,7 @@ FINALIZER = f"{PREFIX}/finalizer"
 STORAGE_PREFIX = f"operator.{PREFIX}"
 
 
-def _seconds(var: str, default: float) -> float:
+def seconds(var: str, default: float) -> float:
     raw = os.environ.get(var)
     if raw is None or raw == "":
         return default
@@ -42,11 +42,11 @@ def configure(settings: kopf.OperatorSettings) -> None:
     """Pure-ish: only mutates the settings object, so a unit test can check every value."""
     # Kopf's default watch never times out: a silently dropped connection would stall the operator
     # forever. The server ends each watch after server_timeout; the client gives up slightly later.
-    settings.watching.server_timeout = _seconds("PFSLAYOUT_WATCH_SERVER_TIMEOUT", 120)
-    settings.watching.client_timeout = _seconds("PFSLAYOUT_WATCH_CLIENT_TIMEOUT",
+    settings.watching.server_timeout = seconds("PFSLAYOUT_WATCH_SERVER_TIMEOUT", 120)
+    settings.watching.client_timeout = seconds("PFSLAYOUT_WATCH_CLIENT_TIMEOUT",
                                                 settings.watching.server_timeout + 30)
-    settings.watching.connect_timeout = _seconds("PFSLAYOUT_WATCH_CONNECT_TIMEOUT", 10)
-    settings.networking.request_timeout = _seconds("PFSLAYOUT_REQUEST_TIMEOUT", 60)
+    settings.watching.connect_timeout = seconds("PFSLAYOUT_WATCH_CONNECT_TIMEOUT", 10)
+    settings.networking.request_timeout = seconds("PFSLAYOUT_REQUEST_TIMEOUT", 60)
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=STORAGE_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -66,7 +66,7 @@ def startup(settings: kopf.OperatorSettings, logger: Any, **_: Any) -> None:
     load_config()
     addr = os.environ.get("PFSLAYOUT_METRICS_ADDR")
     if addr:
-        host, port = metrics.serve(addr)
+        host, port = metrics.serve(addr).server_address[:2]
         logger.info(f"metrics on http://{host}:{port}/metrics")
     else:
         logger.info("PFSLAYOUT_METRICS_ADDR unset: metrics not served")

@@ -1,0 +1,110 @@
+"""Operator plumbing that needs no cluster: Kopf settings, metrics wrappers, the metrics endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+
+import kopf
+import pytest
+
+from pfslayout import metrics
+from pfslayout.errors import InputError
+from pfslayout.operator import settings as op_settings
+
+pytestmark = pytest.mark.unit
+
+
+def test_kopf_settings_have_timeouts_and_pfslayout_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "PFSLAYOUT_WATCH_CLIENT_TIMEOUT", "PFSLAYOUT_WATCH_CONNECT_TIMEOUT"):
+        monkeypatch.delenv(var, raising=False)
+    s = kopf.OperatorSettings()
+    op_settings.configure(s)
+    assert s.watching.server_timeout == 120
+    assert s.watching.client_timeout is not None and s.watching.client_timeout > s.watching.server_timeout
+    assert s.watching.connect_timeout == 10
+    assert s.persistence.finalizer == "pfslayout.io/finalizer"
+    assert isinstance(s.persistence.progress_storage, kopf.AnnotationsProgressStorage)
+    assert s.persistence.progress_storage.prefix == "operator.pfslayout.io"
+    assert isinstance(s.persistence.diffbase_storage, kopf.AnnotationsDiffBaseStorage)
+    assert s.persistence.diffbase_storage.prefix == "operator.pfslayout.io"
+    assert s.posting.enabled and s.posting.reporting_component == "pfs-layout-operator"
+    assert s.posting.reporting_instance  # the events API rejects an empty one
+
+
+def test_user_annotations_under_pfslayout_io_stay_in_kopfs_diff() -> None:
+    """Kopf drops annotations under its storage prefix from the essence it diffs; the scale-down consent
+    (`pfslayout.io/confirm-scale-down`) must survive, or annotating would not trigger a reconcile."""
+    s = kopf.OperatorSettings()
+    op_settings.configure(s)
+    body = kopf.Body({"metadata": {"annotations": {
+        "pfslayout.io/confirm-scale-down": "2", "operator.pfslayout.io/reconcile": "{}"}}, "spec": {}})
+    essence = s.persistence.diffbase_storage.build(body=body)
+    essence = s.persistence.progress_storage.clear(essence=essence)
+    assert essence["metadata"]["annotations"] == {"pfslayout.io/confirm-scale-down": "2"}
+
+
+def test_watch_timeouts_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "30")
+    s = kopf.OperatorSettings()
+    op_settings.configure(s)
+    assert s.watching.server_timeout == 30 and s.watching.client_timeout == 60
+    monkeypatch.setenv("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "soon")
+    with pytest.raises(InputError, match="PFSLAYOUT_WATCH_SERVER_TIMEOUT"):
+        op_settings.configure(kopf.OperatorSettings())
+    monkeypatch.setenv("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "-1")
+    with pytest.raises(InputError, match="must be positive"):
+        op_settings.configure(kopf.OperatorSettings())
+
+
+def value(name: str, **labels: str) -> float:
+    for family in metrics.RECONCILES.collect() + metrics.ERRORS.collect() + metrics.DURATION.collect():
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return 0.0
+
+
+def test_instrumented_counts_successes_errors_and_time() -> None:
+    @metrics.instrumented("TestKind", "sync")
+    def ok(x: int) -> int:
+        return x + 1
+
+    @metrics.instrumented("TestKind", "sync")
+    def bad() -> None:
+        raise RuntimeError("boom")
+
+    @metrics.instrumented("TestKind", "async")
+    async def aok() -> str:
+        return "done"
+
+    before = value("pfslayout_reconcile_total", kind="TestKind", handler="sync", result="success")
+    assert ok(1) == 2
+    with pytest.raises(RuntimeError):
+        bad()
+    assert asyncio.run(aok()) == "done"
+    assert value("pfslayout_reconcile_total", kind="TestKind", handler="sync", result="success") == before + 1
+    assert value("pfslayout_reconcile_total", kind="TestKind", handler="sync", result="error") >= 1
+    assert value("pfslayout_reconcile_errors_total", kind="TestKind", handler="sync", error="RuntimeError") >= 1
+    assert value("pfslayout_reconcile_total", kind="TestKind", handler="async", result="success") >= 1
+    assert value("pfslayout_reconcile_duration_seconds_count", kind="TestKind", handler="sync") >= 2
+
+
+def test_metrics_endpoint_serves_the_counters() -> None:
+    server = metrics.serve("127.0.0.1:0")
+    try:
+        host, port = server.server_address[:2]
+        assert host == "127.0.0.1" and port > 0
+        metrics.RECONCILES.labels("TestKind", "served", "success").inc()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:  # noqa: S310
+            text = resp.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 'pfslayout_reconcile_total{handler="served",kind="TestKind",result="success"} 1.0' in text
+
+
+@pytest.mark.parametrize("addr", ["9090", "host:", "host:port", "1.2.3.4:70000"])
+def test_bad_metrics_address_names_the_variable(addr: str) -> None:
+    with pytest.raises(InputError, match="PFSLAYOUT_METRICS_ADDR"):
+        metrics.parse_addr(addr)
