@@ -23,8 +23,9 @@ CRDS = {"orangefsclusters.pfslayout.io": "ofs", "costcalibrations.pfslayout.io":
 
 @pytest.fixture(scope="module")
 def crds(cluster) -> None:  # noqa: ANN001 - H3's Cluster fixture
-    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 "--wait", "--timeout", "180s", timeout=240)
+    # This checkout's chart, keeping whatever values another module installed the release with.
+    cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,
+                 "--create-namespace", "--wait", "--timeout", "180s", timeout=240)
     for name in CRDS:
         cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
 
