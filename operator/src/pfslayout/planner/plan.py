@@ -72,7 +72,7 @@ def _label(layout: str, g: int | None) -> str:
 
 
 def _cost_groups(groups: Groups, n: int, cands: list[tuple[str, int | None]], params: CostParams,
-                 variant: str, scale: np.ndarray | None = None) -> list[CandidateCost]:
+                 variant: str) -> list[CandidateCost]:
     out = []
     for layout, g in cands:
         t = layout_totals(layout, groups, n, g, params, variant)
