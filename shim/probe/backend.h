@@ -16,6 +16,9 @@ typedef struct probe_file probe_file;
 
 typedef struct {
     const char *name;
+    /* 1 when open/sync/close of a shared file are collective (MPI-IO): a rank that failed must still
+     * take part, and a half-opened shared file cannot be closed by some ranks alone. */
+    int collective;
     /* Every rank, once. May correct g->servers (pvfs2 counts the file system's I/O servers). */
     int (*init)(probe_grid *g, char *msg);
     /* One rank per node; an existing directory is fine. */

@@ -141,6 +141,7 @@ static void mpiio_finalize(void) {}
 
 const probe_backend probe_backend_mpiio = {
     .name = "mpiio",
+    .collective = 1,
     .init = mpiio_init,
     .prepare_dir = mpiio_prepare_dir,
     .open = mpiio_open,

@@ -171,6 +171,7 @@ static void posix_finalize(void) {}
 
 const probe_backend probe_backend_posix = {
     .name = "posix",
+    .collective = 0,
     .init = posix_init,
     .prepare_dir = mkdir_p,
     .open = posix_open,

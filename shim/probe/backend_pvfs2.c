@@ -353,6 +353,7 @@ static void pvfs2_finalize(void)
 
 const probe_backend probe_backend_pvfs2 = {
     .name = "pvfs2",
+    .collective = 0,
     .init = pvfs2_init,
     .prepare_dir = pvfs2_prepare_dir,
     .open = pvfs2_open,

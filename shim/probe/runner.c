@@ -114,9 +114,10 @@ static int run_group(probe_run *run, const group *gr)
             err = 1;
     }
     if (probe_agree(run->world, err, run->msg)) {
-        /* A failed open is not collective-safe to close on a shared file; posix handles close locally. */
+        /* Ranks whose open worked close again, unless closing is collective (MPI-IO shared files fail to
+         * open on every rank together, so no rank holds a handle there). */
         char m2[PROBE_MSG_LEN];
-        if (f && !gr->shared)
+        if (f && !(gr->shared && be->collective))
             be->close(f, m2);
         failed = 1;
         goto done;
