@@ -60,6 +60,9 @@ def ns(cluster, crds) -> Iterator[str]:  # noqa: ANN001
     try:
         yield name
     finally:
+        # Remove the test objects first, so an operator started by a later module never sees them.
+        cluster.kubectl("delete", "-n", name, "orangefsclusters,costcalibrations,layoutpolicies", "--all",
+                        "--timeout=60s", check=False, timeout=90)
         cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
