@@ -115,3 +115,34 @@ def test_ior_layout_flag(tmp_path: Path) -> None:
     ok = cli("calibrate", "--measurements", str(path), "--servers", "4", "--layout", "1-DH", "--json")
     assert ok.returncode == 0 and {c["layout"] for c in json.loads(ok.stdout)["cells"]} == {"1-DH"}
 
+
+
+def test_design_prints_a_checked_grid_and_pfsprobe_documents() -> None:
+    result = cli("calibrate", "--design", "--servers", "4", "--nodes", "2", "--ranks-per-node", "4",
+                 "--sizes", "4K,1M", "--target", "1-DH=/ofs/h", "--target", "1-DV=/ofs/v", "--target", "2-D:2=/ofs/g2",
+                 "--backend", "pvfs2", "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "pfsprobe-grid/1" and doc["design"]["rank"] == 5
+    assert {c["request_size"] for c in doc["cells"]} == {4096, MIB}
+    grids = doc["pfsprobe_grids"]
+    assert [g["placement"] for g in grids] == ["packed", "spread"]
+    assert grids[0]["targets"] == [{"layout": "1-DH", "path": "/ofs/h", "g": None},
+                                   {"layout": "1-DV", "path": "/ofs/v", "g": None},
+                                   {"layout": "2-D", "path": "/ofs/g2", "g": 2}]
+    assert grids[0]["backend"] == "pvfs2" and grids[0]["request_sizes"] == [4096, MIB]
+    human = cli("calibrate", "--design", "--servers", "4", "--nodes", "2", "--ranks-per-node", "4", "--max-configs", "6")
+    assert human.returncode == 0 and "Probe grid: 12 cells, rank 5/5" in human.stdout
+
+
+def test_design_errors_are_one_line() -> None:
+    assert "at least 2 servers" in one_error_line(cli("calibrate", "--design", "--servers", "1", "--nodes", "2",
+                                                      "--ranks-per-node", "2"))
+    assert "--servers: is required with --design" in one_error_line(cli("calibrate", "--design"))
+    assert "--target: '2-D=/x' is not LAYOUT=DIR" in one_error_line(
+        cli("calibrate", "--design", "--servers", "4", "--target", "2-D=/x"))
+    assert "targets: no directory for layout(s) 2-D:2" in one_error_line(
+        cli("calibrate", "--design", "--servers", "4", "--target", "1-DH=/x", "--target", "1-DV=/y"))
+    assert "--design: cannot be combined" in one_error_line(
+        cli("calibrate", "--design", "--servers", "4", "--measurements", str(DATA / "probe-synthetic.json")))
+    assert "--sizes: '4Q' is not a size" in one_error_line(cli("calibrate", "--design", "--servers", "4", "--sizes", "4Q"))

@@ -1,7 +1,8 @@
 """`pfslayout calibrate` — fit e, v, α_seq, α_rand, β from probe or IOR measurements, with fit quality.
 
 With ``--json`` the document has the five parameters at its top level, so it can be passed straight
-back as ``--params`` to ``cost`` and ``plan``.
+back as ``--params`` to ``cost`` and ``plan``. ``--design`` instead prints the probe grid to measure
+(checked to identify all five parameters) and, given ``--target``s, the pfsprobe ``--grid`` documents.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pfslayout.cli._output import console, print_json
+from pfslayout.errors import InputError
 
 MIB = float(1 << 20)
 
@@ -25,6 +27,61 @@ def run(measurements: str, fmt: str | None, servers: int | None, layout: str | N
 
     data = load_measurements(measurements, fmt, servers=servers, layout=layout, g=g)
     return fit(data, variant=variant, weighting=weighting).to_dict()
+
+
+def _size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    raw = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = units.get(raw[-1:], 1)
+    digits = raw[:-1] if raw[-1:] in units else raw
+    if not digits.isdigit() or int(digits) < 1:
+        raise InputError("--sizes", f"{text!r} is not a size", "give bytes or K/M/G, e.g. 4K,64K,1M")
+    return int(digits) * scale
+
+
+def _targets(specs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for spec in specs:
+        key, sep, path = spec.partition("=")
+        layout, _, g = key.partition(":")
+        if not sep or not path or layout not in ("1-DH", "1-DV", "2-D") or (layout == "2-D") != bool(g) or \
+                (g and not g.isdigit()):
+            raise InputError("--target", f"{spec!r} is not LAYOUT=DIR", "use 1-DH=DIR, 1-DV=DIR or 2-D:G=DIR")
+        out[key] = path
+    return out
+
+
+def design(servers: int | None, nodes: int, ranks_per_node: int, sizes: str | None, max_configs: int | None,
+           targets: list[str], backend: str, variant: str) -> dict[str, Any]:
+    from pfslayout.calibration import design_grid
+
+    if servers is None:
+        raise InputError("--servers", "is required with --design", "pass the number of data servers")
+    kwargs: dict[str, Any] = {"max_configs": max_configs, "variant": variant}
+    if sizes:
+        kwargs["sizes"] = [_size(s) for s in sizes.split(",")]
+    grid = design_grid(servers, nodes, ranks_per_node, **kwargs)
+    doc = grid.to_dict()
+    if targets:
+        doc["pfsprobe_grids"] = grid.pfsprobe_grids(_targets(targets), backend=backend)
+    return doc
+
+
+def _human_design(doc: dict[str, Any]) -> None:
+    cells = doc["cells"]
+    table = Table(title=f"Probe grid: {len(cells)} cells, rank {doc['design']['rank']}/5, "
+                        f"condition {doc['design']['condition']:.3g}")
+    for col in ("layout", "placement", "p", "m", "request sizes", "patterns", "ops"):
+        table.add_column(col)
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for c in cells:
+        groups.setdefault((c["layout"], c["g"], c["placement"], c["p"], c["m"]), []).append(c)
+    for (layout, g, placement, p, m), group in groups.items():
+        table.add_row(layout + (f" g{g}" if g else ""), placement, str(p), str(m),
+                      ",".join(str(s) for s in sorted({c["request_size"] for c in group})),
+                      ",".join(sorted({c["pattern"] for c in group})), ",".join(sorted({c["op"] for c in group})))
+    (console if console.is_terminal else Console(width=120)).print(table)
+    print("identifies: " + ", ".join(doc["design"]["identified"]) + "  (--json for the cells and pfsprobe grids)")
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -72,19 +129,40 @@ def _human(result: dict[str, Any]) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("calibrate")
     def calibrate(
-        measurements: Annotated[str, typer.Option("--measurements", help="pfsprobe/1 JSON or IOR JSON output")],
+        measurements: Annotated[Optional[str], typer.Option(
+            "--measurements", help="pfsprobe/1 JSON or IOR JSON output to fit")] = None,
         fmt: Annotated[Optional[str], typer.Option("--format", help="probe or ior (default: detect)")] = None,
         servers: Annotated[Optional[int], typer.Option(
-            "--servers", help="data servers behind IOR's test directory (IOR input only)")] = None,
+            "--servers", help="data servers (IOR input and --design)")] = None,
         layout: Annotated[Optional[str], typer.Option(
             "--layout", help="layout of IOR's test directory (default: from its path, e.g. .../2-D-g2/...)")] = None,
         g: Annotated[Optional[int], typer.Option("--g", help="2-D group count for --layout 2-D")] = None,
         variant: Annotated[str, typer.Option("--variant", help="cost model: printed or corrected")] = "corrected",
         weighting: Annotated[str, typer.Option(
             "--weighting", help="relative (minimise relative error, default) or absolute")] = "relative",
+        design_grid: Annotated[bool, typer.Option(
+            "--design", help="print the probe grid to measure instead of fitting")] = False,
+        nodes: Annotated[int, typer.Option("--nodes", help="client nodes (--design)")] = 1,
+        ranks_per_node: Annotated[int, typer.Option("--ranks-per-node", help="ranks per node (--design)")] = 1,
+        sizes: Annotated[Optional[str], typer.Option(
+            "--sizes", help="request sizes (--design), e.g. 4K,64K,1M,4M")] = None,
+        max_configs: Annotated[Optional[int], typer.Option(
+            "--max-configs", help="keep this many D-optimal configurations (--design; default: full factorial)")] = None,
+        target: Annotated[Optional[list[str]], typer.Option(
+            "--target", help="LAYOUT[:G]=DIR realising a layout, repeatable (--design: emit pfsprobe grids)")] = None,
+        backend: Annotated[str, typer.Option("--backend", help="pfsprobe backend for --target grids")] = "posix",
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
     ) -> None:
         """Fit e, v, alpha_seq, alpha_rand, beta by non-negative least squares, with R², residuals and warnings."""
+        if design_grid:
+            if measurements is not None:
+                raise InputError("--design", "cannot be combined with --measurements",
+                                 "design a grid first, measure it, then fit with --measurements")
+            doc = design(servers, nodes, ranks_per_node, sizes, max_configs, target or [], backend, variant)
+            print_json(doc) if as_json else _human_design(doc)
+            return
+        if measurements is None:
+            raise InputError("--measurements", "is required", "pass pfsprobe's or IOR's JSON (or --design for a grid)")
         result = run(measurements, fmt, servers, layout, g, variant, weighting)
         if as_json:
             print_json(result)
