@@ -146,3 +146,21 @@ def test_design_errors_are_one_line() -> None:
     assert "--design: cannot be combined" in one_error_line(
         cli("calibrate", "--design", "--servers", "4", "--measurements", str(DATA / "probe-synthetic.json")))
     assert "--sizes: '4Q' is not a size" in one_error_line(cli("calibrate", "--design", "--servers", "4", "--sizes", "4Q"))
+
+
+def test_several_measurement_files_fit_together(tmp_path: Path) -> None:
+    doc = json.loads((DATA / "probe-synthetic.json").read_text())
+    half = len(doc["cells"]) // 2
+    first, second = tmp_path / "packed.json", tmp_path / "spread.json"
+    first.write_text(json.dumps({**doc, "cells": doc["cells"][:half]}))
+    second.write_text(json.dumps({**doc, "cells": doc["cells"][half:]}))
+    both = cli("calibrate", "--measurements", str(first), "--measurements", str(second), "--json")
+    whole = cli("calibrate", "--measurements", str(DATA / "probe-synthetic.json"), "--json")
+    assert both.returncode == 0, both.stderr
+    a, b = json.loads(both.stdout), json.loads(whole.stdout)
+    assert a["e"] == pytest.approx(b["e"], rel=1e-9) and a["beta"] == pytest.approx(b["beta"], rel=1e-9)
+    assert a["cells"][0]["source"] == f"{first}:cells[0]" and a["cells"][half]["source"] == f"{second}:cells[0]"
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**doc, "platform": {**doc["platform"], "servers": 8}}))
+    assert "files disagree on the number of servers" in one_error_line(
+        cli("calibrate", "--measurements", str(first), "--measurements", str(other)))

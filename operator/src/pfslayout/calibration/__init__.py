@@ -10,6 +10,7 @@ from pfslayout.calibration.measurements import (
     Cell,
     Measurements,
     load_measurements,
+    merge_measurements,
     parse_ior,
     parse_probe,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "fit",
     "identifiability",
     "load_measurements",
+    "merge_measurements",
     "model_time",
     "parse_ior",
     "parse_probe",

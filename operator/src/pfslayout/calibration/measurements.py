@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -348,3 +348,21 @@ def load_measurements(path: str | Path, fmt: str | None = None, *, servers: int 
                              "drop --servers for probe input")
         return m
     return parse_ior(doc, servers, str(p), layout=layout, g=g)
+
+
+def merge_measurements(parts: list[Measurements]) -> Measurements:
+    """One fit over several files (e.g. pfsprobe's packed and spread runs): same servers required; each
+    cell's ``source`` is prefixed with its file so the per-cell report stays traceable."""
+    if not parts:
+        raise InputError("--measurements", "is required", "pass pfsprobe's or IOR's JSON")
+    if len(parts) == 1:
+        return parts[0]
+    servers = {m.servers for m in parts}
+    if len(servers) > 1:
+        detail = ", ".join(f"{m.path}: {m.servers}" for m in parts)
+        raise InputError("--measurements", f"files disagree on the number of servers ({detail})",
+                         "fit measurements of one platform together")
+    cells = [replace(c, source=f"{m.path}:{c.source}") for m in parts for c in m.cells]
+    formats = sorted({m.source_format for m in parts})
+    return Measurements(servers=servers.pop(), cells=cells, source_format="+".join(formats),
+                        path=", ".join(m.path for m in parts), platform=parts[0].platform)

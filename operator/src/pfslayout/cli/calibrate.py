@@ -20,12 +20,12 @@ from pfslayout.errors import InputError
 MIB = float(1 << 20)
 
 
-def run(measurements: str, fmt: str | None, servers: int | None, layout: str | None, g: int | None,
+def run(measurements: list[str], fmt: str | None, servers: int | None, layout: str | None, g: int | None,
         variant: str, weighting: str) -> dict[str, Any]:
     # imported here so other commands do not pay for scipy.optimize at start-up
-    from pfslayout.calibration import fit, load_measurements
+    from pfslayout.calibration import fit, load_measurements, merge_measurements
 
-    data = load_measurements(measurements, fmt, servers=servers, layout=layout, g=g)
+    data = merge_measurements([load_measurements(m, fmt, servers=servers, layout=layout, g=g) for m in measurements])
     return fit(data, variant=variant, weighting=weighting).to_dict()
 
 
@@ -129,8 +129,8 @@ def _human(result: dict[str, Any]) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("calibrate")
     def calibrate(
-        measurements: Annotated[Optional[str], typer.Option(
-            "--measurements", help="pfsprobe/1 JSON or IOR JSON output to fit")] = None,
+        measurements: Annotated[Optional[list[str]], typer.Option(
+            "--measurements", help="pfsprobe/1 JSON or IOR JSON output to fit (repeat to fit several together)")] = None,
         fmt: Annotated[Optional[str], typer.Option("--format", help="probe or ior (default: detect)")] = None,
         servers: Annotated[Optional[int], typer.Option(
             "--servers", help="data servers (IOR input and --design)")] = None,
@@ -161,7 +161,7 @@ def register(app: typer.Typer) -> None:
             doc = design(servers, nodes, ranks_per_node, sizes, max_configs, target or [], backend, variant)
             print_json(doc) if as_json else _human_design(doc)
             return
-        if measurements is None:
+        if not measurements:
             raise InputError("--measurements", "is required", "pass pfsprobe's or IOR's JSON (or --design for a grid)")
         result = run(measurements, fmt, servers, layout, g, variant, weighting)
         if as_json:
