@@ -44,10 +44,11 @@ class Probe:
     impl: str
     binary: Path
 
-    def run(self, nprocs: int, args: list[str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    def run(self, nprocs: int, args: list[str], timeout: float = 240,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         spec = IMPLS[self.impl]
         cmd = [*spec["mpirun"], spec["np"], str(nprocs), str(self.binary), *args]
-        env = {**os.environ, **MPI_ENV}
+        env = {**os.environ, **MPI_ENV, **(env or {})}
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -196,6 +197,27 @@ def test_mpiio_backend(probe: Probe, tmp_path: Path) -> None:
     doc = load(out)
     check_doc(doc, ranks=2, backend="mpiio", servers=3)
     assert len(doc["cells"]) == 2 * 2 * 2 * 2  # sharing × procs {1,2} × patterns × ops
+    assert list(target.iterdir()) == []
+
+
+def test_mpiio_backend_with_a_romio_prefix(probe: Probe, tmp_path: Path) -> None:
+    """`ufs:` here stands for the image's `pvfs2:`: a prefixed target is passed to ROMIO as it is, and its
+    directory is the operator's to prepare (the probe does not create it). Open MPI's default MPI-IO
+    (OMPIO) knows no ROMIO prefixes, so Open MPI is asked for its ROMIO component."""
+    romio = {"OMPI_MCA_io": "romio321"}
+    target = tmp_path / "2-D-g2"
+    out = tmp_path / "probe.json"
+    args = ["--backend", "mpiio", "--target", f"2-D:2=ufs:{target}", "--servers", "2", "--sizes", "4K",
+            "--sharing", "shared", "--requests", "3", "--repetitions", "2", "--verify", "--out", str(out)]
+    missing = probe.run(2, args, env=romio)
+    assert missing.returncode == 1 and not target.exists(), missing.stderr
+    assert len(probe_lines(missing.stderr)) == 1 and "targets: cannot open ufs:" in probe_lines(missing.stderr)[0]
+    target.mkdir()
+    done = probe.run(2, args, env=romio)
+    assert done.returncode == 0, done.stderr
+    doc = load(out)
+    check_doc(doc, ranks=2, backend="mpiio", servers=2)
+    assert {c["target"] for c in doc["cells"]} == {f"ufs:{target}"}
     assert list(target.iterdir()) == []
 
 

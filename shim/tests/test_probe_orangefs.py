@@ -31,19 +31,20 @@ MOUNT = "/mnt/pfsprobe-lb"
 NSERVERS = 4
 
 
-@pytest.fixture(scope="module")
-def pvfs2_probe(tmp_path_factory: pytest.TempPathFactory) -> Probe:
-    """pfsprobe with the pvfs2 backend, MPICH (the MPI of the operator's image)."""
+@pytest.fixture(scope="module", params=sorted(IMPLS))
+def pvfs2_probe(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Probe:
+    """pfsprobe with the pvfs2 backend, under each MPI: libpvfs2 does the I/O, MPI only coordinates."""
+    impl = request.param
     prefix = os.environ.get("ORANGEFS_PREFIX")
     if not prefix:
         pytest.skip("ORANGEFS_PREFIX not set: point it at an OrangeFS install to test the pvfs2 backend")
-    built = Path(__file__).resolve().parents[1] / "build" / "mpich" / "probe" / "pfsprobe"
+    built = Path(__file__).resolve().parents[1] / "build" / impl / "probe" / "pfsprobe"
     if built.exists():
         help_text = subprocess.run([str(built), "--help"], capture_output=True, text=True, timeout=60).stdout
         if "backends built: posix mpiio pvfs2" in help_text and built.stat().st_mtime >= max(
                 p.stat().st_mtime for p in (built.parents[3] / "probe").iterdir()):
-            return Probe("mpich", built)
-    return Probe("mpich", _build("mpich", tmp_path_factory.mktemp("pfsprobe-pvfs2")))
+            return Probe(impl, built)
+    return Probe(impl, _build(impl, tmp_path_factory.mktemp(f"pfsprobe-pvfs2-{impl}")))
 
 
 @pytest.fixture
