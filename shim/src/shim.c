@@ -130,6 +130,13 @@ static void say(const char *fmt, ...)
     fprintf(stderr, "pfsshim: %s\n", line);
 }
 
+/* An error the shim raises itself goes through the file's error handler, as MPI's own errors do. */
+static int file_error(MPI_File fh, int code)
+{
+    PMPI_File_call_errhandler(fh, code);
+    return code;
+}
+
 /* ------------------------------------------------------------------------------------------ init */
 
 static void release_dtype(pfs_qentry *e)
@@ -495,7 +502,7 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const char *abs, con
     }
     PMPI_Bcast(&refuse, 1, MPI_INT, 0, f->comm);
     if (refuse) {
-        rc = MPI_ERR_FILE;
+        rc = file_error(MPI_FILE_NULL, MPI_ERR_FILE); /* open errors go to the default file handler */
         goto fail;
     }
     for (int r = 0; r < f->nrep; r++) {
@@ -869,14 +876,16 @@ static int hybrid_io(pfs_file *f, int op, int kind, MPI_Offset off, void *buf, i
 {
     if (kind & (K_SHARED | K_ORDERED)) {
         if (op == OP_WRITE) {
-            say("%s: shared-file-pointer writes are not supported on a replica set (use explicit offsets or "
-                "individual file pointers); returning MPI_ERR_UNSUPPORTED_OPERATION", f->logical);
-            return MPI_ERR_UNSUPPORTED_OPERATION;
+            if (f->comm_rank == 0)
+                say("%s: shared-file-pointer writes are not supported on a replica set (use explicit offsets or "
+                    "individual file pointers); returning MPI_ERR_UNSUPPORTED_OPERATION", f->logical);
+            return file_error(f->user_fh, MPI_ERR_UNSUPPORTED_OPERATION);
         }
         pthread_mutex_lock(&f->mu);
         drain(f); /* replica 0 carries the shared pointer; bring it up to date first */
         pthread_mutex_unlock(&f->mu);
-        return call_pmpi(op, kind, f->rep[0], off, buf, count, dt, st, req);
+        return g_trace_on ? traced_io(f, op, kind, f->rep[0], off, buf, count, dt, st, req)
+                          : call_pmpi(op, kind, f->rep[0], off, buf, count, dt, st, req);
     }
     int tsize = 0;
     PMPI_Type_size(dt, &tsize);
@@ -1047,26 +1056,27 @@ static int split_refused(MPI_File fh)
     pfs_file *f = lookup(fh);
     if (!f || !f->hybrid)
         return 0;
-    say("%s: split collectives (*_begin/*_end) are not supported on a replica set; use the *_all or i*_all "
-        "calls; returning MPI_ERR_UNSUPPORTED_OPERATION", f->logical);
+    if (f->comm_rank == 0)
+        say("%s: split collectives (*_begin/*_end) are not supported on a replica set; use the *_all or i*_all "
+            "calls; returning MPI_ERR_UNSUPPORTED_OPERATION", f->logical);
     return 1;
 }
 
 int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype dt)
 {
-    return split_refused(fh) ? MPI_ERR_UNSUPPORTED_OPERATION : PMPI_File_read_all_begin(fh, buf, count, dt);
+    return split_refused(fh) ? file_error(fh, MPI_ERR_UNSUPPORTED_OPERATION) : PMPI_File_read_all_begin(fh, buf, count, dt);
 }
 int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype dt)
 {
-    return split_refused(fh) ? MPI_ERR_UNSUPPORTED_OPERATION : PMPI_File_write_all_begin(fh, buf, count, dt);
+    return split_refused(fh) ? file_error(fh, MPI_ERR_UNSUPPORTED_OPERATION) : PMPI_File_write_all_begin(fh, buf, count, dt);
 }
 int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype dt)
 {
-    return split_refused(fh) ? MPI_ERR_UNSUPPORTED_OPERATION : PMPI_File_read_at_all_begin(fh, off, buf, count, dt);
+    return split_refused(fh) ? file_error(fh, MPI_ERR_UNSUPPORTED_OPERATION) : PMPI_File_read_at_all_begin(fh, off, buf, count, dt);
 }
 int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype dt)
 {
-    return split_refused(fh) ? MPI_ERR_UNSUPPORTED_OPERATION : PMPI_File_write_at_all_begin(fh, off, buf, count, dt);
+    return split_refused(fh) ? file_error(fh, MPI_ERR_UNSUPPORTED_OPERATION) : PMPI_File_write_at_all_begin(fh, off, buf, count, dt);
 }
 
 /* ------------------------------------------------------------------------------------------ pointer, view, size */

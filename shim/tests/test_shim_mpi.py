@@ -284,3 +284,19 @@ def test_all_replicas_marked_is_refused(mpi: MpiBuild, tmp_path: Path) -> None:
     assert "every replica has a stale marker" in proc.stderr and "refusing to open" in proc.stderr
     assert [r.read_bytes() for r in reps] == before, "a refused open touches nothing"
     assert all(Path(f"{r}.pfsstale").exists() for r in reps)
+
+
+def test_unsupported_calls_are_refused_not_wrong(mpi: MpiBuild, tmp_path: Path) -> None:
+    """Shared-pointer writes and split collectives on a replica set return MPI_ERR_UNSUPPORTED_OPERATION
+    (the shim could not keep the copies identical); on other files they work. The rest still syncs."""
+    plain = mpi.run(2, [mpi.program("mpiio_refused"), tmp_path / "plain.dat"])
+    assert plain.stdout.strip() == "write_shared=ok split=ok"
+    logical = tmp_path / "hyb"
+    logical.mkdir()
+    cfg = write_config(tmp_path / "cfg.json", [hybrid_rule(tmp_path, logical)], params=PARAMS, servers=4)
+    proc = mpi.run(2, [mpi.program("mpiio_refused"), logical / "r.dat"], mpi.shim_env(cfg))
+    assert proc.stdout.strip() == "write_shared=unsupported split=unsupported"
+    assert proc.stderr.count("shared-file-pointer writes are not supported") == 1
+    assert proc.stderr.count("split collectives") == 1
+    copies = [r.read_bytes() for r in replica_paths(tmp_path, "r.dat")]
+    assert copies[0] == copies[1] == copies[2] and copies[0][100:116] == b"shared\0\0shared\0\0"
