@@ -58,19 +58,26 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     path = os.environ.get("HELM") or _helm_from_cluster_env() or _versioned_cache_helm() or shutil.which("helm")
     if not path:
         pytest.skip("helm not found: `e2e/cluster.sh build` builds it (e2e/test-all.sh runs that first)")
-    home = tmp_path_factory.mktemp("helm-home")
-    for var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
-        os.environ[var] = str(home / var.lower())
     return [path]
 
 
 @pytest.fixture(scope="session")
-def render(helm: list[str]) -> Callable[..., list[dict[str, Any]]]:
+def helm_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment for helm: a throwaway Helm home, so no user or CI configuration leaks in."""
+    home = tmp_path_factory.mktemp("helm-home")
+    env = dict(os.environ)
+    for var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
+        env[var] = str(home / var.lower())
+    return env
+
+
+@pytest.fixture(scope="session")
+def render(helm: list[str], helm_env: dict[str, str]) -> Callable[..., list[dict[str, Any]]]:
     """`render("--set", "k=v", ...)` → the parsed documents of `helm template` (fails on a helm error)."""
 
     def _render(*args: str, namespace: str = "pfs-system") -> list[dict[str, Any]]:
         proc = subprocess.run([*helm, "template", "rel", str(CHART), "-n", namespace, *args],
-                              capture_output=True, text=True, timeout=120, check=False)
+                              capture_output=True, text=True, timeout=120, check=False, env=helm_env)
         assert proc.returncode == 0, f"helm template {' '.join(args)} failed:\n{proc.stderr}"
         return [d for d in yaml.safe_load_all(proc.stdout) if d]
 

@@ -36,9 +36,9 @@ VALUE_SETS = {
 
 
 @pytest.mark.parametrize("args", VALUE_SETS.values(), ids=VALUE_SETS.keys())
-def test_helm_lint_strict(helm: list[str], args: list[str]) -> None:
+def test_helm_lint_strict(helm: list[str], helm_env: dict[str, str], args: list[str]) -> None:
     proc = subprocess.run([*helm, "lint", "--strict", str(CHART), *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=120, check=False, env=helm_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 chart(s) failed" in proc.stdout
 
@@ -136,9 +136,9 @@ def test_webhook_is_off_by_default_and_wired_when_on(render: Render) -> None:
     assert by_kind(own, "Certificate") == []
 
 
-def test_webhook_without_tls_is_refused_with_the_fix(helm: list[str]) -> None:
+def test_webhook_without_tls_is_refused_with_the_fix(helm: list[str], helm_env: dict[str, str]) -> None:
     proc = subprocess.run([*helm, "template", "rel", str(CHART), "--set", "webhook.enabled=true"],
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=60, check=False, env=helm_env)
     assert proc.returncode != 0
     assert "webhook.certManager.enabled=true" in proc.stderr and "webhook.tls.secretName" in proc.stderr
 
@@ -226,9 +226,9 @@ def test_schema_rejects_bad_values(patch: dict[str, Any], needle: str) -> None:
     assert needle in str(err.value.message)
 
 
-def test_helm_enforces_the_schema(helm: list[str], tmp_path: Path) -> None:
+def test_helm_enforces_the_schema(helm: list[str], helm_env: dict[str, str], tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("operator:\n  logLevel: chatty\n")
     proc = subprocess.run([*helm, "template", "rel", str(CHART), "-f", str(bad)], capture_output=True,
-                          text=True, timeout=60, check=False)
+                          text=True, timeout=60, check=False, env=helm_env)
     assert proc.returncode != 0 and "logLevel" in proc.stderr
