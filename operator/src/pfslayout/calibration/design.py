@@ -7,8 +7,9 @@ same function the planner costs with, so fit and prediction cannot disagree abou
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Protocol
 
 import numpy as np
 

@@ -14,8 +14,9 @@ server-side serial counts decide every term, so network and storage are collinea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -150,7 +150,7 @@ def parse_probe(doc: Any, path: str = "probe") -> Measurements:
     for i, c in enumerate(probe.cells):
         where = f"cells[{i}]"
 
-        def bad(name: str, problem: str, fix: str | None = None) -> InputError:
+        def bad(name: str, problem: str, fix: str | None = None, where: str = where) -> InputError:
             return InputError(f"{path}: {where}.{name}", problem, fix)
 
         if c.layout == "2-D":

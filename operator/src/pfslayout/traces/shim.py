@@ -7,8 +7,8 @@ is the header's ``record_size``, so later versions that append record fields sti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
