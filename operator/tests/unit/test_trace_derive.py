@@ -120,3 +120,11 @@ def test_dominant_size_ties_go_to_the_larger_size() -> None:
     fid = np.array([0, 0, 0, 0, 1, 1, 1])
     size = np.array([4, 8, 4, 8, 2, 2, 9])
     assert dominant_sizes(fid, size, 3).tolist() == [8, 2, 0]
+
+
+def test_ranks_without_a_node_get_their_own() -> None:
+    t = read_csv_trace(DATA / "trace-small.csv")
+    t.node_of_rank = np.array([0, 0, -1], dtype=np.int32)  # rank 2 unknown, rank 3 beyond the table
+    derive(t)
+    # phase 1: ranks 0, 1 share node 0; ranks 2 and 3 are each alone
+    assert t.m.tolist()[:4] == [2, 2, 1, 1]  # type: ignore[union-attr]

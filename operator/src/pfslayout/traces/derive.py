@@ -47,9 +47,8 @@ def derive(trace: Trace, *, group: str = "directory") -> Trace:
     rank = trace.rank.astype(np.int64)
     p = _distinct_overlaps(req_set, rank, s_tick, e_tick)
 
-    node = None
-    if trace.node_of_rank is not None:
-        node = np.asarray(trace.node_of_rank, dtype=np.int64)[rank]
+    node = _node_of_request(trace.node_of_rank, rank)
+    if node is not None:
         n_nodes = int(node.max()) + 1
         m = _distinct_overlaps(req_set * n_nodes + node, rank, s_tick, e_tick)
     else:
@@ -60,8 +59,8 @@ def derive(trace: Trace, *, group: str = "directory") -> Trace:
         comm = trace.nprocs if trace.nprocs else int(np.unique(trace.rank).size)
         p[coll] = comm
         if node is not None:
-            present = np.unique(rank)
-            per_node = np.bincount(np.asarray(trace.node_of_rank, dtype=np.int64)[present])
+            rank_node = np.unique(np.stack([rank, node]), axis=1)  # one column per (rank, its node)
+            per_node = np.bincount(rank_node[1])
             m[coll] = per_node[node[coll]]
         else:
             m[coll] = 1
@@ -72,6 +71,21 @@ def derive(trace: Trace, *, group: str = "directory") -> Trace:
     trace.sequential = _sequential(trace)
     trace.dominant_size = dominant_sizes(trace.file_id, trace.size, len(trace.files))
     return trace
+
+
+def _node_of_request(node_of_rank: np.ndarray | None, rank: np.ndarray) -> np.ndarray | None:
+    """Node index per request; a rank the table does not cover (or marks -1) is put on a node of its own
+    rather than silently sharing one."""
+    if node_of_rank is None:
+        return None
+    table = np.asarray(node_of_rank, dtype=np.int64)
+    known = rank < table.size
+    node = np.full(rank.shape[0], -1, dtype=np.int64)
+    node[known] = table[rank[known]]
+    unknown = node < 0
+    if np.any(unknown):
+        node[unknown] = max(int(table.max(initial=-1)), -1) + 1 + rank[unknown]
+    return node
 
 
 def _file_sets(files: list[str], n_ids: int, group: str) -> tuple[list[str], np.ndarray]:
