@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.e2e
 
@@ -118,3 +119,37 @@ def test_token_of_the_service_account_is_limited(cluster, release: str) -> None:
     cluster.kubectl("get", "namespaces", kubeconfig=kubeconfig)
     denied = cluster.kubectl("get", "secrets", "-n", RELEASE_NS, kubeconfig=kubeconfig, check=False)
     assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
+
+
+def test_second_release_without_crds_installs_beside_the_first(cluster, release: str) -> None:  # noqa: ANN001
+    """`crds.install=false` lets another release (another namespace) use the CRDs the first one owns;
+    with CRDs on, Helm would refuse to take them over."""
+    other, ns = "pfs-second", "pfs-second-system"
+    refused = cluster.helm("install", "pfs-third", str(CHART), "-n", ns, "--create-namespace", check=False)
+    assert refused.returncode != 0 and "cannot be imported" in refused.stderr, refused.stderr
+    try:
+        cluster.helm("install", other, str(CHART), "-n", ns, "--create-namespace", "--set", "crds.install=false",
+                     "--wait", "--timeout", "120s", timeout=180)
+        assert cluster.kubectl_json("get", "clusterrole", f"{other}-pfs-layout-operator")["rules"]
+        crd = cluster.kubectl_json("get", "crd", "orangefsclusters.pfslayout.io")
+        assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == RELEASE
+    finally:
+        cluster.helm("uninstall", other, "-n", ns, "--wait", "--timeout", "60s", check=False, timeout=120)
+        cluster.kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+    # The first release's CRDs are untouched by the second's uninstall.
+    cluster.kubectl("get", "crd", "orangefsclusters.pfslayout.io")
+
+
+def test_webhook_objects_are_accepted_by_the_api_server(cluster, release: str) -> None:  # noqa: ANN001
+    """The MPIJob webhook wiring (off by default) renders objects the API server accepts."""
+    rendered = cluster.helm("template", RELEASE, str(CHART), "-n", RELEASE_NS, "--set", "crds.install=false",
+                            "--set", "webhook.enabled=true", "--set", "webhook.tls.secretName=pfs-webhook-tls",
+                            "--set", "webhook.tls.caBundle=TFMwdExTMUNSVWRKVGc9PQ==").stdout
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    wanted = [d for d in docs if d["kind"] in ("MutatingWebhookConfiguration", "Service", "Deployment")]
+    assert {d["kind"] for d in wanted} == {"MutatingWebhookConfiguration", "Service", "Deployment"}
+    for d in wanted:
+        d["metadata"]["name"] += "-dryrun"
+        proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", "-o", "name", input=yaml.safe_dump(d),
+                               check=False)
+        assert proc.returncode == 0, f"{d['kind']}: {proc.stderr}"
