@@ -133,6 +133,8 @@ def reference() -> str:
         "field below is validated by the API server (OpenAPI types, enums and bounds, plus CEL rules for",
         "cross-field checks and immutability), so a bad manifest is rejected at `kubectl apply` with the field",
         "named in the error. Defaults are filled in by the API server, so `kubectl get -o yaml` shows them.",
+        "Manifests using every field are in `e2e/invalid/accepted/` and `policies/`; `e2e/invalid/` holds",
+        "more than 50 refused ones, each saying what is wrong and which field the error names.",
         "",
         "| kind | short name | plural | what it is |",
         "|---|---|---|---|",
