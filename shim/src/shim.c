@@ -57,6 +57,8 @@ static int g_active;       /* a valid config with rules or a trace */
 static int g_trace_on;
 static pfs_trace g_trace;
 static int g_world_rank = -1, g_world_size;
+static int g_node_size = 1;   /* world ranks on this node (MPI_COMM_TYPE_SHARED) */
+static int g_node_lowest;     /* lowest world rank on this node */
 static int g_open_traced;
 static int g_logged_user_hint;
 static char *g_stats;      /* JSON objects of closed hybrid files, comma-separated */
@@ -167,14 +169,18 @@ static void shim_init(void)
         g_stats_dir = strdup(sd);
     else if (g_cfg.stats_dir)
         g_stats_dir = strdup(g_cfg.stats_dir);
+    if (!g_active)
+        return;
+    /* node placement, for the trace header and for m of file-per-process replica sets */
+    MPI_Comm node;
+    g_node_lowest = g_world_rank;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        PMPI_Comm_size(node, &g_node_size);
+        PMPI_Allreduce(&g_world_rank, &g_node_lowest, 1, MPI_INT, MPI_MIN, node);
+        PMPI_Comm_free(&node);
+    }
     if (g_cfg.trace_enabled && pfs_trace_init(&g_trace, g_cfg.trace_max_records) == 0) {
-        MPI_Comm node;
-        int nrank = g_world_rank, nsize = 1, lowest = g_world_rank;
-        if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-            PMPI_Comm_size(node, &nsize);
-            PMPI_Allreduce(&nrank, &lowest, 1, MPI_INT, MPI_MIN, node);
-            PMPI_Comm_free(&node);
-        }
+        const int nsize = g_node_size, lowest = g_node_lowest;
         double epoch = pfs_now();
         PMPI_Bcast(&epoch, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
         g_trace.rank = (uint32_t)g_world_rank;
@@ -526,8 +532,13 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const char *abs, con
     /* model inputs: p = processes sharing the file, m = of those, the ones on this node */
     int p = 1, m = 1;
     PMPI_Comm_size(f->comm, &p);
+    const int per_process = p == 1 && g_world_size > 1;
+    if (per_process)
+        p = g_world_size; /* file per process (opened on a one-rank communicator): every rank is doing it */
     if (g_cfg.ranks_per_node > 0) {
         m = (int)g_cfg.ranks_per_node;
+    } else if (per_process) {
+        m = g_node_size;
     } else {
         MPI_Comm node;
         if (PMPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {

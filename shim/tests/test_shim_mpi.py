@@ -146,29 +146,38 @@ def expected_replica(np: int, size: int, servers: int) -> int:
     return min(range(len(costs)), key=lambda i: (costs[i], i))
 
 
-@pytest.mark.parametrize("np", [1, 2, 4])
-def test_routing_follows_the_cost_model(mpi: MpiBuild, tmp_path: Path, np: int) -> None:
+@pytest.mark.parametrize("np,pattern", [(1, "shared"), (2, "shared"), (4, "shared"), (4, "fpp")])
+def test_routing_follows_the_cost_model(mpi: MpiBuild, tmp_path: Path, np: int, pattern: str) -> None:
     """Small requests go where the Python model says small requests are cheapest, large ones where
-    large ones are; the shim's counters show every read and write on that replica."""
+    large ones are; the shim's counters show every read and write on that replica. For file per process
+    (each rank opens its own file on MPI_COMM_SELF) the model's p is still the job size."""
     servers = 8
     sizes = [4096, MIB]
     want = {s: expected_replica(np, s, servers) for s in sizes}
     assert want[4096] != want[MIB], f"test setup: the model should prefer different replicas, got {want}"
+    extra = ["fpp"] if pattern == "fpp" else []
+    names = [f"f.dat.{r}" for r in range(np)] if pattern == "fpp" else ["f.dat"]
     for size in sizes:
         case = tmp_path / str(size)
         case.mkdir()
-        ref_out, ref_bytes = run_plain(mpi, case, np, "mpiio_route", str(size), "4")
+        (case / "plain").mkdir()
+        ref_out = mpi.run(np, [mpi.program("mpiio_route"), case / "plain" / "f.dat", str(size), "4", *extra]).stdout
         logical = case / "hyb"
         cfg = write_config(case / "cfg.json", [hybrid_rule(case, logical)], params=PARAMS, servers=servers,
                            ranks_per_node=1, stats={"dir": str(case / "stats")})
-        proc = mpi.run(np, [mpi.program("mpiio_route"), logical / "f.dat", str(size), "4"], mpi.shim_env(cfg))
+        proc = mpi.run(np, [mpi.program("mpiio_route"), logical / "f.dat", str(size), "4", *extra],
+                       mpi.shim_env(cfg))
         assert proc.stdout == ref_out
         for doc in stats(case / "stats"):
-            reps = doc["files"][0]["replicas"]
+            (entry,) = doc["files"]
+            assert entry["p"] == np
+            reps = entry["replicas"]
             assert [r["reads"] for r in reps] == [4 if i == want[size] else 0 for i in range(3)], (size, reps)
             assert [r["writes"] for r in reps] == [4 if i == want[size] else 0 for i in range(3)], (size, reps)
-        for rep in replica_paths(case, "f.dat"):
-            assert rep.read_bytes() == ref_bytes
+        for name in names:
+            ref = (case / "plain" / name).read_bytes()
+            for rep in replica_paths(case, name):
+                assert rep.read_bytes() == ref
 
 
 # ---------------------------------------------------------------------------------------------- trace
