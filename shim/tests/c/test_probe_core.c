@@ -8,6 +8,7 @@
 #include "grid.h"
 #include "pattern.h"
 #include "place.h"
+#include "select.h"
 #include "stats.h"
 
 static int near(double a, double b)
@@ -110,6 +111,26 @@ static void test_place(void)
     CHECK(strip == 1 << 20, "a target's strip_size overrides the derived strip");
 }
 
+static void test_select(void)
+{
+    /* 2 nodes x 4 ranks, launched round-robin by node (ranks 0,2,4,6 on node 0) to show that selection
+     * follows the real placement, not rank numbers. */
+    int node_of[8] = {0, 1, 0, 1, 0, 1, 0, 1}, local_of[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+    probe_topology t = {0, 8, 2, 4, node_of, local_of};
+    int mem[8];
+    CHECK(topology_select(&t, 4, 0, mem) == 2 && mem[0] == 0 && mem[3] == 3, "packed = ranks 0..p, m counted");
+    CHECK(topology_select(&t, 3, 1, mem) == 2 && mem[0] == 0 && mem[1] == 1 && mem[2] == 2,
+          "spread: local rank 0 of every node first");
+    CHECK(topology_select_m(&t, 4, 4, mem) == 4 && mem[0] == 0 && mem[1] == 2 && mem[2] == 4 && mem[3] == 6,
+          "m=4: node 0 filled with 4 ranks");
+    CHECK(topology_select_m(&t, 6, 3, mem) == 3 && mem[3] == 1 && mem[5] == 5, "m=3: 3 ranks on each node");
+    CHECK(topology_select_m(&t, 4, 1, mem) == -1, "p=4 with m=1 needs 4 nodes");
+    CHECK(topology_select_m(&t, 4, 2, mem) == 2, "p=4 with m=2 fits on 2 nodes");
+    int one_node[4] = {0, 0, 0, 0}, locals[4] = {0, 1, 2, 3};
+    probe_topology u = {0, 4, 1, 4, one_node, locals};
+    CHECK(topology_select(&u, 4, 1, mem) == 4 && topology_select_m(&u, 2, 1, mem) == -1, "one node: m = p");
+}
+
 /* Runs the parser as main() does: JSON, then flags, then validation; returns the error line or "". */
 static const char *parse(probe_grid *g, const char *json, int argc, char **argv, int world)
 {
@@ -204,6 +225,7 @@ int main(void)
     test_stats();
     test_pattern();
     test_place();
+    test_select();
     test_grid();
     return check_done("test_probe_core");
 }
