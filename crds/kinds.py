@@ -16,8 +16,9 @@ from schema_parts import (
 GROUP = "pfslayout.io"
 VERSION = "v1alpha1"
 
-DEFAULT_ORANGEFS_IMAGE = "pfs-layout-operator/orangefs:2.10.0"
-DEFAULT_MPI_IMAGE = "pfs-layout-operator/mpi:0.1.0"
+# The images e2e/cluster.sh builds from images/ and loads into kind (docs/images.md); there is no registry.
+DEFAULT_ORANGEFS_IMAGE = "pfslayout/orangefs:dev"
+DEFAULT_MPI_IMAGE = "pfslayout/mpi:dev"
 
 
 def _image(description: str, default: str | None = None) -> Schema:
