@@ -327,18 +327,31 @@ def label_selector() -> Schema:
 
 
 def workload() -> Schema:
-    return obj("The expected access pattern (the cost model's p, m, s and α choice).", {
+    return obj("The expected access pattern, in the terms of the planner's workload description (the cost "
+               "model's p, m, s and the α choice).", {
         "processes": integer("Concurrent processes p doing I/O.", minimum=1, maximum=65536),
         "procsPerNode": integer("Processes per client node m.", minimum=1, maximum=1024, default=1),
-        "requestSize": integer("Typical request size s in bytes.", format="int64", minimum=1,
-                               maximum=1 << 34),
-        "pattern": string("`sequential` or `random` (selects α_seq or α_rand).",
-                          enum=["sequential", "random"], default="sequential"),
-        "operation": string("`read`, `write` or `readwrite`; the model costs both alike, the shim's "
-                            "replica routing uses it.", enum=["read", "write", "readwrite"], default="read"),
-    }, required=["processes", "requestSize"],
-        rules=[rule("self.procsPerNode <= self.processes", "procsPerNode must not exceed processes",
-                    ".procsPerNode")])
+        "requestSize": integer("The request size s in bytes, when there is one (else `requestSizes`).",
+                               format="int64", minimum=1, maximum=1 << 34),
+        "requestSizes": array("Request-size histogram, when sizes vary (else `requestSize`).", obj(
+            "One histogram bin.", {
+                "size": integer("Request size in bytes.", format="int64", minimum=1, maximum=1 << 34),
+                "weight": number("Relative share of requests of this size.", minimum=0,
+                                 exclusiveMinimum=True),
+            }, required=["size", "weight"]), minItems=1, maxItems=32,
+            **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["size"]}),
+        "readFraction": number("Share of requests that are reads (the model costs reads and writes alike; "
+                               "hybrid replica routing favours read-mostly data).", minimum=0, maximum=1,
+                               default=1.0),
+        "randomFraction": number("Share of random accesses (costed with α_rand, the rest with α_seq).",
+                                 minimum=0, maximum=1, default=0.0),
+        "requestsPerProcess": integer("Requests each process issues (scales the predicted totals).",
+                                      format="int64", minimum=1, maximum=1 << 40, default=1),
+    }, required=["processes"], rules=[
+        rule("self.procsPerNode <= self.processes", "procsPerNode must not exceed processes", ".procsPerNode"),
+        rule("has(self.requestSize) != has(self.requestSizes)",
+             "give exactly one of requestSize and requestSizes", ".requestSize"),
+    ])
 
 
 def replica() -> Schema:
@@ -455,6 +468,8 @@ def layout_policy_status() -> Schema:
         "layout": string("The layout.", enum=LAYOUTS),
         "groups": integer("g for `2-D`.", minimum=1),
         "predictedSeconds": number("Predicted total cost of the workload or trace, seconds.", minimum=0),
+        "networkSeconds": number("Its network part, T_e + T_x, seconds.", minimum=0),
+        "storageSeconds": number("Its storage part, T_s + T_rw, seconds.", minimum=0),
     })
     rule_status = obj("What the operator did for one rule.", {
         "path": string("The rule's directory."),
@@ -466,6 +481,7 @@ def layout_policy_status() -> Schema:
                             maxItems=MAX_SERVERS + 2),
         "hints": {"type": "object", "description": "OrangeFS directory hints applied, e.g. "
                   "`user.pvfs2.num_dfiles: \"1\"`.", "additionalProperties": {"type": "string"}},
+        "margin": number("(runner-up − best) / best predicted cost; compared with `spec.hybridThreshold`."),
         "applied": boolean("Whether the hints are set on the directory (checked after setting)."),
         "message": string("Why this choice, or what failed."),
     })
