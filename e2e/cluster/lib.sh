@@ -11,7 +11,8 @@ CACHE_ROOT=${PFSLAYOUT_CACHE:-$HOME/.cache/pfs-layout-operator}
 K8S_DIR=$CACHE_ROOT/k8s-$K8S_VERSION
 KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION
 HELM_DIR=$CACHE_ROOT/helm-$HELM_VERSION
-MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION
+# Our own entry point is part of what is built: its hash is in the key, so editing it rebuilds.
+MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION-$(sha256sum "$CLUSTER_LIB_DIR/mpi-operator/main.go" | cut -c1-8)
 # Go's own caches live beside the binaries so a warm machine rebuilds nothing and `rm -rf` of one
 # directory cleans everything.
 export GOCACHE=${PFSLAYOUT_GOCACHE:-$CACHE_ROOT/go/build}

@@ -149,8 +149,8 @@ ENV
 
   wait_for "the MPIJob CRD to be established" "" \
     kubectl wait --for=condition=Established --timeout=5s crd/mpijobs.kubeflow.org
-  start mpi-operator "$MPIOP_DIR/bin/mpi-operator" --kubeconfig="$PKI/mpi-operator.kubeconfig" \
-    --health-addr="127.0.0.1:$PORT_MPIOP"
+  start mpi-operator "$MPIOP_DIR/bin/mpi-operator" --kubeConfig="$PKI/mpi-operator.kubeconfig" \
+    --health-addr="127.0.0.1:$PORT_MPIOP" --kube-api-qps=50 --kube-api-burst=100
 
   wait_for "the default ServiceAccount" kube-controller-manager kubectl -n default get serviceaccount default
   wait_for "$NODE_COUNT Ready nodes" kwok nodes_ready

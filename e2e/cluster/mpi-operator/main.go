@@ -7,6 +7,8 @@
 // and makes a second test cluster on the same machine crash. This entry point wires the same
 // informers into the same controller, without leader election (one replica, like the controller
 // manager here with --leader-elect=false), and serves /healthz and /metrics on the address it is given.
+// Upstream's own flags (and their defaults, which only AddFlags sets — a zero queue rate limit would
+// stall the controller) are kept; --monitoring-port is ignored in favour of --health-addr.
 package main
 
 import (
@@ -34,16 +36,16 @@ import (
 
 func main() {
 	klog.InitFlags(nil)
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server")
+	opt := options.NewServerOption()
+	opt.AddFlags(flag.CommandLine)
 	healthAddr := flag.String("health-addr", "127.0.0.1:0", "host:port for /healthz and /metrics")
-	threadiness := flag.Int("threadiness", 2, "MPIJob reconcile workers")
 	flag.Parse()
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags(opt.MasterURL, opt.Kubeconfig)
 	if err != nil {
 		klog.Fatalf("kubeconfig: %v", err)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg.QPS, cfg.Burst = float32(opt.QPS), opt.Burst
 
 	kubeClient := kubeclientset.NewForConfigOrDie(rest.AddUserAgent(cfg, "mpi-operator"))
 	mpiJobClient := mpijobclientset.NewForConfigOrDie(cfg)
@@ -65,10 +67,10 @@ func main() {
 		}
 	}()
 
-	opt := options.NewServerOption()
-	opt.Threadiness = *threadiness
-	kubeInformers := kubeinformers.NewSharedInformerFactory(kubeClient, 0)
-	kubeflowInformers := informers.NewSharedInformerFactory(mpiJobClient, 0)
+	kubeInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
+		kubeinformers.WithNamespace(opt.Namespace))
+	kubeflowInformers := informers.NewSharedInformerFactoryWithOptions(mpiJobClient, 0,
+		informers.WithNamespace(opt.Namespace))
 	controller, err := controllersv1.NewMPIJobController(ctx, kubeClient, mpiJobClient, nil, nil,
 		kubeInformers.Core().V1().ConfigMaps(),
 		kubeInformers.Core().V1().Secrets(),
