@@ -73,6 +73,7 @@ typedef struct {
     uint64_t trace_max_records;
     char *stats_dir; /* NULL = no stats file */
     long queue_limit_bytes; /* lazy-sync backlog that forces a drain */
+    int lazy_background;    /* apply POSIX updates from a helper thread (default 1) */
 } pfs_config;
 
 /* Parse the JSON text/file. On error returns -1 and writes one line (no newline) naming the field and
@@ -161,7 +162,7 @@ typedef struct {
     pthread_t thread;
     int thread_started;
     /* counters */
-    unsigned long applied_posix, applied_mpi, drains;
+    unsigned long applied_thread, applied_drain, drains; /* entries applied by the helper / by drains */
 } pfs_syncq;
 
 int pfs_syncq_init(pfs_syncq *q, int nrep, pfs_apply_fn posix_apply, void *ctx, int start_thread);

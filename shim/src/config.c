@@ -326,13 +326,20 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
             return -1;
     }
     cfg->queue_limit_bytes = 64L << 20;
+    cfg->lazy_background = 1;
     if ((v = json_object_get(root, "lazy_sync"))) {
-        static const char *const lkeys[] = {"queue_limit_bytes", NULL};
+        static const char *const lkeys[] = {"queue_limit_bytes", "background", NULL};
         if (!json_is_object(v) || check_keys(eb, "lazy_sync", v, lkeys))
-            return eb->failed ? -1 : fail(eb, "lazy_sync", "must be an object {\"queue_limit_bytes\": N}");
+            return eb->failed ? -1
+                              : fail(eb, "lazy_sync", "must be an object {\"queue_limit_bytes\": N, \"background\": BOOL}");
         json_t *x = json_object_get(v, "queue_limit_bytes");
         if (x && get_int(eb, "lazy_sync.queue_limit_bytes", x, 0, (long)1 << 40, &cfg->queue_limit_bytes))
             return -1;
+        if ((x = json_object_get(v, "background"))) {
+            if (!json_is_boolean(x))
+                return fail(eb, "lazy_sync.background", "must be true (helper thread) or false (drain at sync points only)");
+            cfg->lazy_background = json_is_true(x);
+        }
     }
 
     if ((v = json_object_get(root, "rules"))) {

@@ -563,7 +563,8 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const char *abs, con
     f->view_contig = 1;
     if (amode & MPI_MODE_APPEND)
         PMPI_File_get_position(f->rep[0], &f->pos);
-    if (pfs_syncq_init(&f->q, f->nrep, posix_apply, f, f->writable && f->all_posix && f->nrep > 1) != 0) {
+    if (pfs_syncq_init(&f->q, f->nrep, posix_apply, f,
+                       g_cfg.lazy_background && f->writable && f->all_posix && f->nrep > 1) != 0) {
         rc = MPI_ERR_OTHER;
         goto fail;
     }
@@ -649,10 +650,10 @@ static void stats_append(const pfs_file *f)
     if (k < (int)sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k,
                       "], \"p\": %ld, \"m\": %ld, \"n\": %ld, \"deferred_updates\": %lu, \"deferred_bytes\": %llu, "
-                      "\"applied_by_thread\": %lu, \"applied_at_sync\": %lu, \"drains\": %lu, \"forced_drains\": %lu, "
+                      "\"applied_by_thread\": %lu, \"applied_by_drain\": %lu, \"drains\": %lu, \"forced_drains\": %lu, "
                       "\"sync_errors\": %lu}",
                       f->router.p, f->router.m, f->router.n, f->deferred, (unsigned long long)f->deferred_bytes,
-                      f->q.applied_posix, f->q.applied_mpi, f->q.drains, f->forced_drains, f->sync_errors);
+                      f->q.applied_thread, f->q.applied_drain, f->q.drains, f->forced_drains, f->sync_errors);
     if (k >= (int)sizeof buf)
         return;
     char *ns = realloc(g_stats, g_stats_len + (size_t)k + 1);
@@ -673,10 +674,10 @@ int MPI_File_close(MPI_File *fh)
     if (f->hybrid) {
         pthread_mutex_lock(&f->mu);
         drain(f);
-        unsigned long applied_posix = f->q.applied_posix, applied_mpi = f->q.applied_mpi, drains = f->q.drains;
+        unsigned long applied_thread = f->q.applied_thread, applied_drain = f->q.applied_drain, drains = f->q.drains;
         pfs_syncq_destroy(&f->q);
-        f->q.applied_posix = applied_posix;
-        f->q.applied_mpi = applied_mpi;
+        f->q.applied_thread = applied_thread;
+        f->q.applied_drain = applied_drain;
         f->q.drains = drains;
         f->q_ready = 0;
         for (int r = 0; r < f->nrep; r++) {

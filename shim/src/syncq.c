@@ -58,7 +58,7 @@ static void *worker(void *arg)
                     q->posix_apply(q->ctx, e, r);
             pthread_mutex_lock(&q->mu);
             q->busy = 0;
-            q->applied_posix++;
+            q->applied_thread++;
             account(q, e);
             pfs_qentry_free(e);
             pthread_cond_broadcast(&q->cv);
@@ -137,10 +137,7 @@ void pfs_syncq_drain(pfs_syncq *q, pfs_apply_fn apply, void *ctx)
                 apply(ctx, e, r);
         pthread_mutex_lock(&q->mu);
         q->busy = 0;
-        if (e->kind == PFS_Q_POSIX)
-            q->applied_posix++;
-        else
-            q->applied_mpi++;
+        q->applied_drain++;
         account(q, e);
         pfs_qentry_free(e);
         pthread_cond_broadcast(&q->cv);

@@ -100,11 +100,11 @@ static void test_queue(int with_thread)
         CHECK(q.bytes == 220, "queued bytes %zu", q.bytes);
     } else {
         /* the thread applies POSIX entries but must stop at the MPI entry (only a sync point may) */
-        for (int i = 0; i < 200 && q.applied_posix < 2; i++)
+        for (int i = 0; i < 200 && q.applied_thread < 2; i++)
             usleep(5000);
         usleep(20000);
-        CHECK(q.applied_posix == 2, "thread applied the 2 POSIX entries ahead of the MPI one, got %lu",
-              q.applied_posix);
+        CHECK(q.applied_thread == 2, "thread applied the 2 POSIX entries ahead of the MPI one, got %lu",
+              q.applied_thread);
         CHECK(q.head && q.head->kind == PFS_Q_MPI, "thread stopped at the MPI entry");
         CHECK(pfs_syncq_dirty(&q, 1, 0, 1), "replica 1 still owed entries -> still dirty");
     }
