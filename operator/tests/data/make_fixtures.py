@@ -10,6 +10,10 @@
   ``tests[]`` with Parameters, Options, a flat Results list of per-repetition write/read/remove entries
   and ``max``, then ``summary[]`` and Finished), for tests on a 4-server OrangeFS whose directories are
   named by layout; times simulated from KNOWN_PARAMS with 1 % noise.
+* ``ior-real-posix.json`` is NOT made here: it is real output of IOR 4.1.0+dev (hpc/ior built locally
+  outside this repository, which keeps no IOR code or build script) on the development machine —
+  ``mpirun -np 2 ior -f calib.ior -O summaryFormat=JSON -O summaryFile=ior-real-posix.json`` with two
+  tests (64 KiB sequential into a directory named 1-DV; 4 KiB random into one named 2-D-g2).
 * ``trace-small.csv`` — a 2-node, 4-rank CSV trace with a known concurrency structure.
 * ``shim-small/`` — the same requests as shim binary traces (one file per rank).
 """
@@ -55,13 +59,15 @@ def ior_document(servers: int = 4, reps: int = 3, seed: int = 11) -> dict:
         results, times = [], {"write": [], "read": []}
         for _ in range(reps):
             for access in ("write", "read"):
-                t = base * float(np.exp(0.01 * rng.standard_normal()))
-                times[access].append(t)
-                bw = tasks * block * segments / t / MIB
-                results.append({"access": access, "bwMiB": round(bw, 4), "blockKiB": block / 1024,
-                                "xferKiB": xfer / 1024, "iops": round(bw * MIB / xfer, 4),
+                t = base * float(np.exp(0.01 * rng.standard_normal()))  # the read/write phase
+                total = t + 0.0016  # plus open and close
+                times[access].append(total)
+                agg = tasks * block * segments
+                # IOR prints every double with %.4f: bw over open-to-close, iops over the access phase
+                results.append({"access": access, "bwMiB": round(agg / total / MIB, 4), "blockKiB": block / 1024,
+                                "xferKiB": xfer / 1024, "iops": round(agg / xfer / t, 4),
                                 "latency": round(t / cell.requests_per_rank, 4), "openTime": 0.0012,
-                                "wrRdTime": round(t, 6), "closeTime": 0.0004, "totalTime": round(t + 0.0016, 6)})
+                                "wrRdTime": round(t, 4), "closeTime": 0.0004, "totalTime": round(total, 4)})
             results.append({"access": "remove", "totalTime": 0.0021})
         parameters = {
             "testID": tid, "refnum": 0, "api": "MPIIO", "platform": "ior-node0(4)", "testFileName": name,
@@ -92,14 +98,16 @@ def ior_document(servers: int = 4, reps: int = 3, seed: int = 11) -> dict:
         for access in ("write", "read"):
             mean = float(np.mean(times[access]))
             bws = [tasks * block * segments / t / MIB for t in times[access]]
+            ops = [tasks * block * segments / xfer / t for t in times[access]]
             summary.append({
                 "operation": access, "API": "MPIIO", "TestID": tid, "ReferenceNumber": 0, "segmentCount": segments,
                 "blockSize": block, "transferSize": xfer, "numTasks": tasks, "tasksPerNode": tpn,
                 "repetitions": reps, "filePerProc": 1, "reorderTasks": 0, "taskPerNodeOffset": 1,
                 "reorderTasksRandom": 0, "reorderTasksRandomSeed": 0, "bwMaxMIB": round(max(bws), 4),
                 "bwMinMIB": round(min(bws), 4), "bwMeanMIB": round(float(np.mean(bws)), 4),
-                "bwStdMIB": round(float(np.std(bws)), 4), "OPsMax": 0.0, "OPsMin": 0.0, "OPsMean": 0.0,
-                "OPsSD": 0.0, "MeanTime": round(mean, 4), "xsizeMiB": round(tasks * block * segments / MIB, 4),
+                "bwStdMIB": round(float(np.std(bws)), 4), "OPsMax": round(max(ops), 4),
+                "OPsMin": round(min(ops), 4), "OPsMean": round(float(np.mean(ops)), 4),
+                "OPsSD": round(float(np.std(ops)), 4), "MeanTime": round(mean, 4), "xsizeMiB": round(tasks * block * segments / MIB, 4),
             })
     return {"Version": "4.1.0+dev", "Began": "Sun Nov 22 06:00:00 2026",
             "Command line": "ior -f calibrate.ior -O summaryFormat=JSON", "Machine": "Linux ior-node0",

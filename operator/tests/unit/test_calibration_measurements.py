@@ -103,7 +103,10 @@ def test_ior_fixture_has_ior_shape_and_parses() -> None:
     assert (c.layout, c.g, c.op, c.pattern) == ("1-DH", None, "write", "sequential")
     assert (c.p, c.m, c.request_size) == (test["Options"]["tasks"], p["tasksPerNode"], p["transferSize"])
     assert c.requests_per_rank == p["blockSize"] // p["transferSize"] * p["segmentCount"]
-    assert c.times == tuple(r["wrRdTime"] for r in test["Results"] if r["access"] == "write")
+    total_requests = c.p * c.requests_per_rank
+    # phase time from iops (IOR prints wrRdTime with only 4 decimals)
+    assert c.times == pytest.approx([total_requests / r["iops"] for r in test["Results"] if r["access"] == "write"])
+    assert c.times == pytest.approx([r["wrRdTime"] for r in test["Results"] if r["access"] == "write"], abs=6e-5)
     twod = [x for x in m.cells if x.layout == "2-D"]
     assert twod and all(x.g == 2 for x in twod)
     assert {x.pattern for x in m.cells} == {"sequential", "random"}
@@ -115,7 +118,12 @@ def test_ior_summary_only_and_nested_results() -> None:
         del t["Results"]
     m = parse_ior(doc, 4, "ior.json")
     s = next(e for e in IOR["summary"] if e["TestID"] == 0 and e["operation"] == "read")
-    assert next(c for c in m.cells if c.source == "tests[0].read").time == s["MeanTime"]
+    cell = next(c for c in m.cells if c.source == "tests[0].read")
+    assert cell.time == pytest.approx(cell.p * cell.requests_per_rank / s["OPsMean"])
+    assert cell.time == pytest.approx(s["MeanTime"], abs=6e-5)  # open-to-close, 4 decimals
+    for entry in doc["summary"]:
+        del entry["OPsMean"]
+    assert parse_ior(doc, 4, "ior.json").cells[1].time == s["MeanTime"]
     nested = copy.deepcopy(IOR)
     for t in nested["tests"]:
         t["Results"] = [t["Results"][i:i + 3] for i in range(0, len(t["Results"]), 3)]
@@ -140,6 +148,11 @@ def test_ior_layout_override_and_errors() -> None:
     with pytest.raises(InputError, match=r"tests\[2\].Parameters.blockSize: 1000 is not a multiple"):
         parse_ior(doc, 4, "ior.json")
     doc = copy.deepcopy(IOR)
+    doc["tests"][0]["Results"][0]["iops"] = "inf"  # how IOR prints an infinite rate
+    doc["tests"][0]["Results"][0]["wrRdTime"] = 0.0  # and a phase shorter than 0.05 ms
+    with pytest.raises(InputError, match=r"tests\[0\].Results\[0\].wrRdTime: must give a positive time.*more data"):
+        parse_ior(doc, 4, "ior.json")
+    del doc["tests"][0]["Results"][0]["iops"]
     doc["tests"][0]["Results"][0]["wrRdTime"] = "inf"
     with pytest.raises(InputError, match=r"tests\[0\].Results\[0\].wrRdTime: must be int/float"):
         parse_ior(doc, 4, "ior.json")
@@ -178,3 +191,20 @@ def test_load_measurements_detects_and_checks(tmp_path: Path) -> None:
 def test_field_path() -> None:
     assert field_path(("cells", 3, "request_size")) == "cells[3].request_size"
     assert field_path(()) == "document"
+
+
+def test_real_ior_output() -> None:
+    """ior-real-posix.json is real output of IOR 4.1.0+dev (hpc/ior, built locally, not part of this
+    repository) on this machine: `mpirun -np 2 ior -f calib.ior -O summaryFormat=JSON -O summaryFile=…`
+    with two tests, 64 KiB sequential into a directory named 1-DV and 4 KiB random into one named 2-D-g2."""
+    doc = json.loads((DATA / "ior-real-posix.json").read_text())
+    assert doc["Version"].startswith("4.") and len(doc["tests"]) == 2
+    # IOR's 4-decimal printing rounds fast phases to 0.0: the reader must not depend on wrRdTime
+    m = parse_ior(doc, 4, "real.json")
+    assert [(c.layout, c.g, c.op, c.pattern, c.p, c.m, c.request_size, c.requests_per_rank) for c in m.cells] == [
+        ("1-DV", None, "write", "sequential", 2, 2, 65536, 32), ("1-DV", None, "read", "sequential", 2, 2, 65536, 32),
+        ("2-D", 2, "write", "random", 2, 2, 4096, 64), ("2-D", 2, "read", "random", 2, 2, 4096, 64)]
+    for c in m.cells:
+        assert len(c.times) == 3 and all(t > 0 for t in c.times)
+        iops = [r["iops"] for r in doc["tests"][int(c.source[6])]["Results"] if r["access"] == c.op]
+        assert c.times == pytest.approx([c.p * c.requests_per_rank / i for i in iops])

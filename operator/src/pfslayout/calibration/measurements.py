@@ -208,8 +208,13 @@ def _get(obj: Any, key: str, path: str, kind: type | tuple[type, ...], required:
     return value
 
 
-def _ior_times(test: dict[str, Any], where: str) -> dict[str, list[float]]:
-    """Per access ('write'/'read'): the I/O phase time of each repetition (wrRdTime, else totalTime)."""
+def _ior_times(test: dict[str, Any], where: str, total_requests: int) -> dict[str, list[float]]:
+    """Per access ('write'/'read'): the read/write phase time of each repetition.
+
+    IOR prints times with 4 decimals (``wrRdTime`` 0.0001 s steps; a fast cell prints 0.0), but its
+    ``iops`` — all ranks' requests over the same first-start-to-last-end access time — keeps its
+    significant digits, so the phase time is recovered as requests / iops; ``wrRdTime`` (then
+    ``totalTime``) only when ``iops`` is missing or not finite."""
     results = test.get("Results")
     out: dict[str, list[float]] = {}
     if results is None:
@@ -223,10 +228,16 @@ def _ior_times(test: dict[str, Any], where: str) -> dict[str, list[float]]:
             access = _get(entry, "access", f"{loc}.access", str)
             if access not in ("write", "read"):
                 continue  # IOR also reports "remove" timings
-            key = "wrRdTime" if "wrRdTime" in entry else "totalTime"
-            t = _get(entry, key, f"{loc}.{key}", (int, float))
+            iops = entry.get("iops")
+            if isinstance(iops, (int, float)) and not isinstance(iops, bool) and np.isfinite(iops) and iops > 0:
+                t = total_requests / float(iops)
+                key = "iops"
+            else:
+                key = "wrRdTime" if "wrRdTime" in entry else "totalTime"
+                t = _get(entry, key, f"{loc}.{key}", (int, float))
             if not np.isfinite(t) or t <= 0:
-                raise InputError(f"{loc}.{key}", f"must be a positive time (got {t!r})")
+                raise InputError(f"{loc}.{key}", f"must give a positive time (got {entry.get(key)!r})",
+                                 "IOR prints 4 decimals: give the test more data (-b, -s) so it takes longer")
             out.setdefault(access, []).append(float(t))
     return out
 
@@ -297,21 +308,28 @@ def parse_ior(doc: Any, servers: int | None, path: str = "ior", layout: str | No
         if cell_layout != "2-D":
             cell_g = None
         file_per_proc = _get(params, "filePerProc", f"{ploc}.filePerProc", int, required=False)
-        times = _ior_times(test, where)
+        requests_per_rank = (block // xfer) * segments
+        times = _ior_times(test, where, tasks * requests_per_rank)
         if not times:
             for access in ("write", "read"):
                 entry = by_test.get((tid, access))
                 if entry is not None:
-                    mean = _get(entry, "MeanTime", f"{path}: summary(TestID={tid},{access}).MeanTime", (int, float))
+                    # open-to-close time (the summary has no phase time); OPsMean keeps more digits
+                    loc = f"{path}: summary(TestID={tid},{access})"
+                    ops = entry.get("OPsMean")
+                    if isinstance(ops, (int, float)) and not isinstance(ops, bool) and ops > 0 and np.isfinite(ops):
+                        times[access] = [tasks * requests_per_rank / float(ops)]
+                        continue
+                    mean = _get(entry, "MeanTime", f"{loc}.MeanTime", (int, float))
                     if mean <= 0:
-                        raise InputError(f"{path}: summary(TestID={tid},{access}).MeanTime", f"must be positive (got {mean})")
+                        raise InputError(f"{loc}.MeanTime", f"must be positive (got {mean})")
                     times[access] = [float(mean)]
         if not times:
             raise InputError(f"{where}.Results", "has no read or write timings", "run IOR with -w and/or -r")
         for access, ts in times.items():
             cells.append(Cell(layout=cell_layout, g=cell_g, op=access,
                               pattern="random" if random else "sequential", p=tasks, m=min(per_node, tasks),
-                              request_size=xfer, requests_per_rank=(block // xfer) * segments,
+                              request_size=xfer, requests_per_rank=requests_per_rank,
                               time=float(np.median(ts)), times=tuple(ts), source=f"tests[{i}].{access}",
                               sharing="file-per-process" if file_per_proc else "shared"))
     return Measurements(servers=servers, cells=cells, source_format="ior", path=path)
