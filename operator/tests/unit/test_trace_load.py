@@ -46,3 +46,15 @@ def test_unknown_format() -> None:
 def test_explicit_format_mismatch_is_a_clean_error() -> None:
     with pytest.raises(InputError):
         load_trace(DATA / "trace-small.csv", "shim")
+
+
+def test_shim_run_without_requests_is_an_error(tmp_path: Path) -> None:
+    import numpy as np
+
+    from pfslayout.traces import write_shim_trace
+
+    empty = np.zeros(0)
+    write_shim_trace(tmp_path / "run.rank-000000.pfstrace", rank=0, comm_size=1, files=[], start=empty, end=empty,
+                     offset=empty, size=empty, file_id=empty, op=empty)
+    with pytest.raises(InputError, match="holds no I/O requests"):
+        load_trace(tmp_path)
