@@ -213,29 +213,31 @@ def orangefs_cluster_status() -> Schema:
 # ---------------------------------------------------------------------------------------------------
 
 def cost_calibration_spec() -> Schema:
-    grid = obj("The probe grid: every combination is measured `repetitions` times.", {
-        "processCounts": array("Concurrent probe processes p.", integer("Process count.", minimum=1,
-                               maximum=4096), minItems=1, maxItems=16, default=[1, 2, 4, 8],
-                               **{"x-kubernetes-list-type": "set"}),
-        "procsPerNode": array("Processes per client node m.", integer("Processes per node.", minimum=1,
-                              maximum=256), minItems=1, maxItems=8, default=[1],
-                              **{"x-kubernetes-list-type": "set"}),
-        "requestSizes": array("Request sizes s in bytes.", integer("Bytes per request.", format="int64",
+    grid = obj("The probe grid (`pfslayout.calibration.design_grid`): probe ranks spread over `nodes` client "
+               "nodes, every layout (1-DH, 1-DV, 2-D over each useful g) and process count the server count "
+               "allows, crossed with request sizes, operations and patterns; each cell measured `repetitions` "
+               "times. The design is checked to identify all five parameters before any Job starts.", {
+        "nodes": integer("Client nodes the probe ranks are spread over (m = ranks on one node).", minimum=1,
+                         maximum=64, default=2),
+        "ranksPerNode": integer("Most probe ranks on one client node.", minimum=1, maximum=64, default=2),
+        "requestSizes": array("Request sizes s in bytes (at least two: one size cannot separate the "
+                              "per-request and per-byte terms).", integer("Bytes per request.", format="int64",
                               minimum=512, maximum=1 << 30), minItems=2, maxItems=24,
-                              default=[4096, 65536, 262144, 1048576, 4194304],
-                              **{"x-kubernetes-list-type": "set"}),
-        "layouts": array("Layouts probed.", string("A layout.", enum=LAYOUTS), minItems=1, maxItems=3,
-                         default=list(LAYOUTS), **{"x-kubernetes-list-type": "set"}),
+                              default=[4096, 65536, 1048576, 4194304], **{"x-kubernetes-list-type": "set"}),
+        "operations": array("Operations measured (the model costs both alike; both are fitted together).",
+                            string("An operation.", enum=["write", "read"]), minItems=1, maxItems=2,
+                            default=["write", "read"], **{"x-kubernetes-list-type": "set"}),
         "patterns": array("Access patterns probed (α is fitted separately for each).",
                           string("An access pattern.", enum=["sequential", "random"]), minItems=1,
                           maxItems=2, default=["sequential", "random"], **{"x-kubernetes-list-type": "set"}),
-        "repetitions": integer("Measurements per grid point (the papers averaged many; [000] makes it "
+        "requestsPerRank": integer("Requests each rank issues per measurement.", minimum=1, maximum=65536,
+                                   default=16),
+        "repetitions": integer("Measurements per grid cell (the papers averaged many; [000] makes it "
                                "configurable).", minimum=1, maximum=10000, default=5),
-        "bytesPerProcess": integer("Bytes each probe process moves per grid point.", format="int64",
-                                   minimum=4096, maximum=1 << 36, default=64 << 20),
-    }, rules=[rule("self.procsPerNode.all(m, self.processCounts.exists(p, p >= m))",
-                   "every procsPerNode value must be at most some processCounts value", ".procsPerNode")],
-        default={})
+        "maxConfigs": integer("Measure only this many configurations, chosen greedily for D-optimality, "
+                              "instead of the full factorial; at least 5 (five parameters).", minimum=5,
+                              maximum=4096),
+    }, default={})
     return obj("Desired calibration run.", {
         "clusterRef": object_ref("The OrangeFSCluster to calibrate.", "OrangeFSCluster") | {
             "x-kubernetes-validations": [rule("self == oldSelf", "clusterRef is immutable; create a new "
@@ -243,7 +245,12 @@ def cost_calibration_spec() -> Schema:
         "probeImage": _image("Image with `pfsprobe` and MPICH (ROMIO with pvfs2).", DEFAULT_MPI_IMAGE),
         "imagePullPolicy": PULL_POLICY,
         "grid": grid,
-        "fit": obj("How the parameters are fitted from the measurements.", {
+        "fit": obj("How the parameters are fitted from the measurements (non-negative least squares).", {
+            "variant": string("Cost-model variant fitted: `corrected` (max form) or `printed` ([003] Table 2 "
+                              "as printed).", enum=["corrected", "printed"], default="corrected"),
+            "weighting": string("`relative`: minimise relative errors (small and large requests count "
+                                "alike); `absolute`: minimise errors in seconds.",
+                                enum=["relative", "absolute"], default="relative"),
             "perServer": boolean("Also fit α and β per server (heterogeneous servers, [002]); they appear in "
                                  "`status.params.servers`.", default=False),
             "minRSquared": number("Fits with a lower R² set the `Ready` condition to False with reason "
@@ -282,11 +289,18 @@ def cost_calibration_status() -> Schema:
                                            obj("One server's parameters.", params_fields(True)),
                                            maxItems=MAX_SERVERS),
                       }),
-        "fit": obj("Fit quality.", {
-            "rSquared": number("Coefficient of determination of the fit over all samples."),
-            "rmsResidualSeconds": number("Root-mean-square residual, seconds.", minimum=0),
-            "maxRelativeResidual": number("Largest |measured − predicted| / measured.", minimum=0),
-            "samples": integer("Measurements used.", minimum=0),
+        "fit": obj("Fit quality (the `fit` block of `pfslayout calibrate --json`).", {
+            "rSquared": number("R² of predicted against measured times."),
+            "rmseSeconds": number("Root-mean-square residual, seconds.", minimum=0),
+            "maxRelativeError": number("Largest |measured − predicted| / measured.", minimum=0),
+            "medianRelativeError": number("Median |measured − predicted| / measured.", minimum=0),
+            "cells": integer("Grid cells measured and fitted.", minimum=0),
+            "rank": integer("Rank of the design matrix (5 when every parameter is identified).", minimum=0),
+            "condition": number("Condition number of the column-scaled design matrix.", minimum=0),
+            "identified": {"type": "object", "description": "Per parameter, whether the grid identifies it.",
+                           "additionalProperties": {"type": "boolean"}},
+            "warnings": array("Fit warnings, e.g. a parameter pinned at 0.", string("One warning."),
+                              maxItems=32),
         }),
         "jobs": obj("Probe Jobs.", {
             "total": integer("Jobs planned.", minimum=0),

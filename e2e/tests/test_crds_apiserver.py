@@ -79,8 +79,8 @@ def test_defaults_are_filled_in_by_the_api_server(cluster, ns: str) -> None:  # 
           "spec": {"clusterRef": {"name": "minimal"}}}
     cluster.apply(cc, namespace=ns)
     grid = cluster.kubectl_json("get", "cc", "defaults", "-n", ns)["spec"]["grid"]
-    assert grid["layouts"] == ["1-DH", "1-DV", "2-D"] and grid["patterns"] == ["sequential", "random"]
-    assert grid["repetitions"] == 5 and len(grid["requestSizes"]) >= 2
+    assert grid["operations"] == ["write", "read"] and grid["patterns"] == ["sequential", "random"]
+    assert grid["repetitions"] == 5 and len(grid["requestSizes"]) >= 2 and "maxConfigs" not in grid
 
     lp = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "LayoutPolicy", "metadata": {"name": "defaults"},
           "spec": {"clusterRef": {"name": "minimal"},
