@@ -739,7 +739,7 @@ int MPI_File_delete(const char *filename, MPI_Info info)
     free(abs);
     if (any)
         rc = MPI_SUCCESS;
-    return rc;
+    return rc == MPI_SUCCESS ? rc : file_error(MPI_FILE_NULL, rc);
 }
 
 /* ------------------------------------------------------------------------------------------ data path */

@@ -327,7 +327,8 @@ def test_all_replicas_marked_is_refused(mpi: MpiBuild, tmp_path: Path) -> None:
 
 def test_unsupported_calls_are_refused_not_wrong(mpi: MpiBuild, tmp_path: Path) -> None:
     """Shared-pointer writes and split collectives on a replica set return MPI_ERR_UNSUPPORTED_OPERATION
-    (the shim could not keep the copies identical); on other files they work. The rest still syncs."""
+    (the shim could not keep the copies identical); on other files they work. The rest still syncs, and
+    deleting the logical path deletes the replicas."""
     plain = mpi.run(2, [mpi.program("mpiio_refused"), tmp_path / "plain.dat"])
     assert plain.stdout.strip() == "write_shared=ok split=ok"
     logical = tmp_path / "hyb"
@@ -339,3 +340,6 @@ def test_unsupported_calls_are_refused_not_wrong(mpi: MpiBuild, tmp_path: Path) 
     assert proc.stderr.count("split collectives") == 1
     copies = [r.read_bytes() for r in replica_paths(tmp_path, "r.dat")]
     assert copies[0] == copies[1] == copies[2] and copies[0][100:116] == b"shared\0\0shared\0\0"
+    # MPI_File_delete of the logical path removes every replica
+    mpi.run(2, [mpi.program("mpiio_refused"), logical / "r.dat", "delete"], mpi.shim_env(cfg))
+    assert not any(r.exists() for r in replica_paths(tmp_path, "r.dat"))
