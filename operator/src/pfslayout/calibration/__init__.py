@@ -14,6 +14,7 @@ from pfslayout.calibration.measurements import (
     parse_ior,
     parse_probe,
 )
+from pfslayout.calibration.per_server import ServerFit, fit_server, server_grid, with_servers
 from pfslayout.calibration.synthetic import model_time, simulate_probe
 
 __all__ = [
@@ -27,15 +28,19 @@ __all__ = [
     "Identifiability",
     "Measurements",
     "ProbeGrid",
+    "ServerFit",
     "design_grid",
     "design_matrix",
     "fit",
+    "fit_server",
     "identifiability",
     "load_measurements",
     "merge_measurements",
     "model_time",
     "parse_ior",
     "parse_probe",
+    "server_grid",
     "simulate_probe",
     "useful_groups",
+    "with_servers",
 ]

@@ -8,7 +8,7 @@ Columns are scaled to unit norm before ``scipy.optimize.nnls`` (v and β are ~1e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,20 +40,26 @@ class FitResult:
     cells: list[Any]
     source_format: str = ""
     path: str = ""
+    server_fits: list[Any] = field(default_factory=list)  # per_server.ServerFit, when per-server probes were given
 
     @property
     def warnings(self) -> list[str]:
         out = self.design.warnings()
         out += [f"{p}: fitted at the bound 0 — the measurements give this term no positive share; "
                 "check the grid or the model's fit" for p in self.at_bound]
+        for server in self.server_fits:
+            out += server.warnings
         return out
 
     def to_dict(self) -> dict[str, Any]:
         residual = self.measured - self.predicted
         # The five parameters sit at the top level so this document is itself a valid --params file
         # (CostParams ignores the other keys).
+        params = self.params.model_dump(exclude_none=True)
+        if "servers" in params:  # the CRD's status.params.servers items carry their index
+            params["servers"] = [{"index": i, **s} for i, s in enumerate(params["servers"])]
         return {
-            **self.params.model_dump(exclude_none=True),
+            **params,
             "fit": {
                 "variant": self.variant,
                 "weighting": self.weighting,
@@ -67,6 +73,7 @@ class FitResult:
                 "condition": self.design.condition,
                 "identified": {p: p in self.design.identified for p in PARAMS},
                 "stderr": self.stderr,
+                **({"servers": [s.quality() for s in self.server_fits]} if self.server_fits else {}),
             },
             "warnings": self.warnings,
             "cells": [
@@ -82,7 +89,21 @@ class FitResult:
         }
 
 
-def fit(measurements: Measurements, *, variant: str = "corrected", weighting: str = "relative") -> FitResult:
+def fit(measurements: Measurements, *, variant: str = "corrected", weighting: str = "relative",
+        per_server: dict[int, Measurements] | None = None) -> FitResult:
+    """The global fit; with ``per_server`` ({server index: that server's pinned probe}) also each server's
+    α_seq, α_rand and β with e and v held at the global values (``pfslayout.calibration.per_server``)."""
+    result = _fit_global(measurements, variant=variant, weighting=weighting)
+    if per_server:
+        from pfslayout.calibration.per_server import fit_server, with_servers
+
+        result.server_fits = [fit_server(i, result.params, per_server[i], variant=variant, weighting=weighting)
+                              for i in sorted(per_server)]
+        result.params = with_servers(result.params, result.server_fits, measurements.servers)
+    return result
+
+
+def _fit_global(measurements: Measurements, *, variant: str, weighting: str) -> FitResult:
     if variant not in VARIANTS:
         raise InputError("--variant", f"unknown variant {variant!r}", f"use one of {', '.join(VARIANTS)}")
     if weighting not in WEIGHTINGS:

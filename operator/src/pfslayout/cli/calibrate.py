@@ -20,13 +20,26 @@ from pfslayout.errors import InputError
 MIB = float(1 << 20)
 
 
+def _server_files(specs: list[str]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for spec in specs:
+        index, sep, path = spec.partition("=")
+        if not sep or not index.isdigit() or not path:
+            raise InputError("--server-measurements", f"{spec!r} is not INDEX=FILE", "e.g. 0=server0.json")
+        if int(index) in out:
+            raise InputError("--server-measurements", f"server {index} is given twice", "one file per server")
+        out[int(index)] = path
+    return out
+
+
 def run(measurements: list[str], fmt: str | None, servers: int | None, layout: str | None, g: int | None,
-        variant: str, weighting: str) -> dict[str, Any]:
+        variant: str, weighting: str, server_measurements: list[str] | None = None) -> dict[str, Any]:
     # imported here so other commands do not pay for scipy.optimize at start-up
     from pfslayout.calibration import fit, load_measurements, merge_measurements
 
     data = merge_measurements([load_measurements(m, fmt, servers=servers, layout=layout, g=g) for m in measurements])
-    return fit(data, variant=variant, weighting=weighting).to_dict()
+    per_server = {i: load_measurements(path, "probe") for i, path in _server_files(server_measurements or []).items()}
+    return fit(data, variant=variant, weighting=weighting, per_server=per_server or None).to_dict()
 
 
 def _size(text: str) -> int:
@@ -122,6 +135,18 @@ def _human(result: dict[str, Any]) -> None:
         cells.add_row(c["source"], layout, op, str(c["p"]), str(c["m"]), str(c["request_size"]),
                       f"{c['measured_s']:.4g}", f"{c['predicted_s']:.4g}", _fmt(c["relative_error"], 2))
     out.print(cells)
+    if result.get("servers"):
+        per = Table(title="Per-server storage parameters (empty: inherits the global value)")
+        for col in ("server", "alpha_seq", "alpha_rand", "beta", "disk MiB/s", "cells", "R²", "median rel.err"):
+            per.add_column(col, justify="right")
+        quality = {q["index"]: q for q in result["fit"].get("servers", [])}
+        for s in result["servers"]:
+            q = quality.get(s["index"], {})
+            beta = s.get("beta")
+            per.add_row(str(s["index"]), _fmt(s.get("alpha_seq")), _fmt(s.get("alpha_rand")), _fmt(beta),
+                        f"{1 / beta / MIB:.4g}" if beta else "", str(q.get("cells", "")), _fmt(q.get("r2")),
+                        _fmt(q.get("median_relative_error"), 3))
+        out.print(per)
     for warning in result["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
 
@@ -151,6 +176,9 @@ def register(app: typer.Typer) -> None:
         target: Annotated[Optional[list[str]], typer.Option(
             "--target", help="LAYOUT[:G]=DIR realising a layout, repeatable (--design: emit pfsprobe grids)")] = None,
         backend: Annotated[str, typer.Option("--backend", help="pfsprobe backend for --target grids")] = "posix",
+        server_measurements: Annotated[Optional[list[str]], typer.Option(
+            "--server-measurements", help="INDEX=FILE: a pfsprobe/1 probe pinned to server INDEX (servers = 1); "
+            "fits that server's alpha and beta (repeatable)")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
     ) -> None:
         """Fit e, v, alpha_seq, alpha_rand, beta by non-negative least squares, with R², residuals and warnings."""
@@ -163,7 +191,7 @@ def register(app: typer.Typer) -> None:
             return
         if not measurements:
             raise InputError("--measurements", "is required", "pass pfsprobe's or IOR's JSON (or --design for a grid)")
-        result = run(measurements, fmt, servers, layout, g, variant, weighting)
+        result = run(measurements, fmt, servers, layout, g, variant, weighting, server_measurements)
         if as_json:
             print_json(result)
         else:
