@@ -74,6 +74,7 @@ typedef struct {
     char *stats_dir; /* NULL = no stats file */
     long queue_limit_bytes; /* lazy-sync backlog that forces a drain */
     int lazy_background;    /* apply POSIX updates from a helper thread (default 1) */
+    int lazy_posix;         /* may use POSIX I/O on replicas (updates, markers, repair; default 1) */
 } pfs_config;
 
 /* Parse the JSON text/file. On error returns -1 and writes one line (no newline) naming the field and

@@ -327,11 +327,12 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
     }
     cfg->queue_limit_bytes = 64L << 20;
     cfg->lazy_background = 1;
+    cfg->lazy_posix = 1;
     if ((v = json_object_get(root, "lazy_sync"))) {
-        static const char *const lkeys[] = {"queue_limit_bytes", "background", NULL};
+        static const char *const lkeys[] = {"queue_limit_bytes", "background", "posix", NULL};
         if (!json_is_object(v) || check_keys(eb, "lazy_sync", v, lkeys))
             return eb->failed ? -1
-                              : fail(eb, "lazy_sync", "must be an object {\"queue_limit_bytes\": N, \"background\": BOOL}");
+                              : fail(eb, "lazy_sync", "must be an object {\"queue_limit_bytes\": N, \"background\": BOOL, \"posix\": BOOL}");
         json_t *x = json_object_get(v, "queue_limit_bytes");
         if (x && get_int(eb, "lazy_sync.queue_limit_bytes", x, 0, (long)1 << 40, &cfg->queue_limit_bytes))
             return -1;
@@ -339,6 +340,11 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
             if (!json_is_boolean(x))
                 return fail(eb, "lazy_sync.background", "must be true (helper thread) or false (drain at sync points only)");
             cfg->lazy_background = json_is_true(x);
+        }
+        if ((x = json_object_get(v, "posix"))) {
+            if (!json_is_boolean(x))
+                return fail(eb, "lazy_sync.posix", "must be true (POSIX I/O on replicas where possible) or false (MPI-IO only)");
+            cfg->lazy_posix = json_is_true(x);
         }
     }
 

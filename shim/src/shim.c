@@ -285,23 +285,47 @@ static void mkdirs_for(const char *file)
 
 /* ------------------------------------------------------------------------------------------ stale markers */
 
+/* The replica's POSIX path when the shim may use POSIX I/O on it (lazy_sync.posix), else NULL. */
+static const char *rep_posix(const pfs_file *f, int r)
+{
+    return g_cfg.lazy_posix ? pfs_posix_path(f->rep_path[r]) : NULL;
+}
+
 static void marker_path(const pfs_file *f, int r, char *out, size_t n)
 {
     const char *pp = pfs_posix_path(f->rep_path[r]);
     snprintf(out, n, "%s.pfsstale", pp ? pp : f->rep_path[r]);
 }
 
+/* The shim's own MPI-IO on marker files must never trip the application's default file error handler
+ * (a missing marker is the normal case): swap in MPI_ERRORS_RETURN around it. */
+static MPI_Errhandler quiet_begin(void)
+{
+    MPI_Errhandler old;
+    PMPI_File_get_errhandler(MPI_FILE_NULL, &old);
+    PMPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN);
+    return old;
+}
+
+static void quiet_end(MPI_Errhandler old)
+{
+    PMPI_File_set_errhandler(MPI_FILE_NULL, old);
+    PMPI_Errhandler_free(&old);
+}
+
 static int marker_exists(const pfs_file *f, int r)
 {
     char m[PATH_MAX + 16];
     marker_path(f, r, m, sizeof m);
-    if (pfs_posix_path(f->rep_path[r]))
+    if (rep_posix(f, r))
         return access(m, F_OK) == 0;
     MPI_File t;
-    if (PMPI_File_open(MPI_COMM_SELF, m, MPI_MODE_RDONLY, MPI_INFO_NULL, &t) != MPI_SUCCESS)
-        return 0;
-    PMPI_File_close(&t);
-    return 1;
+    MPI_Errhandler old = quiet_begin();
+    int found = PMPI_File_open(MPI_COMM_SELF, m, MPI_MODE_RDONLY, MPI_INFO_NULL, &t) == MPI_SUCCESS;
+    if (found)
+        PMPI_File_close(&t);
+    quiet_end(old);
+    return found;
 }
 
 /* Written before the first update that makes replica r lag; removed only after a clean close by every
@@ -316,7 +340,7 @@ static void marker_create(pfs_file *f, int r)
                        "time=%.3f\nmeaning=this replica may lack writes that other replicas have; the shim repairs it "
                        "from an unmarked replica at the next open\n",
                        f->logical, r, f->rep_path[r], g_world_rank, host, (long)getpid(), pfs_now());
-    if (pfs_posix_path(f->rep_path[r])) {
+    if (rep_posix(f, r)) {
         int fd = open(m, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) {
             ssize_t w = write(fd, body, (size_t)len);
@@ -328,11 +352,16 @@ static void marker_create(pfs_file *f, int r)
         }
     } else {
         MPI_File t;
+        MPI_Errhandler old = quiet_begin();
         if (PMPI_File_open(MPI_COMM_SELF, m, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &t) == MPI_SUCCESS) {
+            PMPI_File_set_size(t, 0);
             PMPI_File_write_at(t, 0, body, len, MPI_CHAR, MPI_STATUS_IGNORE);
             PMPI_File_sync(t);
             PMPI_File_close(&t);
+        } else {
+            say("%s: cannot create stale marker %s through MPI-IO", f->logical, m);
         }
+        quiet_end(old);
     }
     f->marker_made[r] = 1;
 }
@@ -341,10 +370,13 @@ static void marker_remove(const pfs_file *f, int r)
 {
     char m[PATH_MAX + 16];
     marker_path(f, r, m, sizeof m);
-    if (pfs_posix_path(f->rep_path[r]))
+    if (rep_posix(f, r)) {
         unlink(m);
-    else if (marker_exists(f, r))
+    } else if (marker_exists(f, r)) {
+        MPI_Errhandler old = quiet_begin();
         PMPI_File_delete(m, MPI_INFO_NULL);
+        quiet_end(old);
+    }
 }
 
 static int copy_file(const char *src, const char *dst)
@@ -395,7 +427,8 @@ static int check_markers(pfs_file *f)
         say("%s: %s; refusing to open it (MPI_ERR_FILE) so stale data is never read. Recover a replica by hand, "
             "make the others copies of it, then delete the *.pfsstale files (first: %s)",
             f->logical, clean < 0 ? "every replica has a stale marker (a rank died before close)"
-                                  : "a replica has a stale marker and the backend has no POSIX path to repair it",
+                                  : "a replica has a stale marker and repairing it needs POSIX access to the replicas "
+                                  "(lazy_sync.posix is off or the backend has no POSIX path)",
             m);
         return 1;
     }
@@ -491,7 +524,7 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const char *abs, con
         f->rep_path[r] = malloc(n);
         snprintf(f->rep_path[r], n, "%s%s", rule->replicas[r].dir, tail);
         f->fd[r] = -1;
-        if (!pfs_posix_path(f->rep_path[r]))
+        if (!rep_posix(f, r))
             f->all_posix = 0;
         f->rep[r] = MPI_FILE_NULL;
     }
@@ -524,8 +557,8 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const char *abs, con
             PMPI_Info_free(&ri);
         if (rc != MPI_SUCCESS)
             goto fail;
-        if (f->writable && pfs_posix_path(f->rep_path[r]))
-            f->fd[r] = open(pfs_posix_path(f->rep_path[r]), O_WRONLY);
+        if (f->writable && rep_posix(f, r))
+            f->fd[r] = open(rep_posix(f, r), O_WRONLY);
         if (f->writable && f->fd[r] < 0)
             f->all_posix = 0;
     }

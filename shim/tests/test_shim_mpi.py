@@ -45,15 +45,16 @@ def run_plain(mpi: MpiBuild, tmp: Path, np: int, prog: str, *args: str) -> tuple
     return out, (plain / "f.dat").read_bytes()
 
 
-@pytest.mark.parametrize("np", [1, 2, 4])
-def test_replica_set_is_transparent_and_identical(mpi: MpiBuild, tmp_path: Path, np: int) -> None:
+@pytest.mark.parametrize("np,posix", [(1, True), (2, True), (4, True), (2, False)])
+def test_replica_set_is_transparent_and_identical(mpi: MpiBuild, tmp_path: Path, np: int, posix: bool) -> None:
     """Every data-access family on a 3-replica set: same stdout as without the shim, every replica
-    byte-identical to the file written without it, no stale markers after the clean close."""
+    byte-identical to the file written without it, no stale markers after the clean close. posix=False:
+    owed updates are replayed through MPI-IO only (the path for backends with no POSIX access)."""
     ref_out, ref_bytes = run_plain(mpi, tmp_path, np, "mpiio_mix")
     logical = tmp_path / "hyb"
     logical.mkdir()
     cfg = write_config(tmp_path / "cfg.json", [hybrid_rule(tmp_path, logical)], params=PARAMS, servers=4,
-                       stats={"dir": str(tmp_path / "stats")})
+                       stats={"dir": str(tmp_path / "stats")}, lazy_sync={"posix": posix})
     proc = mpi.run(np, [mpi.program("mpiio_mix"), logical / "f.dat"], mpi.shim_env(cfg))
     assert proc.stdout == ref_out
     assert "pfsshim" not in proc.stderr, proc.stderr
@@ -71,6 +72,8 @@ def test_replica_set_is_transparent_and_identical(mpi: MpiBuild, tmp_path: Path,
         assert sum(r["reads"] for r in first["replicas"]) == 14
         assert first["deferred_updates"] == 18 and first["sync_errors"] == 0
         assert first["applied_by_thread"] + first["applied_by_drain"] == 18
+        if not posix:
+            assert first["applied_by_thread"] == 0
 
 
 @pytest.mark.parametrize("np", [1, 2, 4])
@@ -343,3 +346,22 @@ def test_unsupported_calls_are_refused_not_wrong(mpi: MpiBuild, tmp_path: Path) 
     # MPI_File_delete of the logical path removes every replica
     mpi.run(2, [mpi.program("mpiio_refused"), logical / "r.dat", "delete"], mpi.shim_env(cfg))
     assert not any(r.exists() for r in replica_paths(tmp_path, "r.dat"))
+
+
+def test_killed_rank_without_posix_access_is_refused(mpi: MpiBuild, tmp_path: Path) -> None:
+    """With lazy_sync.posix off (as for a backend reached only through MPI-IO), the markers are written
+    through MPI-IO, and the next open refuses instead of repairing."""
+    logical = tmp_path / "hyb"
+    logical.mkdir()
+    cfg = write_config(tmp_path / "cfg.json", [hybrid_rule(tmp_path, logical)], params=PARAMS, servers=4,
+                       lazy_sync={"posix": False})
+    proc = mpi.run(2, [mpi.program("mpiio_mix"), logical / "f.dat", "--crash-rank", "1"], mpi.shim_env(cfg),
+                   check=False, timeout=90)
+    assert proc.returncode != 0
+    markers = [Path(f"{r}.pfsstale") for r in replica_paths(tmp_path, "f.dat")]
+    assert [m.exists() for m in markers].count(True) == 2
+    assert "pfsshim stale marker v1" in next(m for m in markers if m.exists()).read_text()
+    proc = mpi.run(2, [mpi.program("mpiio_mix"), logical / "f.dat"], mpi.shim_env(cfg), check=False)
+    assert proc.returncode != 0
+    assert "repairing it needs POSIX access" in proc.stderr and "refusing to open" in proc.stderr
+    assert [m.exists() for m in markers].count(True) == 2

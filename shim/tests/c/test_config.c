@@ -17,7 +17,7 @@ static const char *VALID =
     "    {\"dir\": \"/data/r/2d\", \"layout\": \"2-D\", \"g\": 2, \"strip_size\": 262144, \"hints\": {\"striping_unit\": 1}},"
     "    {\"dir\": \"/data/r/auto\", \"layout\": \"auto\", \"strip_size\": 4194304}]}],"
     " \"trace\": {\"enabled\": true, \"dir\": \"/tmp/t\", \"max_records\": 1000, \"job_id\": \"job-7\"},"
-    " \"stats\": {\"dir\": \"/tmp/s\"}, \"lazy_sync\": {\"queue_limit_bytes\": 1024, \"background\": false}}";
+    " \"stats\": {\"dir\": \"/tmp/s\"}, \"lazy_sync\": {\"queue_limit_bytes\": 1024, \"background\": false, \"posix\": false}}";
 
 static const char *hint(const pfs_hint *h, int n, const char *key)
 {
@@ -51,7 +51,7 @@ static void test_valid(void)
     CHECK(t->replicas[2].layout == PFS_L_AUTO, "rep2");
     CHECK(c.trace_enabled && strcmp(c.trace_dir, "/tmp/t") == 0 && c.trace_max_records == 1000 &&
               strcmp(c.job_id, "job-7") == 0, "trace");
-    CHECK(strcmp(c.stats_dir, "/tmp/s") == 0 && c.queue_limit_bytes == 1024 && !c.lazy_background, "stats/lazy_sync");
+    CHECK(strcmp(c.stats_dir, "/tmp/s") == 0 && c.queue_limit_bytes == 1024 && !c.lazy_background && !c.lazy_posix, "stats/lazy_sync");
 
     const char *tail = NULL;
     const pfs_rule *r = pfs_config_match(&c, "/data/ior/x/out.dat", &tail);
@@ -73,7 +73,7 @@ static void test_defaults(void)
     char err[512] = "";
     CHECK(pfs_config_parse_text("{\"format\": \"pfsshim-config/1\"}", &c, err, sizeof err) == 0, "minimal: %s", err);
     CHECK(c.nrules == 0 && !c.trace_enabled && c.variant == PFS_V_CORRECTED, "minimal defaults");
-    CHECK(c.trace_max_records == (1u << 20) && c.queue_limit_bytes == (64L << 20) && c.lazy_background, "limits default");
+    CHECK(c.trace_max_records == (1u << 20) && c.queue_limit_bytes == (64L << 20) && c.lazy_background && c.lazy_posix, "limits default");
     pfs_config_free(&c);
     CHECK(pfs_config_parse_text("{\"format\": \"pfsshim-config/1\", \"rules\": [{\"path\": \"/\", \"hints\": {\"a\": \"b\"}}],"
                                 " \"trace\": {\"enabled\": false}}", &c, err, sizeof err) == 0, "root rule: %s", err);
@@ -132,6 +132,7 @@ static const struct bad BAD[] = {
     {HDR "\"stats\": {}}", "stats.dir"},
     {HDR "\"lazy_sync\": {\"queue_limit_bytes\": -1}}", "lazy_sync.queue_limit_bytes"},
     {HDR "\"lazy_sync\": {\"background\": \"no\"}}", "lazy_sync.background"},
+    {HDR "\"lazy_sync\": {\"posix\": 0}}", "lazy_sync.posix"},
 };
 
 static void test_malformed(void)
