@@ -128,3 +128,17 @@ def test_ranks_without_a_node_get_their_own() -> None:
     derive(t)
     # phase 1: ranks 0, 1 share node 0; ranks 2 and 3 are each alone
     assert t.m.tolist()[:4] == [2, 2, 1, 1]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("nodes", ["one", "each"])
+def test_node_shortcuts_match_the_general_count(nodes: str) -> None:
+    from pfslayout.traces import derive as derive_mod
+    from pfslayout.traces.derive import _distinct_overlaps, _ticks
+
+    t = read_csv_trace(DATA / "trace-small.csv")
+    t.node_of_rank = np.zeros(4, np.int32) if nodes == "one" else np.arange(4, dtype=np.int32)
+    derive_mod(t)
+    s, e = _ticks(t.start, t.end)
+    rank = t.rank.astype(np.int64)
+    general = _distinct_overlaps(t.file_set[t.file_id].astype(np.int64) * 8 + t.node_of_rank[rank], rank, s, e)  # type: ignore[index]
+    assert t.m.tolist() == general.tolist()  # type: ignore[union-attr]

@@ -48,11 +48,18 @@ def derive(trace: Trace, *, group: str = "directory") -> Trace:
     p = _distinct_overlaps(req_set, rank, s_tick, e_tick)
 
     node = _node_of_request(trace.node_of_rank, rank)
-    if node is not None:
-        n_nodes = int(node.max()) + 1
-        m = _distinct_overlaps(req_set * n_nodes + node, rank, s_tick, e_tick)
-    else:
+    if node is None:
         m = np.ones(n, dtype=np.int64)
+    else:
+        ranks_per_node = np.bincount(np.unique(np.stack([rank, node]), axis=1)[1])
+        ranks_per_node = ranks_per_node[ranks_per_node > 0]
+        if ranks_per_node.size == 1:
+            m = p.copy()  # one node: every overlapping rank is on the issuing node
+        elif ranks_per_node.max() == 1:
+            m = np.ones(n, dtype=np.int64)  # one rank per node
+        else:
+            n_nodes = int(node.max()) + 1
+            m = _distinct_overlaps(req_set * n_nodes + node, rank, s_tick, e_tick)
 
     if trace.collective is not None and np.any(trace.collective):
         coll = np.asarray(trace.collective, dtype=bool)
