@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from pfslayout.calibration import fit, parse_probe
 
 MIB = 1 << 20

@@ -7,8 +7,13 @@ import itertools
 
 import numpy as np
 import pytest
-
-from pfslayout.calibration import PARAMS, design_grid, design_matrix, identifiability, useful_groups
+from pfslayout.calibration import (
+    PARAMS,
+    design_grid,
+    design_matrix,
+    identifiability,
+    useful_groups,
+)
 from pfslayout.errors import InputError
 
 pytestmark = pytest.mark.unit

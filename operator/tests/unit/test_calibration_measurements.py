@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from pfslayout.calibration import load_measurements, parse_ior, parse_probe
 from pfslayout.calibration.measurements import field_path, layout_from_path
 from pfslayout.errors import InputError

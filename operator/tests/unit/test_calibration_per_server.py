@@ -9,7 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from pfslayout.calibration import design_grid, fit, fit_server, parse_probe, server_grid, simulate_probe, with_servers
+from pfslayout.calibration import (
+    design_grid,
+    fit,
+    fit_server,
+    parse_probe,
+    server_grid,
+    simulate_probe,
+    with_servers,
+)
 from pfslayout.costmodel import CostParams
 from pfslayout.errors import InputError
 

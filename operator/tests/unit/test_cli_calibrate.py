@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from pfslayout.costmodel import CostParams
 
 pytestmark = pytest.mark.unit

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from pfslayout.errors import InputError
 from pfslayout.traces import OP_READ, OP_WRITE, read_csv_trace
 

@@ -7,9 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from pfslayout.errors import InputError
-from pfslayout.traces import OP_READ, OP_WRITE, detect_format, load_trace, read_darshan_log
+from pfslayout.traces import (
+    OP_READ,
+    OP_WRITE,
+    detect_format,
+    load_trace,
+    read_darshan_log,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from pfslayout.errors import InputError
-from pfslayout.traces import OP_READ, Trace, derive, dominant_sizes, load_trace, read_csv_trace
+from pfslayout.traces import (
+    OP_READ,
+    Trace,
+    derive,
+    dominant_sizes,
+    load_trace,
+    read_csv_trace,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from pfslayout.errors import InputError
-from pfslayout.traces import OP_READ, OP_WRITE, read_csv_trace, read_shim_trace_dir, write_shim_trace
+from pfslayout.traces import (
+    OP_READ,
+    OP_WRITE,
+    read_csv_trace,
+    read_shim_trace_dir,
+    write_shim_trace,
+)
 from pfslayout.traces.shim import HEADER_DTYPE, NO_REPLICA, REC_COLLECTIVE, record_dtype
 
 pytestmark = pytest.mark.unit
