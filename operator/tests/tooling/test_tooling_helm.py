@@ -232,3 +232,17 @@ def test_helm_enforces_the_schema(helm: list[str], helm_env: dict[str, str], tmp
     proc = subprocess.run([*helm, "template", "rel", str(CHART), "-f", str(bad)], capture_output=True,
                           text=True, timeout=60, check=False, env=helm_env)
     assert proc.returncode != 0 and "logLevel" in proc.stderr
+
+
+def test_rendered_crds_equal_the_crds_folder(render: Render) -> None:
+    """What Helm actually installs is crds/ (only the chart's annotations are added)."""
+    source = {}
+    for path in sorted((CHART.parent.parent / "crds").glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        source[doc["metadata"]["name"]] = doc
+    rendered = {}
+    for doc in by_kind(render(), "CustomResourceDefinition"):
+        annotations = doc["metadata"].pop("annotations")
+        assert annotations["pfslayout.io/source"].startswith("crds/")
+        rendered[doc["metadata"]["name"]] = doc
+    assert rendered == source
