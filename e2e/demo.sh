@@ -89,8 +89,15 @@ k create namespace "$DEMO_NAMESPACE" --dry-run=client -o yaml | k apply -f - >/d
 for f in "${policies[@]}"; do k -n "$DEMO_NAMESPACE" apply -f "$f"; done
 
 step "waiting up to ${READY_TIMEOUT}s for the OrangeFSClusters to be Ready"
+# One deadline for all of them (`kubectl wait --all` spends the whole timeout on the first one).
 ready=0
-k -n "$DEMO_NAMESPACE" wait --for=condition=Ready orangefsclusters --all --timeout="${READY_TIMEOUT}s" && ready=1
+deadline=$((SECONDS + READY_TIMEOUT))
+while [ $SECONDS -lt $deadline ]; do
+  states=$(k -n "$DEMO_NAMESPACE" get orangefsclusters \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}')
+  [ -n "$states" ] && ! grep -qv '^True$' <<<"$states" && { ready=1; break; }
+  sleep 2
+done
 
 step "kubectl get ofs"
 k get ofs -A

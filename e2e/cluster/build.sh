@@ -83,8 +83,13 @@ build_kwok() {
   mkdir -p "$tmp/stages"
   cp "$src/node/fast/node-initialize.yaml" "$src/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
      "$src/pod/fast/pod-ready.yaml" "$src/pod/fast/pod-complete.yaml" "$src/pod/fast/pod-delete.yaml" \
+     "$src/volume/fast/pvc-provision.yaml" "$src/volume/fast/pv-bind.yaml" \
+     "$src/volume/fast/pvc-delete.yaml" "$src/volume/fast/pv-delete.yaml" \
      "$tmp/stages/"
-  chmod -R u+w "$tmp/stages"
+  # The default StorageClass those volume Stages provision for (PVCs bind at once; nothing is stored).
+  mkdir -p "$tmp/manifests"
+  cp "$src/volume/fast/storage-class.yaml" "$tmp/manifests/"
+  chmod -R u+w "$tmp/stages" "$tmp/manifests"
   commit "$KWOK_DIR"
 }
 

@@ -140,6 +140,7 @@ ENV
 
   kubectl apply --server-side -f "$MPIOP_DIR/crd/kubeflow.org_mpijobs.yaml" >/dev/null
   "$CLUSTER_LIB_DIR/kwok/nodes.sh" "$NODE_COUNT" | kubectl apply -f - >/dev/null
+  kubectl apply -f "$KWOK_DIR/manifests/storage-class.yaml" >/dev/null
 
   local stages=() s
   for s in "$KWOK_DIR"/stages/*.yaml; do stages+=(--config="$s"); done
@@ -167,27 +168,44 @@ nodes_ready() {
   [ "$n" -ge "$NODE_COUNT" ]
 }
 
+# Stops a group of components together: SIGTERM to all, then SIGKILL to whatever is left after 15 s
+# (the state is throwaway). Each takes ~2 s to exit on its own.
+stop_group() {
+  local c pid deadline=$((SECONDS + 15)) pending
+  for c in "$@"; do
+    pid=$(pid_of "$c") && kill -TERM "$pid" 2>/dev/null || true
+  done
+  while :; do
+    pending=0
+    for c in "$@"; do pid_of "$c" >/dev/null && pending=1; done
+    [ $pending -eq 1 ] && [ $SECONDS -lt $deadline ] || break
+    sleep 0.1
+  done
+  for c in "$@"; do
+    if pid=$(pid_of "$c"); then
+      log "$c (pid $pid) ignored SIGTERM for 15 s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  sleep 0.2
+  for c in "$@"; do pid_of "$c" >/dev/null || rm -f "$PIDS/$c.pid"; done
+}
+
 down() {
-  local quiet=${1:-} i c pid left=() order=() f
-  # Processes other tools registered here (the demo's operator) go first, then the cluster backwards.
+  local quiet=${1:-} c f extras=() left=()
+  # Reverse start order, by tiers: the API server's clients (and whatever other tools registered in
+  # the pid directory, e.g. the demo's operator) together, then the API server, then etcd. Stopping
+  # etcd together with the API server would make the API server retry for ~80 s.
   for f in "$PIDS"/*.pid; do
     [ -f "$f" ] || continue
     c=$(basename "$f" .pid)
-    [[ " ${COMPONENTS[*]} " == *" $c "* ]] || order+=("$c")
+    [[ " ${COMPONENTS[*]} " == *" $c "* ]] || extras+=("$c")
   done
-  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do order+=("${COMPONENTS[i]}"); done
-  for c in "${order[@]}"; do
-    pid=$(pid_of "$c") || { rm -f "$PIDS/$c.pid"; continue; }
-    kill -TERM "$pid" 2>/dev/null || true
-    # ~2 s each when taken down in reverse order; SIGKILL after 15 s (the state is throwaway).
-    local deadline=$((SECONDS + 15))
-    while pid_of "$c" >/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-    if pid_of "$c" >/dev/null; then
-      log "$c (pid $pid) ignored SIGTERM for 15 s; sending SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      sleep 0.5
-    fi
-    pid_of "$c" >/dev/null && left+=("$c:$pid") || rm -f "$PIDS/$c.pid"
+  stop_group "${extras[@]}" mpi-operator kwok kube-scheduler kube-controller-manager
+  stop_group kube-apiserver
+  stop_group etcd
+  for c in "${extras[@]}" "${COMPONENTS[@]}"; do
+    pid_of "$c" >/dev/null && left+=("$c")
   done
   rm -f "$STATE_DIR/up.complete"
   [ ${#left[@]} -eq 0 ] || die "still running after down: ${left[*]}"
