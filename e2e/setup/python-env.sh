@@ -8,6 +8,11 @@ key=$(sha256sum "$root/operator/pyproject.toml" | cut -c1-16)
 venv="${PFSLAYOUT_VENV:-$HOME/.cache/pfs-layout-operator/venv-$key}"
 python=${PYTHON:-python3}
 
+# Several test runs (or engineers) may ask at once: one builds, the others wait for it.
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9
+
 if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
   rm -rf "$venv"
   mkdir -p "$(dirname "$venv")"
