@@ -184,3 +184,31 @@ def test_example_policy_builds() -> None:
     spec = parse_spec(doc["spec"])
     assert 2 <= spec.servers.count <= 4
     assert build(doc["spec"])["StatefulSet/demo-server"]["spec"]["replicas"] == spec.servers.count
+
+
+def _crd_spec_schema() -> dict[str, Any]:
+    crd = yaml.safe_load((REPO / "crds" / "orangefsclusters.yaml").read_text())
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+
+
+@pytest.mark.parametrize(("path", "attr"), [
+    ("image", lambda s: s.image),
+    ("imagePullPolicy", lambda s: s.image_pull_policy),
+    ("servers.count", lambda s: s.servers.count),
+    ("fs.name", lambda s: s.fs.name),
+    ("ports.tcp", lambda s: s.ports.tcp),
+    ("distribution.name", lambda s: s.distribution.name),
+    ("distribution.stripSize", lambda s: s.distribution.strip_size),
+    ("distribution.numDatafiles", lambda s: s.distribution.num_datafiles),
+    ("reclaimPolicy", lambda s: s.reclaim_policy),
+    ("client.enabled", lambda s: s.client.enabled),
+    ("client.replicas", lambda s: s.client.replicas),
+    ("client.mountPath", lambda s: s.client.mount_path),
+    ("storage.type", lambda s: s.storage.type),
+])
+def test_typed_spec_defaults_match_the_crd(path: str, attr: Any) -> None:
+    """The operator's model and H4's schema must agree on every default the operator relies on."""
+    node = _crd_spec_schema()
+    for part in path.split("."):
+        node = node["properties"][part]
+    assert attr(parse_spec({"storage": {"size": "1Gi"}})) == node["default"], path

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pfslayout.errors import InputError
 from pfslayout.orangefs import handles
 
-DEFAULT_IMAGE = "pfs-layout-operator/orangefs:2.10.0"
+DEFAULT_IMAGE = "pfslayout/orangefs:dev"  # the CRD default (the image the kind path builds)
 
 
 class _Model(BaseModel):
