@@ -80,18 +80,24 @@ def main() -> None:
         }
         times: dict[str, list[float]] = {k: [] for k in variants}
         getpos: dict[str, list[float]] = {k: [] for k in variants}
+        names = list(variants)
+
+        def run(name: str, np: int, count: int, tag: str) -> dict:
+            env, d = variants[name]
+            d.mkdir(parents=True, exist_ok=True)
+            out = subprocess.run(launcher(a.flavour, np, env, [str(prog), str(d / f"bench-{tag}.dat"), "4096", str(count)]),
+                                 capture_output=True, text=True, check=True, timeout=600,
+                                 env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+            for f in list(d.glob("*.dat")) + list((scratch / "r").rglob("*.dat")) + list((scratch / "r1").rglob("*.dat")):
+                f.unlink()
+            return json.loads(out.stdout.strip().splitlines()[-1])
+
         for rep in range(a.reps):
-            for name, (env, d) in variants.items():
-                d.mkdir(parents=True, exist_ok=True)
-                target = d / f"bench-{rep}.dat"
-                out = subprocess.run(launcher(a.flavour, a.ranks, env, [str(prog), str(target), "4096", str(a.count)]),
-                                     capture_output=True, text=True, check=True, timeout=600,
-                                     env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
-                doc = json.loads(out.stdout.strip().splitlines()[-1])
-                times[name].append(doc["total_s"])
-                getpos[name].append(doc["getpos_ns"])
-                for f in list(d.glob("*.dat")) + list((scratch / "r").rglob("*.dat")) + list((scratch / "r1").rglob("*.dat")):
-                    f.unlink()
+            # rotate the order every repetition so no variant always runs first (cold caches, file creation)
+            for name in names[rep % len(names):] + names[:rep % len(names)]:
+                times[name].append(run(name, a.ranks, a.count, str(rep))["total_s"])
+                # the per-call cost alone, on one rank so no other rank competes for the cores
+                getpos[name].append(run(name, 1, 16, f"{rep}-1")["getpos_ns"])
         med = {k: statistics.median(v) for k, v in times.items()}
         best = {k: min(v) for k, v in times.items()}  # least disturbed by other load on the machine
         gp = {k: statistics.median(v) for k, v in getpos.items()}
