@@ -66,6 +66,30 @@ def test_deployment_pod_becomes_ready(cluster: Cluster, namespace: str) -> None:
         assert conditions["Ready"] == "True"
 
 
+def test_statefulset_claims_bind_through_the_kwok_storage_class(cluster: Cluster, namespace: str) -> None:
+    default = [sc["metadata"]["name"] for sc in cluster.kubectl_json("get", "storageclass")["items"]
+               if sc["metadata"].get("annotations", {}).get("storageclass.kubernetes.io/is-default-class") == "true"]
+    assert default == ["kwok-volume"]
+    cluster.apply({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {
+            "serviceName": "db", "replicas": 2, "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [
+                {"name": "c", "image": PAUSE, "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
+        },
+    }, namespace)
+    cluster.kubectl("-n", namespace, "rollout", "status", "statefulset/db", "--timeout=60s", timeout=90)
+    claims = cluster.kubectl_json("-n", namespace, "get", "pvc")["items"]
+    assert sorted(c["metadata"]["name"] for c in claims) == ["data-db-0", "data-db-1"]
+    for claim in claims:
+        assert claim["status"]["phase"] == "Bound"
+        pv = cluster.kubectl_json("get", "pv", claim["spec"]["volumeName"])
+        assert pv["spec"]["claimRef"]["name"] == claim["metadata"]["name"]
+        assert pv["spec"]["capacity"]["storage"] == "1Gi"
+
+
 def test_job_succeeds(cluster: Cluster, namespace: str) -> None:
     cluster.apply({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "work"},
