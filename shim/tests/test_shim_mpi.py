@@ -213,6 +213,20 @@ def test_reads_never_pick_a_stale_replica(mpi: MpiBuild, tmp_path: Path, backgro
             assert entry["forced_drains"] >= 1  # the 1 MiB rewrite waited for the owed 4 KiB updates
 
 
+@pytest.mark.parametrize("background", [False, True])
+def test_replicas_identical_at_every_sync(mpi: MpiBuild, tmp_path: Path, background: bool) -> None:
+    """Compared while the file is still open, right after MPI_File_sync: with the helper thread off the
+    owed updates exist only in the queue until the sync drains them."""
+    logical = tmp_path / "hyb"
+    cfg = write_config(tmp_path / "cfg.json", [hybrid_rule(tmp_path, logical)], params=PARAMS, servers=4,
+                       lazy_sync={"background": background})
+    reps = replica_paths(tmp_path, "f.dat")
+    out = mpi.run(2, [mpi.program("mpiio_synccheck"), logical / "f.dat", "64", *reps], mpi.shim_env(cfg)).stdout
+    size = 64 * 2 * 4096
+    assert out.splitlines() == [f"round 1: 3 replicas identical, {size} bytes",
+                                f"round 2: 3 replicas identical, {size} bytes"], out
+
+
 # ---------------------------------------------------------------------------------------------- trace
 
 HEADER = struct.Struct("<8sHHHHIIIIQQdII")
