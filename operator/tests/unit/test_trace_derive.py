@@ -54,7 +54,7 @@ def test_shim_and_csv_fixtures_derive_the_same() -> None:
     assert key(a) == key(b)
 
 
-def brute(t: Trace, group: str) -> tuple[np.ndarray, np.ndarray]:
+def brute(t: Trace, group: str, busiest: bool = False) -> tuple[np.ndarray, np.ndarray]:
     import os
 
     names = [os.path.dirname(f) if group == "directory" else f for f in t.files]
@@ -75,8 +75,9 @@ def brute(t: Trace, group: str) -> tuple[np.ndarray, np.ndarray]:
             if hit:
                 ranks.add(int(t.rank[j]))
         p.append(len(ranks))
+        per_node = [sum(1 for r in ranks if t.node_of_rank[r] == k) for k in set(t.node_of_rank.tolist())]  # type: ignore[union-attr,index]
         node = t.node_of_rank[t.rank[i]]  # type: ignore[index]
-        m.append(sum(1 for r in ranks if t.node_of_rank[r] == node))  # type: ignore[index]
+        m.append(max(per_node) if busiest else sum(1 for r in ranks if t.node_of_rank[r] == node))  # type: ignore[index]
     return np.array(p), np.array(m)
 
 
@@ -92,10 +93,11 @@ def test_against_brute_force(seed: int) -> None:
               end=start + duration, file_id=rng.integers(0, 3, n).astype(np.int32),
               files=["/x/a", "/x/b", "/y/c"], node_of_rank=(np.arange(ranks) % 3).astype(np.int32))
     for group in ("directory", "file"):
-        derive(t, group=group)
-        p, m = brute(t, group)
-        assert t.p.tolist() == p.tolist(), group  # type: ignore[union-attr]
-        assert t.m.tolist() == m.tolist(), group  # type: ignore[union-attr]
+        for m_of in ("issuing-node", "busiest-node"):
+            derive(t, group=group, m_of=m_of)
+            p, m = brute(t, group, busiest=m_of == "busiest-node")
+            assert t.p.tolist() == p.tolist(), group  # type: ignore[union-attr]
+            assert t.m.tolist() == m.tolist(), (group, m_of)  # type: ignore[union-attr]
 
 
 def test_collective_records_use_the_communicator() -> None:
@@ -148,3 +150,14 @@ def test_node_shortcuts_match_the_general_count(nodes: str) -> None:
     rank = t.rank.astype(np.int64)
     general = _distinct_overlaps(t.file_set[t.file_id].astype(np.int64) * 8 + t.node_of_rank[rank], rank, s, e)  # type: ignore[index]
     assert t.m.tolist() == general.tolist()  # type: ignore[union-attr]
+
+
+def test_busiest_node_on_the_fixture() -> None:
+    t = read_csv_trace(DATA / "trace-small.csv")
+    t.node_of_rank = np.array([0, 1, 1, 1], dtype=np.int32)  # rank 0 alone on node 0
+    issuing = derive(t).m.tolist()  # type: ignore[union-attr]
+    busiest = derive(t, m_of="busiest-node").m.tolist()  # type: ignore[union-attr]
+    # phase 1: rank 0's own node has only rank 0, the busiest node has ranks 1, 2, 3
+    assert issuing[:4] == [1, 3, 3, 3] and busiest[:4] == [3, 3, 3, 3]
+    with pytest.raises(InputError, match="unknown m definition"):
+        derive(t, m_of="any")

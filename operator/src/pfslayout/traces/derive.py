@@ -27,13 +27,18 @@ from pfslayout.errors import InputError
 from pfslayout.traces.model import Trace
 
 GROUPS = ("directory", "file")
+M_OF = ("issuing-node", "busiest-node")
 
 
-def derive(trace: Trace, *, group: str = "directory") -> Trace:
+def derive(trace: Trace, *, group: str = "directory", m_of: str = "issuing-node") -> Trace:
     """Fill ``p``, ``m``, ``sequential``, ``dominant_size``, ``file_set`` and ``file_sets`` in place; returns
-    the trace. ``group`` picks the file set concurrency is counted over: ``directory`` or ``file``."""
+    the trace. ``group`` picks the file set concurrency is counted over: ``directory`` or ``file``.
+    ``m_of``: ``issuing-node`` (default) counts the overlapping ranks on the request's own node;
+    ``busiest-node`` the largest count on any node (DIGEST §6 A4's wording; one more count per node)."""
     if group not in GROUPS:
         raise InputError("group", f"unknown file-set grouping {group!r}", f"use one of {', '.join(GROUPS)}")
+    if m_of not in M_OF:
+        raise InputError("m_of", f"unknown m definition {m_of!r}", f"use one of {', '.join(M_OF)}")
     n = len(trace)
     if n == 0:
         raise InputError("trace", "has no I/O requests", "trace a run that reads or writes data")
@@ -57,6 +62,12 @@ def derive(trace: Trace, *, group: str = "directory") -> Trace:
             m = p.copy()  # one node: every overlapping rank is on the issuing node
         elif ranks_per_node.max() == 1:
             m = np.ones(n, dtype=np.int64)  # one rank per node
+        elif m_of == "busiest-node":
+            m = np.zeros(n, dtype=np.int64)
+            for k in np.unique(node):  # a loop over nodes, each count vectorised over all requests
+                on_k = node == k
+                m = np.maximum(m, _distinct_overlaps(req_set[on_k], rank[on_k], s_tick[on_k], e_tick[on_k],
+                                                     queries=(req_set, s_tick, e_tick)))
         else:
             n_nodes = int(node.max()) + 1
             m = _distinct_overlaps(req_set * n_nodes + node, rank, s_tick, e_tick)
@@ -114,18 +125,22 @@ def _ticks(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, e
 
 
-def _distinct_overlaps(key: np.ndarray, rank: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+def _distinct_overlaps(key: np.ndarray, rank: np.ndarray, s: np.ndarray, e: np.ndarray,
+                       queries: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """For each request i: how many distinct ranks with the same ``key`` have a request overlapping
-    [s_i, e_i) (half-open integer ticks). Exact, O(N log² N).
+    [s_i, e_i) (half-open integer ticks). Exact, O(N log² N). ``queries`` = (key, s, e) of other
+    intervals to count for instead of the requests themselves.
 
     Each (key, rank)'s requests are merged into disjoint busy periods. The periods overlapping a query
     are counted with two searchsorted calls; a rank is counted once per overlapping period, so the
     surplus — the same rank's consecutive periods both overlapping the query, i.e. the idle gaps between
     them lying strictly inside it — is subtracted (``_count_inside``).
     """
-    span = int(e.max()) + 2
-    _, gkey = np.unique(key, return_inverse=True)
-    gkey = gkey.astype(np.int64).reshape(-1)
+    qkey, qs, qe = queries if queries is not None else (key, s, e)
+    span = int(max(e.max(), qe.max())) + 2
+    _, dense = np.unique(np.concatenate([key, qkey]), return_inverse=True)
+    dense = dense.astype(np.int64).reshape(-1)
+    gkey, qgkey = dense[: key.shape[0]], dense[key.shape[0]:]
     rmax = int(rank.max()) + 1
     _, kr = np.unique(gkey * rmax + rank, return_inverse=True)
     kr = kr.astype(np.int64).reshape(-1)
@@ -146,8 +161,8 @@ def _distinct_overlaps(key: np.ndarray, rank: np.ndarray, s: np.ndarray, e: np.n
     p_start = ss[first] + shift
     p_end = runmax[last] + shift
 
-    a = s + gkey * span
-    b = e + gkey * span
+    a = qs + qgkey * span
+    b = qe + qgkey * span
     overlaps = _sorted_search(np.sort(p_start), b, "left") - _sorted_search(np.sort(p_end), a, "right")
 
     same = p_kr[1:] == p_kr[:-1]

@@ -38,8 +38,10 @@ def detect_format(path: str | Path) -> str:
     raise InputError("--format", f"cannot tell the format of {path}", f"pass --format {'|'.join(FORMATS)}")
 
 
-def load_trace(path: str | Path, fmt: str | None = None, *, group: str = "directory") -> Trace:
-    """Read a trace (``fmt`` None = detect) and derive p, m, sequential and dominant sizes."""
+def load_trace(path: str | Path, fmt: str | None = None, *, group: str = "directory",
+               m_of: str = "issuing-node") -> Trace:
+    """Read a trace (``fmt`` None = detect) and derive p, m, sequential and dominant sizes
+    (``group`` and ``m_of`` as in ``derive``)."""
     if fmt is None:
         fmt = detect_format(path)
     if fmt not in FORMATS:
@@ -52,4 +54,4 @@ def load_trace(path: str | Path, fmt: str | None = None, *, group: str = "direct
         trace = read_darshan_log(path)
     if len(trace) == 0:
         raise InputError("--trace", f"{path} holds no I/O requests", "trace a run that reads or writes data")
-    return derive(trace, group=group)
+    return derive(trace, group=group, m_of=m_of)
