@@ -46,7 +46,7 @@ up() {
     case $built in *" $name "*) continue ;; esac
     built="$built$name "
     log "building image pfslayout/$name:$IMAGE_TAG"
-    timeout 3600 docker build --build-arg "ORANGEFS_IMAGE=pfslayout/orangefs:$IMAGE_TAG" \
+    DOCKER_BUILDKIT=1 timeout 3600 docker build --build-arg "ORANGEFS_IMAGE=pfslayout/orangefs:$IMAGE_TAG" \
       -t "pfslayout/$name:$IMAGE_TAG" -f "$dockerfile" "$REPO_ROOT"
     timeout 600 "$KIND" load docker-image --name "$CLUSTER_NAME" "pfslayout/$name:$IMAGE_TAG"
   done
