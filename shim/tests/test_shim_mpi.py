@@ -299,6 +299,19 @@ def test_trace_matches_the_calls_and_reads_back(mpi: MpiBuild, tmp_path: Path, n
     assert str(hyb_dir) in json.dumps(plan), plan
 
 
+def test_trace_buffer_limit_counts_dropped_records(mpi: MpiBuild, tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    cfg = write_config(tmp_path / "cfg.json", [], trace={"enabled": True, "dir": str(tmp_path / "t"), "max_records": 5})
+    mpi.run(2, [mpi.program("mpiio_route"), tmp_path / "d" / "f.dat", "4096", "4"], mpi.shim_env(cfg))
+    for rank in range(2):
+        data = (tmp_path / "t" / f"run.rank-{rank:06d}.pfstrace").read_bytes()
+        fields = HEADER.unpack_from(data, 0)
+        flags, count, dropped = fields[4], fields[9], fields[13]
+        assert (count, dropped, flags & 1) == (5, 3, 1)  # 4 writes + 4 reads, room for 5
+        head, records, files = read_trace(tmp_path / "t" / f"run.rank-{rank:06d}.pfstrace")
+        assert [r[5] for r in records] == [2, 2, 2, 2, 1] and list(files.values()) == [str(tmp_path / "d" / "f.dat")]
+
+
 # ---------------------------------------------------------------------------------------------- crashes
 
 def test_killed_rank_leaves_markers_then_repair(mpi: MpiBuild, tmp_path: Path) -> None:
