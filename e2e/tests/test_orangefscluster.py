@@ -295,3 +295,23 @@ def test_pvc_claims_follow_reclaim_policy(cluster, operator: Operator, namespace
             got = cluster.kubectl_json("get", "pvc", "-n", ns)["items"]
             return all(c["metadata"].get("deletionTimestamp") for c in got)
         cluster.wait_until(gone_or_going, "the claims deleted", timeout=60)
+
+
+def test_hostpath_delete_wipes_each_servers_directory_on_its_node(cluster, operator: Operator,  # noqa: ANN001
+                                                                  namespace: str) -> None:
+    ns, name = namespace, "wiped"
+    manifest = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster", "metadata": {"name": name},
+                "spec": {"servers": {"count": 2}, "reclaimPolicy": "Delete", "client": {"enabled": False},
+                         "storage": {"type": "hostPath", "hostPath": {"path": "/var/lib/pfslayout-e2e"}}}}
+    cluster.apply(manifest, namespace=ns)
+    wait_ready(cluster, operator, ns, name, 2)
+    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"pfslayout.io/cluster={name}")["items"]
+    nodes = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods}
+    assert sorted(nodes) == [f"{name}-server-0", f"{name}-server-1"]
+
+    cluster.kubectl("delete", OFS, name, "-n", ns, "--timeout=120s", timeout=150)
+    wiped = wait_event(cluster, ns, name, "StorageWiped")
+    assert f"{name}-wipe-0" in wiped["message"] and f"{name}-wipe-1" in wiped["message"]
+    scheduled = [e["message"] for e in events(cluster, ns, name) if e["reason"] == "WipeScheduled"]
+    for pod, node in nodes.items():
+        assert any(pod in m and m.endswith(f"on {node}") for m in scheduled), scheduled

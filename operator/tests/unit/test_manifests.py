@@ -212,3 +212,18 @@ def test_typed_spec_defaults_match_the_crd(path: str, attr: Any) -> None:
     for part in path.split("."):
         node = node["properties"][part]
     assert attr(parse_spec({"storage": {"size": "1Gi"}})) == node["default"], path
+
+
+def test_wipe_job_is_pinned_to_the_node_and_removes_only_the_pods_directory() -> None:
+    from pfslayout.manifests.objects import wipe_job
+    spec = parse_spec({"servers": {"count": 2}, "reclaimPolicy": "Delete",
+                       "storage": {"type": "hostPath", "hostPath": {"path": "/data/ofs"}}})
+    job = wipe_job(c.Context(spec, OWNER), "demo-server-1", "node-7", suspend=True)
+    assert job["metadata"]["name"] == "demo-wipe-1" and job["spec"]["suspend"] is True
+    assert job["metadata"]["ownerReferences"][0]["uid"] == OWNER.uid
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeName"] == "node-7" and pod["restartPolicy"] == "Never"
+    assert pod["containers"][0]["command"] == ["rm", "-rf", "--one-file-system", "/host/demo-server-1"]
+    assert pod["volumes"][0]["hostPath"] == {"path": "/data/ofs", "type": "Directory"}
+    assert pod["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert wipe_job(c.Context(spec, OWNER), "demo-server-1", "node-7", suspend=False)["spec"]["suspend"] is False

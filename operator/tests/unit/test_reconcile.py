@@ -171,3 +171,14 @@ def test_status_reports_refusal_and_invalid_spec() -> None:
     bad = status_for(Observed(None), error="spec.storage.size: required for storage type pvc")
     assert bad["phase"] == "Failed"
     assert conds(bad)["SpecApplied"]["message"].startswith("spec.storage.size")
+
+
+def test_job_state() -> None:
+    from pfslayout.manifests.reconcile import job_state
+    assert job_state(None) == "missing"
+    assert job_state({"spec": {"suspend": True}, "status": {}}) == "suspended"
+    assert job_state({"spec": {"suspend": False}, "status": {"active": 1}}) == "running"
+    assert job_state({"spec": {}, "status": {"succeeded": 1}}) == "succeeded"
+    assert job_state({"spec": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}) == "succeeded"
+    assert job_state({"spec": {}, "status": {"conditions": [{"type": "Failed", "status": "True"}]}}) == "failed"
+    assert job_state({"spec": {}, "status": {"conditions": [{"type": "Failed", "status": "False"}]}}) == "running"

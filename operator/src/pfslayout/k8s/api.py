@@ -27,6 +27,7 @@ _KINDS: dict[str, tuple[type, str]] = {
     "Pod": (client.CoreV1Api, "pod"),
     "StatefulSet": (client.AppsV1Api, "stateful_set"),
     "Deployment": (client.AppsV1Api, "deployment"),
+    "Job": (client.BatchV1Api, "job"),
 }
 
 
@@ -82,11 +83,11 @@ class Kube:
             "resourceVersion")
         return Change(after, "updated" if changed else "unchanged")
 
-    def delete(self, kind: str, namespace: str, name: str) -> bool:
+    def delete(self, kind: str, namespace: str, name: str, propagation: str | None = None) -> bool:
         api, suffix = self._api(kind)
         try:
-            getattr(api, f"delete_namespaced_{suffix}")(name, namespace, _preload_content=False,
-                                                         _request_timeout=self.timeout)
+            getattr(api, f"delete_namespaced_{suffix}")(name, namespace, propagation_policy=propagation,
+                                                         _preload_content=False, _request_timeout=self.timeout)
             return True
         except ApiException as err:
             if err.status == 404:

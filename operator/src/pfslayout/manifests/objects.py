@@ -216,3 +216,45 @@ def client_deployment(ctx: c.Context, pvfs2tab: str) -> dict[str, Any]:
             },
         },
     }
+
+
+WIPE = "wipe"
+
+
+def wipe_job(ctx: c.Context, pod_name: str, node: str, suspend: bool) -> dict[str, Any]:
+    """Removes one server's hostPath directory (`<path>/<pod name>`) on the node it ran on.
+
+    Created suspended while the servers still run (the Jobs remember which node held which server),
+    resumed once the server pods are gone. Root, but without capabilities: the directory's parent was
+    created by the kubelet (root-owned), so removing the pod's directory needs uid 0, nothing more.
+    """
+    spec, owner = ctx.spec, ctx.owner
+    assert spec.storage.host_path is not None
+    ordinal = pod_name.rsplit("-", 1)[-1]
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "nodeName": node,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{
+            "name": "wipe", "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
+            "command": ["rm", "-rf", "--one-file-system", f"/host/{pod_name}"],
+            "volumeMounts": [{"name": "host", "mountPath": "/host"}],
+            "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]}},
+        }],
+        "volumes": [{"name": "host", "hostPath": {"path": spec.storage.host_path.path, "type": "Directory"}}],
+    }
+    if spec.tolerations:
+        pod_spec["tolerations"] = [t.as_k8s() for t in spec.tolerations]
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": c.metadata(owner, f"{owner.name}-wipe-{ordinal}", WIPE),
+        "spec": {
+            "suspend": suspend,
+            "backoffLimit": 2,
+            "activeDeadlineSeconds": 300,
+            "template": {"metadata": {"labels": c.labels(owner, WIPE)}, "spec": pod_spec},
+        },
+    }

@@ -20,7 +20,7 @@ from pfslayout.manifests import common as c
 from pfslayout.manifests import objects as objs
 from pfslayout.manifests.build import Desired, desired
 from pfslayout.manifests.config import Topology, fs_conf_for
-from pfslayout.manifests.reconcile import (PHASES, Observed, compute_status, endpoints, plan,
+from pfslayout.manifests.reconcile import (PHASES, Observed, compute_status, job_state, endpoints, plan,
                                           pods_ready_by_ordinal, read_applied)
 from pfslayout.manifests.spec import OrangeFSClusterSpec, parse_spec
 from pfslayout.orangefs import naming
@@ -223,11 +223,73 @@ def mark_terminating(kube: Kube, body: dict[str, Any], post: Post) -> list[str]:
         else:
             notes.append(f"reclaimPolicy Retain: keeping {len(names)} claims {names}")
     elif storage == "hostPath":
-        notes.append("hostPath data stays on the nodes" + (
-            " (reclaimPolicy Delete cannot reach node directories; remove them by hand)" if policy == "Delete" else ""))
+        notes.append("reclaimPolicy Delete: wipe Jobs remove each server's hostPath directory" if policy == "Delete"
+                     else "reclaimPolicy Retain: hostPath data stays on the nodes")
     else:
         notes.append("emptyDir storage goes with the pods")
     for note in notes:
         post(body, "Normal", "Deleting", note)
     metrics.forget(meta["namespace"], meta["name"], PHASES)
     return notes
+
+
+class Waiting(Exception):
+    """Deletion must wait (servers still stopping, wipe Jobs still running); the handler retries."""
+
+
+WIPE_DEADLINE_S = 300
+
+
+def wipe_hostpath(kube: Kube, body: dict[str, Any], post: Post, elapsed_s: float) -> list[str]:
+    """`reclaimPolicy: Delete` with hostPath storage: remove `<path>/<pod name>` on each server's node.
+
+    Steps, each retried until done: (1) one suspended wipe Job per running server pod, pinned to its
+    node (the Jobs are the record of where the data is); (2) delete the StatefulSet and wait for its pods
+    to go; (3) resume the Jobs and wait for them. Gives up with a Warning after WIPE_DEADLINE_S so a
+    broken node cannot block the deletion forever. Returns notes for the log; raises Waiting.
+    """
+    owner = _owner(body)
+    try:
+        spec = parse_spec(body.get("spec"))
+    except InputError:
+        return []
+    if spec.storage.type != "hostPath" or spec.reclaim_policy != "Delete":
+        return []
+    ctx = c.Context(spec, owner, cluster_domain())
+    sts_name = naming.server_statefulset(owner.name)
+    pods = kube.list("Pod", owner.namespace, selector_string(c.selector(owner, objs.SERVER)))
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        name = pod["metadata"]["name"]
+        job_name = f"{owner.name}-wipe-{name.rsplit('-', 1)[-1]}"
+        if node and kube.get("Job", owner.namespace, job_name) is None:
+            kube.apply(objs.wipe_job(ctx, name, node, suspend=True))
+            post(body, "Normal", "WipeScheduled", f"Job {job_name} will remove {name}'s hostPath data on {node}")
+    jobs = kube.list("Job", owner.namespace, selector_string(c.selector(owner, objs.WIPE)))
+    if elapsed_s > WIPE_DEADLINE_S:
+        post(body, "Warning", "WipeTimedOut", f"gave up after {WIPE_DEADLINE_S}s: hostPath data may remain on the nodes")
+        return ["wipe timed out"]
+    if kube.get("StatefulSet", owner.namespace, sts_name) is not None:
+        kube.delete("StatefulSet", owner.namespace, sts_name, propagation="Background")
+        raise Waiting("stopping the servers before removing their storage")
+    if pods:
+        raise Waiting(f"{len(pods)} server pods still stopping")
+    states = {}
+    for job in jobs:
+        name = job["metadata"]["name"]
+        state = job_state(job)
+        if state == "suspended":
+            pod_spec = job["spec"]["template"]["spec"]
+            pod_name = pod_spec["containers"][0]["command"][-1].rsplit("/", 1)[-1]
+            kube.apply(objs.wipe_job(ctx, pod_name, pod_spec["nodeName"], suspend=False))
+            state = "running"
+        states[name] = state
+    if any(s in ("running", "missing") for s in states.values()):
+        raise Waiting(f"wipe Jobs running: {sorted(n for n, s in states.items() if s == 'running')}")
+    failed = sorted(n for n, s in states.items() if s == "failed")
+    if failed:
+        post(body, "Warning", "WipeFailed", f"Jobs {failed} failed: their hostPath data may remain")
+    done = sorted(n for n, s in states.items() if s == "succeeded")
+    if done:
+        post(body, "Normal", "StorageWiped", f"hostPath data removed by {done}")
+    return [f"wiped by {done}", *([f"failed: {failed}"] if failed else [])]

@@ -74,6 +74,18 @@ def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
         logger.info(note)
 
 
+@kopf.on.delete(c.GROUP, c.VERSION, c.PLURAL, id="wipe-hostpath")
+@metrics.instrumented(KIND, "delete-wipe")
+def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None:
+    """Runs after `cleanup`; only does something for hostPath storage with reclaimPolicy Delete."""
+    try:
+        notes = clusters.wipe_hostpath(kube(), dict(body), post, runtime.total_seconds())
+    except clusters.Waiting as wait:
+        raise kopf.TemporaryError(str(wait), delay=2) from None
+    for note in notes:
+        logger.info(note)
+
+
 @kopf.on.event("apps", "v1", "statefulsets",
                labels={"app.kubernetes.io/managed-by": c.MANAGED_BY, "app.kubernetes.io/component": "server",
                        c.CLUSTER_LABEL: kopf.PRESENT})
