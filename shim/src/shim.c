@@ -210,10 +210,21 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 /* ------------------------------------------------------------------------------------------ helpers */
 
-static void write_trace(void)
+static uint64_t g_trace_written = UINT64_MAX; /* record count at the last write; none yet */
+
+/* At the last close the trace is rewritten only when it has doubled since the last write, so a job that
+ * opens and closes many files pays O(total) for these safety copies; MPI_Finalize always writes. */
+static void write_trace(int at_finalize)
 {
-    if (g_trace_on && pfs_trace_write(&g_trace, g_cfg.trace_dir, g_cfg.job_id) != 0)
+    if (!g_trace_on)
+        return;
+    const uint64_t n = __atomic_load_n(&g_trace.n, __ATOMIC_RELAXED);
+    if (g_trace_written != UINT64_MAX && (at_finalize ? n == g_trace_written : n < 2 * g_trace_written))
+        return;
+    if (pfs_trace_write(&g_trace, g_cfg.trace_dir, g_cfg.job_id) != 0)
         say("rank %d: cannot write the trace into %s: %s", g_world_rank, g_cfg.trace_dir, strerror(errno));
+    else
+        g_trace_written = n;
 }
 
 static int has_key(MPI_Info info, const char *key)
@@ -505,8 +516,8 @@ static void drain(pfs_file *f)
 
 /* ------------------------------------------------------------------------------------------ open / close */
 
-static int open_hybrid(MPI_Comm comm, const char *filename, const char *abs, const pfs_rule *rule,
-                       const char *tail, int amode, MPI_Info info, MPI_File *fh)
+static int open_hybrid(MPI_Comm comm, const char *filename, const pfs_rule *rule, const char *tail, int amode,
+                       MPI_Info info, MPI_File *fh)
 {
     pfs_file *f = calloc(1, sizeof *f);
     if (!f)
@@ -528,7 +539,6 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const char *abs, con
             f->all_posix = 0;
         f->rep[r] = MPI_FILE_NULL;
     }
-    (void)abs;
     PMPI_Comm_dup(comm, &f->comm);
     PMPI_Comm_rank(f->comm, &f->comm_rank);
     int refuse = 0;
@@ -640,7 +650,7 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
     const pfs_rule *rule = abs ? pfs_config_match(&g_cfg, abs, &tail) : NULL;
     int rc;
     if (rule && rule->nreplicas && !(amode & MPI_MODE_SEQUENTIAL)) {
-        rc = open_hybrid(comm, filename, abs, rule, tail, amode, info, fh);
+        rc = open_hybrid(comm, filename, rule, tail, amode, info, fh);
         free(abs);
         return rc;
     }
@@ -741,7 +751,7 @@ int MPI_File_close(MPI_File *fh)
     free(f->logical);
     free(f);
     if (g_trace_on && --g_open_traced == 0)
-        write_trace();
+        write_trace(0);
     return rc;
 }
 
@@ -1267,7 +1277,7 @@ int MPI_Finalize(void)
                 f->q_ready = 0;
             }
         }
-        write_trace();
+        write_trace(1);
         if (g_stats_dir && g_world_rank >= 0) {
             char path[PATH_MAX];
             mkdir(g_stats_dir, 0777);
