@@ -315,3 +315,24 @@ def test_hostpath_delete_wipes_each_servers_directory_on_its_node(cluster, opera
     scheduled = [e["message"] for e in events(cluster, ns, name) if e["reason"] == "WipeScheduled"]
     for pod, node in nodes.items():
         assert any(pod in m and m.endswith(f"on {node}") for m in scheduled), scheduled
+
+
+@pytest.mark.parametrize("example", ["orangefs-pvc.yaml", "orangefs-2d.yaml"])
+def test_other_example_clusters_are_provisioned(cluster, operator: Operator, namespace: str,  # noqa: ANN001
+                                                example: str) -> None:
+    path = REPO / "policies" / example
+    doc = yaml.safe_load(path.read_text())
+    ns, name, count = namespace, doc["metadata"]["name"], doc["spec"]["servers"]["count"]
+    cluster.kubectl("apply", "-n", ns, "-f", str(path))
+    sts = cluster.wait_until(lambda: cluster.kubectl("get", "statefulset", f"{name}-server", "-n", ns, "-o", "json",
+                                                     check=False).stdout, f"StatefulSet {name}-server", timeout=60)
+    assert json.loads(sts)["spec"]["replicas"] == count
+    fs_conf = cluster.kubectl_json("get", "configmap", f"{name}-fs-conf", "-n", ns)["data"]["fs.conf"]
+    assert fs_conf == render("fs-conf", "--from", str(path), "--namespace", ns)
+    if doc["spec"]["storage"]["type"] == "pvc":
+        # No volume provisioner on the local control plane: the claims exist, the servers wait for them.
+        cluster.wait_until(lambda: len(cluster.kubectl_json("get", "pvc", "-n", ns)["items"]) == count,
+                           f"{count} claims", timeout=60)
+    else:
+        wait_ready(cluster, operator, ns, name, count)
+    cluster.kubectl("delete", OFS, name, "-n", ns, "--timeout=60s", timeout=90)
