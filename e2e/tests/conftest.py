@@ -48,7 +48,19 @@ class Cluster:
     env: dict[str, str]
     state_dir: Path
     started_here: bool
+    mode: str = "local"  # "local" (control plane + kwok) or "kind"
     _tmp: Path = field(repr=False, default=Path("."))
+
+    @property
+    def kwok(self) -> bool:
+        """Pods are played by kwok (no container runs) rather than run by kind's kubelets."""
+        return self.mode == "local"
+
+    def port_base(self) -> int:
+        """First of the cluster's ten ports (docs/test-cluster.md); base+8/+9 are kept free for the
+        operator run as a local process (liveness, metrics)."""
+        text = (self.state_dir / "cluster.env").read_text()
+        return int(re.search(r"^PORT_BASE=(\d+)", text, re.M).group(1))  # type: ignore[union-attr]
 
     def run(self, *argv: str, check: bool = True, input: str | None = None,
             timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -159,8 +171,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             pytest.fail(f"e2e/cluster.sh up failed ({proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False)
         started_here = True
     env = cluster_env()
+    state_dir = Path(env["KUBECONFIG"]).parent
+    mode_file = state_dir / "mode"
     c = Cluster(kubeconfig=Path(env["KUBECONFIG"]), kubectl_path=env["KUBECTL"], helm_path=env["HELM"],
-                env=env, state_dir=Path(env["KUBECONFIG"]).parent, started_here=started_here,
+                env=env, state_dir=state_dir, started_here=started_here,
+                mode=mode_file.read_text().strip() if mode_file.exists() else "local",
                 _tmp=tmp_path_factory.mktemp("cluster"))
     try:
         yield c
