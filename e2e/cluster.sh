@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test cluster's one entry point.
 #   e2e/cluster.sh build    build/cache the pinned binaries (~/.cache/pfs-layout-operator/, by version)
-#   e2e/cluster.sh up       start the cluster (idempotent: returns at once when it already runs)
+#   e2e/cluster.sh up       start the cluster (idempotent: returns at once when it already runs); prints
+#                           `started` or `already-running` on stdout (all logging goes to stderr)
 #   e2e/cluster.sh down     stop everything `up` started, by PID, and check nothing is left
 #   e2e/cluster.sh env      print `export KUBECONFIG=… KUBECTL=… HELM=… PATH=…` (eval "$(e2e/cluster.sh env)")
 #   e2e/cluster.sh status   what runs (exit 0 when all of it does, 3 otherwise)
@@ -28,11 +29,16 @@ case $cmd in
   build)
     if [ "$mode" = kind ]; then "$here/cluster/build.sh" helm k8s && "$here/cluster/kind.sh" build
     else "$here/cluster/build.sh" "$@"; fi ;;
-  up)
-    "$here/cluster.sh" build
-    "$here/cluster/$mode.sh" up
-    echo "$mode" > "$STATE_DIR/mode" ;;
-  down|status|env)
+  up|down)
+    [ "$cmd" = up ] && "$here/cluster.sh" build
+    # One `up` or `down` at a time per state directory (two test sessions starting together must not
+    # both start a cluster). The lock sits beside the state directory, which `up` recreates.
+    mkdir -p "$(dirname "$STATE_DIR")"
+    exec 8>"${STATE_DIR%/}.lock"
+    flock -w 600 8 || die "timed out waiting for ${STATE_DIR%/}.lock (another up/down of this cluster)"
+    "$here/cluster/$mode.sh" "$cmd"
+    if [ "$cmd" = up ]; then echo "$mode" > "$STATE_DIR/mode"; else rm -f "$STATE_DIR/mode"; fi ;;
+  status|env)
     if [ "$mode" = local ]; then "$here/cluster/local.sh" "$cmd"; else "$here/cluster/kind.sh" "$cmd"; fi ;;
   *) die "usage: e2e/cluster.sh build|up|down|env|status" ;;
 esac

@@ -30,7 +30,9 @@ running() { "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME"; }
 up() {
   build
   mkdir -p "$STATE_DIR/helm"/{cache,config,data}
+  local result=already-running
   if ! running; then
+    result=started
     local image_args=()
     [ -n "$KIND_NODE_IMAGE" ] && image_args=(--image "$KIND_NODE_IMAGE")
     timeout 600 "$KIND" create cluster --name "$CLUSTER_NAME" --config "$REPO_ROOT/e2e/kind/config.yaml" \
@@ -62,6 +64,7 @@ up() {
     sleep 1
   done
   log "kind cluster $CLUSTER_NAME up (KUBECONFIG=$KUBECONFIG_PATH)"
+  echo "$result"
 }
 
 down() {

@@ -32,7 +32,8 @@ start() { # name binary args...: detached from the caller's session; stdio to th
   local name=$1; shift
   mkdir -p "$PIDS" "$LOGS"
   # setsid: a Ctrl-C in the caller's terminal must not take the cluster down half way.
-  setsid "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
+  # fds 8/9 are the up/down and build locks: a daemon inheriting one would hold it for its lifetime.
+  setsid "$@" </dev/null >"$LOGS/$name.log" 2>&1 8>&- 9>&- &
   local pid=$!
   echo "$pid $(proc_start "$pid")" > "$PIDS/$name.pid"
 }
@@ -71,6 +72,7 @@ need_binaries() {
 up() {
   if all_running && kubectl get --raw /readyz >/dev/null 2>&1; then
     log "already running (state: $STATE_DIR)"
+    echo already-running
     return 0
   fi
   need_binaries
@@ -160,6 +162,7 @@ ENV
   for c in "${COMPONENTS[@]}"; do alive_or_die "$c"; done
   touch "$STATE_DIR/up.complete"
   log "up in $((SECONDS - t0)) s: Kubernetes $K8S_VERSION, $NODE_COUNT kwok nodes, MPI Operator $MPI_OPERATOR_VERSION (state: $STATE_DIR)"
+  echo started
 }
 
 nodes_ready() {

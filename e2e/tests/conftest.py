@@ -5,6 +5,7 @@ identity on the local control plane)."""
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -157,19 +159,71 @@ def _status_ok() -> bool:
     return subprocess.run([str(CLUSTER_SH), "status"], capture_output=True, timeout=60).returncode == 0
 
 
+def _state_dir() -> Path:
+    return Path(os.environ.get("PFSLAYOUT_E2E_STATE") or REPO / "e2e" / ".state")
+
+
+def _proc_start(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (FileNotFoundError, IndexError):
+        return None
+
+
+@contextmanager
+def _users_lock(state: Path, timeout_s: float = UP_TIMEOUT_S) -> Iterator[None]:
+    """Serialises the sessions sharing one cluster around joining and leaving it."""
+    state.parent.mkdir(parents=True, exist_ok=True)
+    with open(state.parent / f"{state.name}.users.lock", "w") as lock:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"timed out waiting for {lock.name}") from None
+                time.sleep(0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _live_users(users: Path) -> list[Path]:
+    live = []
+    for entry in users.glob("*"):
+        pid, _, start = entry.name.partition("-")
+        if pid.isdigit() and _proc_start(int(pid)) == start:
+            live.append(entry)
+        else:
+            entry.unlink(missing_ok=True)  # a session that died without its teardown
+    return live
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """The session's test cluster: reuses one that is already up (then leaves it running), otherwise
-    starts it and stops it at the end (PFSLAYOUT_E2E_KEEP=1 keeps it)."""
+    """The session's test cluster. Sessions share one cluster per state directory: each registers
+    itself under <state>/users/; the last one to leave stops the cluster, but only if a test session
+    started it (a cluster started by hand or by e2e/demo.sh is left running). PFSLAYOUT_E2E_KEEP=1
+    keeps it."""
     reason = _binaries_buildable()
     if reason:
         pytest.skip(reason)
+    state = _state_dir()
+    me = f"{os.getpid()}-{_proc_start(os.getpid())}"
     started_here = False
-    if not _status_ok():
-        proc = subprocess.run([str(CLUSTER_SH), "up"], capture_output=True, text=True, timeout=UP_TIMEOUT_S)
-        if proc.returncode != 0:
-            pytest.fail(f"e2e/cluster.sh up failed ({proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False)
-        started_here = True
+    with _users_lock(state):
+        if not _status_ok():
+            proc = subprocess.run([str(CLUSTER_SH), "up"], capture_output=True, text=True, timeout=UP_TIMEOUT_S)
+            if proc.returncode != 0:
+                pytest.fail(f"e2e/cluster.sh up failed ({proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False)
+            lines = proc.stdout.split()
+            if lines and lines[-1] == "started":
+                started_here = True
+                (state / "fixture-started").touch()
+        (state / "users").mkdir(exist_ok=True)
+        (state / "users" / me).touch()
     env = cluster_env()
     state_dir = Path(env["KUBECONFIG"]).parent
     mode_file = state_dir / "mode"
@@ -180,8 +234,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     try:
         yield c
     finally:
-        if started_here and os.environ.get("PFSLAYOUT_E2E_KEEP") != "1":
-            subprocess.run([str(CLUSTER_SH), "down"], capture_output=True, timeout=180)
+        with _users_lock(state):
+            (state / "users" / me).unlink(missing_ok=True)
+            if (not _live_users(state / "users") and (state / "fixture-started").exists()
+                    and os.environ.get("PFSLAYOUT_E2E_KEEP") != "1"):
+                subprocess.run([str(CLUSTER_SH), "down"], capture_output=True, timeout=180)
 
 
 def _namespace_name(nodeid: str) -> str:
