@@ -77,6 +77,9 @@ def test_rendered_config_runs_real_servers_that_pass_ping(orangefs: OrangeFS, se
     outputs = init_and_start(servers, doc, ports)
     assert all("creating storage" in out for out in outputs), outputs
     ping(orangefs, servers, doc["fsId"])
+    # In the foreground the log goes to stderr (what `kubectl logs` shows), whatever LogFile says.
+    for entry in doc["servers"]:
+        assert "PVFS2 Server ready" in servers.output(entry["alias"]), servers.output(entry["alias"])
     # Every server stores data: a large file spreads over all n with the default distribution.
     blob = servers.work.path / "blob"
     blob.write_bytes(os.urandom(3 * 1024 * 1024))

@@ -118,8 +118,8 @@ def test_explicit_addresses_and_storage_root_for_loopback() -> None:
     parsed = parse_fs_conf(render_fs_conf(conf))
     assert parsed.aliases == {f"t-server-{i}": f"tcp://127.0.0.1:{4000 + i}" for i in range(3)}
     assert parsed.server_options["t-server-2"] == {"DataStorageSpace": "/tmp/x/t-server-2/data",
-                                                   "MetadataStorageSpace": "/tmp/x/t-server-2/meta",
-                                                   "LogFile": "/tmp/x/t-server-2/server.log"}
+                                                   "MetadataStorageSpace": "/tmp/x/t-server-2/meta"}
+    assert parsed.defaults["LogFile"] == "/dev/null"
 
 
 @pytest.mark.parametrize(("change", "field"), [

@@ -62,10 +62,10 @@ def server_entries(spec: OrangeFSClusterSpec, name: str, namespace: str, topolog
             host, port = naming.server_host(sts, i, svc, namespace, cluster_domain), spec.ports.tcp
         per_server = {}
         if storage_root is not None:
-            # Servers sharing one host need their own storage spaces and logs: <root>/<alias>/...
+            # Servers sharing one host need their own storage spaces: <root>/<alias>/{data,meta}. The log
+            # is each process's stderr, as in the pods.
             base = f"{storage_root.rstrip('/')}/{alias}"
-            per_server = {"data_storage": f"{base}/data", "meta_storage": f"{base}/meta",
-                          "log_file": f"{base}/server.log"}
+            per_server = {"data_storage": f"{base}/data", "meta_storage": f"{base}/meta"}
         out.append(ServerEntry(ordinal=i, alias=alias, host=host, port=port,
                                metadata=i < topology.metadata_servers, **per_server))
     return tuple(out)

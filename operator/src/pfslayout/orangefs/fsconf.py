@@ -27,8 +27,11 @@ DEFAULT_STRIP_SIZE = 65536
 DEFAULT_PORT = 3334
 DEFAULT_DATA_STORAGE = "/var/lib/orangefs/data"
 DEFAULT_META_STORAGE = "/var/lib/orangefs/meta"
-# Containers log to stdout; the server fopen()s LogFile in append mode, which /dev/stdout allows.
-DEFAULT_LOG_FILE = "/dev/stdout"
+# In the foreground (`-d`, how the pods run it) pvfs2-server logs to stderr -- `kubectl logs` -- and only
+# fopen()s LogFile once as a check (pvfs2-server.c server_initialize). /dev/stdout fails that check for a
+# non-root server whose stdout belongs to another user (a runtime's pipe, a root-owned file: "error
+# opening log file /dev/stdout", seen in the OrangeFS tier), so the check gets a file anyone can open.
+DEFAULT_LOG_FILE = "/dev/null"
 
 _TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PATH = re.compile(r"^/[^\s]*$")
