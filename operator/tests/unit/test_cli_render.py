@@ -102,3 +102,17 @@ def test_from_a_file_without_an_orangefscluster(tmp_path: Path) -> None:
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     result = cli("render", "fs-conf", "--from", str(path))
     assert result.returncode == 2 and "holds no OrangeFSCluster" in result.stderr
+
+
+def test_manifests_are_the_objects_the_operator_applies() -> None:
+    path = REPO / "policies" / "orangefs-small.yaml"
+    result = cli("render", "manifests", "--from", str(path), "--namespace", "team", "--uid", "u-1")
+    assert result.returncode == 0, result.stderr
+    docs = list(yaml.safe_load_all(result.stdout))
+    spec = parse_spec(yaml.safe_load(path.read_text())["spec"])
+    d = desired(c.Context(spec, c.Owner("small", "team", "u-1")), plan(spec, "team", "small", None))
+    assert docs == [json.loads(json.dumps(o)) for o in d.objects]
+    listed = json.loads(cli("render", "manifests", "--from", str(path), "--json").stdout)
+    assert listed["kind"] == "List" and [o["kind"] for o in listed["items"]] == [
+        "ConfigMap", "ConfigMap", "Service", "StatefulSet", "Deployment"]
+    assert listed["items"][0]["metadata"]["namespace"] == "default"

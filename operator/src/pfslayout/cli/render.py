@@ -1,4 +1,4 @@
-"""`pfslayout render fs-conf|pvfs2tab` -- the configuration the operator would render, on stdout.
+"""`pfslayout render fs-conf|pvfs2tab|manifests` -- what the operator would render, on stdout.
 
 Both go through `pfslayout.manifests.config.fs_conf_for`, the function the operator uses, so for the
 same name, namespace and spec the output is byte-identical to the operator's ConfigMap.
@@ -16,7 +16,10 @@ import yaml
 
 from pfslayout.cli._output import print_json
 from pfslayout.errors import InputError
+from pfslayout.manifests.build import desired
+from pfslayout.manifests.common import Context, Owner
 from pfslayout.manifests.config import Address, Topology, fs_conf_for
+from pfslayout.manifests.reconcile import plan
 from pfslayout.manifests.spec import parse_spec
 from pfslayout.orangefs import naming
 from pfslayout.orangefs.fsconf import FsConf, render_fs_conf
@@ -148,6 +151,27 @@ def pvfs2tab(
         print_json({"pvfs2tab": text, "uri": conf.pvfs2tab_uri(), "mountPath": mount_path})
         return
     print(text, end="")
+
+
+@render_app.command("manifests")
+def manifests(
+    manifest: Annotated[str, typer.Option("--from", help="an OrangeFSCluster manifest")],
+    namespace: Annotated[Optional[str], typer.Option("--namespace", help="namespace (default: the manifest's, else 'default')")] = None,
+    uid: Annotated[str, typer.Option("--uid", help="owner UID written into ownerReferences")] = "00000000-0000-0000-0000-000000000000",
+    cluster_domain: Annotated[str, typer.Option("--cluster-domain", help="Kubernetes cluster domain")] = naming.DEFAULT_CLUSTER_DOMAIN,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON document (a v1 List)")] = False,
+) -> None:
+    """Print every object the operator would apply for a new OrangeFSCluster, as YAML (or a JSON List)."""
+    name, m_ns, raw = _from_manifest(manifest)
+    if not name:
+        raise InputError("--from", f"{manifest} has an OrangeFSCluster without metadata.name", "give it a name")
+    ns = namespace or m_ns or "default"
+    spec = parse_spec(raw)
+    want = desired(Context(spec, Owner(name, ns, uid), cluster_domain), plan(spec, ns, name, None))
+    if as_json:
+        print_json({"apiVersion": "v1", "kind": "List", "items": list(want.objects)})
+        return
+    print(yaml.safe_dump_all(list(want.objects), sort_keys=False), end="")
 
 
 def register(app: typer.Typer) -> None:
