@@ -25,7 +25,7 @@ venv=$(e2e/setup/python-env.sh)
 
 step "test cluster (build is cached under ~/.cache; up returns at once when it already runs)"
 e2e/cluster.sh build
-e2e/cluster.sh up
+e2e/cluster.sh up >/dev/null   # logs on stderr; stdout says started/already-running
 eval "$(e2e/cluster.sh env)"
 use_state_ports
 mode=$(cat "$STATE_DIR/mode" 2>/dev/null || echo local)
