@@ -138,6 +138,7 @@ typedef struct pfs_qentry {
     uint64_t byte_lo, byte_hi; /* absolute byte envelope, for dirty ranges and fcntl locks */
     void *data;           /* POSIX: the bytes; MPI: copy of the user buffer's memory span */
     size_t len;           /* bytes in data */
+    size_t cap;           /* bytes allocated for data (POSIX entries grow when writes are coalesced) */
     /* MPI replay: write_at(rep, etype_off, data - span_lb, count, dtype) */
     long long etype_off;
     int count;
@@ -164,10 +165,14 @@ typedef struct {
     int thread_started;
     /* counters */
     unsigned long applied_thread, applied_drain, drains; /* entries applied by the helper / by drains */
+    unsigned long coalesced;                             /* entries appended to the previous one */
 } pfs_syncq;
 
+#define PFS_COALESCE_MAX (1u << 20)
 int pfs_syncq_init(pfs_syncq *q, int nrep, pfs_apply_fn posix_apply, void *ctx, int start_thread);
-/* Takes ownership of e. Marks e->mask replicas dirty over the envelope. 0 or -1 (ENOMEM). */
+/* Takes ownership of e. Marks e->mask replicas dirty over the envelope. A POSIX entry that continues the
+ * last queued one (same replicas, starts where it ends, not yet picked up) is appended to it, up to
+ * PFS_COALESCE_MAX bytes, so sequential small writes cost one pwrite per replica per MiB. 0 or -1. */
 int pfs_syncq_push(pfs_syncq *q, pfs_qentry *e);
 /* Whether replica r may be stale for [lo, hi) (locks the queue). */
 int pfs_syncq_dirty(pfs_syncq *q, int r, uint64_t lo, uint64_t hi);

@@ -694,9 +694,9 @@ static void stats_append(const pfs_file *f)
         k += snprintf(buf + k, sizeof buf - (size_t)k,
                       "], \"p\": %ld, \"m\": %ld, \"n\": %ld, \"deferred_updates\": %lu, \"deferred_bytes\": %llu, "
                       "\"applied_by_thread\": %lu, \"applied_by_drain\": %lu, \"drains\": %lu, \"forced_drains\": %lu, "
-                      "\"sync_errors\": %lu}",
+                      "\"coalesced\": %lu, \"sync_errors\": %lu}",
                       f->router.p, f->router.m, f->router.n, f->deferred, (unsigned long long)f->deferred_bytes,
-                      f->q.applied_thread, f->q.applied_drain, f->q.drains, f->forced_drains, f->sync_errors);
+                      f->q.applied_thread, f->q.applied_drain, f->q.drains, f->forced_drains, f->q.coalesced, f->sync_errors);
     if (k >= (int)sizeof buf)
         return;
     char *ns = realloc(g_stats, g_stats_len + (size_t)k + 1);
@@ -717,11 +717,13 @@ int MPI_File_close(MPI_File *fh)
     if (f->hybrid) {
         pthread_mutex_lock(&f->mu);
         drain(f);
-        unsigned long applied_thread = f->q.applied_thread, applied_drain = f->q.applied_drain, drains = f->q.drains;
+        unsigned long applied_thread = f->q.applied_thread, applied_drain = f->q.applied_drain, drains = f->q.drains,
+                      coalesced = f->q.coalesced;
         pfs_syncq_destroy(&f->q);
         f->q.applied_thread = applied_thread;
         f->q.applied_drain = applied_drain;
         f->q.drains = drains;
+        f->q.coalesced = coalesced;
         f->q_ready = 0;
         for (int r = 0; r < f->nrep; r++) {
             if (f->fd[r] >= 0) {
@@ -888,7 +890,7 @@ static pfs_qentry *make_entry(pfs_file *f, const void *buf, int count, MPI_Datat
     e->byte_hi = hi;
     if (f->all_posix && f->view_contig) {
         e->kind = PFS_Q_POSIX;
-        e->len = (size_t)bytes;
+        e->len = e->cap = (size_t)bytes;
         e->data = malloc(bytes ? bytes : 1);
         if (!e->data)
             goto oom;

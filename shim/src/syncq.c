@@ -90,11 +90,46 @@ int pfs_syncq_init(pfs_syncq *q, int nrep, pfs_apply_fn posix_apply, void *ctx, 
     return 0;
 }
 
+/* with the lock held: append e to the tail entry if it simply continues it */
+static int coalesce(pfs_syncq *q, pfs_qentry *e)
+{
+    pfs_qentry *t = q->tail;
+    if (!t || t->kind != PFS_Q_POSIX || e->kind != PFS_Q_POSIX || t->mask != e->mask || t->byte_hi != e->byte_lo ||
+        t->len + e->len > PFS_COALESCE_MAX || e->len != e->byte_hi - e->byte_lo)
+        return 0;
+    size_t cap = t->cap > t->len ? t->cap : t->len;
+    if (cap == 0)
+        cap = 1;
+    if (t->len + e->len > cap) {
+        while (cap < t->len + e->len)
+            cap *= 2;
+        void *nd = realloc(t->data, cap);
+        if (!nd)
+            return 0;
+        t->data = nd;
+        t->cap = cap;
+    }
+    memcpy((char *)t->data + t->len, e->data, e->len);
+    t->len += e->len;
+    t->byte_hi = e->byte_hi;
+    return 1;
+}
+
 int pfs_syncq_push(pfs_syncq *q, pfs_qentry *e)
 {
     int rc = 0;
     e->next = NULL;
     pthread_mutex_lock(&q->mu);
+    if (coalesce(q, e)) {
+        for (int r = 0; r < q->nrep; r++)
+            if (((e->mask >> r) & 1u) && pfs_ranges_add(&q->dirty[r], e->byte_lo, e->byte_hi) != 0)
+                rc = -1;
+        q->bytes += e->len;
+        q->coalesced++;
+        pthread_mutex_unlock(&q->mu);
+        pfs_qentry_free(e);
+        return rc;
+    }
     for (int r = 0; r < q->nrep; r++)
         if ((e->mask >> r) & 1u) {
             if (pfs_ranges_add(&q->dirty[r], e->byte_lo, e->byte_hi) != 0)

@@ -71,7 +71,7 @@ def test_replica_set_is_transparent_and_identical(mpi: MpiBuild, tmp_path: Path,
         assert sum(r["writes"] for r in first["replicas"]) == 18
         assert sum(r["reads"] for r in first["replicas"]) == 14
         assert first["deferred_updates"] == 18 and first["sync_errors"] == 0
-        assert first["applied_by_thread"] + first["applied_by_drain"] == 18
+        assert first["applied_by_thread"] + first["applied_by_drain"] + first["coalesced"] == 18
         if not posix:
             assert first["applied_by_thread"] == 0
 

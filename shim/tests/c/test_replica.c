@@ -45,7 +45,7 @@ static void test_ranges(void)
 }
 
 /* a fake replica store: the queue applies entries into per-replica byte arrays */
-#define FSZ 4096
+#define FSZ (PFS_COALESCE_MAX + 4096)
 typedef struct {
     unsigned char file[3][FSZ];
     int order[64], norder;
@@ -130,6 +130,38 @@ static void test_queue(int with_thread)
     free(s);
 }
 
+static void test_coalesce(void)
+{
+    store *s = calloc(1, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+    pfs_syncq q;
+    CHECK(pfs_syncq_init(&q, 3, apply, s, 0) == 0, "init");
+    /* sequential 100-byte writes owed to replicas 1 and 2 become one entry */
+    for (int i = 0; i < 5; i++)
+        pfs_syncq_push(&q, entry((uint64_t)i * 100, 100, (unsigned char)('a' + i), 6, i, PFS_Q_POSIX));
+    CHECK(q.head == q.tail && q.head->len == 500 && q.head->byte_lo == 0 && q.head->byte_hi == 500,
+          "5 sequential writes coalesced into one entry");
+    CHECK(q.coalesced == 4 && q.pending[1] == 1 && q.bytes == 500, "counters after coalescing");
+    CHECK(pfs_syncq_dirty(&q, 2, 450, 460) && !pfs_syncq_dirty(&q, 2, 500, 600), "dirty covers the merged range");
+    pfs_syncq_push(&q, entry(500, 10, 'x', 2, 9, PFS_Q_POSIX));   /* other replicas: new entry */
+    pfs_syncq_push(&q, entry(700, 10, 'y', 2, 10, PFS_Q_POSIX));  /* gap: new entry */
+    pfs_syncq_push(&q, entry(710, 10, 'z', 2, 11, PFS_Q_MPI));    /* MPI kind: new entry */
+    CHECK(q.coalesced == 4 && q.pending[1] == 4 && q.pending[2] == 1, "no coalescing across mask, gap or kind");
+    /* growth past the first allocation, then the size cap starts a new entry */
+    pfs_syncq_push(&q, entry(720, 10, 'w', 2, 12, PFS_Q_POSIX));
+    pfs_syncq_push(&q, entry(730, PFS_COALESCE_MAX - 20, 'v', 2, 13, PFS_Q_POSIX));
+    CHECK(q.tail->len == PFS_COALESCE_MAX - 10 && q.coalesced == 5, "grown to just under the cap");
+    pfs_syncq_push(&q, entry(720 + PFS_COALESCE_MAX - 10, 20, 'u', 2, 14, PFS_Q_POSIX));
+    CHECK(q.coalesced == 5 && q.tail->len == 20, "the cap starts a new entry");
+    pfs_syncq_drain(&q, apply, s);
+    CHECK(memcmp(s->file[2], "aaaa", 4) == 0 && s->file[2][150] == 'b' && s->file[2][499] == 'e' &&
+              s->file[2][500] == 0, "merged data applied at the right offsets");
+    CHECK(s->file[1][505] == 'x' && s->file[1][705] == 'y' && s->file[1][725] == 'w' && s->file[1][2000] == 'v',
+          "the rest applied");
+    pfs_syncq_destroy(&q);
+    free(s);
+}
+
 static void test_route(void)
 {
     pfs_router r = {.variant = PFS_V_CORRECTED,
@@ -181,6 +213,7 @@ int main(void)
     test_ranges();
     test_queue(0);
     test_queue(1);
+    test_coalesce();
     test_route();
     return check_done("test_replica");
 }

@@ -18,6 +18,21 @@
         }                                                                                                      \
     } while (0)
 
+/* A failed (collective) open fails on every rank: leave through MPI_Finalize rather than MPI_Abort, so
+ * the launcher forwards all of stderr (MPICH's hydra may drop output of an aborted job). */
+#define OPEN_OR_EXIT(call)                                                                                     \
+    do {                                                                                                       \
+        int rc_ = (call);                                                                                      \
+        if (rc_ != MPI_SUCCESS) {                                                                              \
+            char msg_[MPI_MAX_ERROR_STRING];                                                                   \
+            int len_ = 0;                                                                                      \
+            MPI_Error_string(rc_, msg_, &len_);                                                                \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, msg_);                        \
+            MPI_Finalize();                                                                                    \
+            exit(4);                                                                                           \
+        }                                                                                                      \
+    } while (0)
+
 static inline uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 {
     const unsigned char *p = data;

@@ -28,7 +28,7 @@ int main(int argc, char **argv)
     const int K = 4; /* blocks per rank per phase */
     unsigned char *buf = malloc((size_t)B * K), *rd = malloc((size_t)B * K);
     MPI_File fh;
-    OK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    OPEN_OR_EXIT(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
     const MPI_Offset region = (MPI_Offset)B * K * np; /* each phase writes one region */
     MPI_Status st;
     MPI_Request rq[8];

@@ -26,7 +26,7 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s", argv[1]);
     /* shared file: blocks interleaved by rank; file per process: the same offsets in one's own file */
     const int stride = fpp ? 1 : np, me = fpp ? 0 : rank, other = fpp ? 0 : (rank + 1) % np;
-    OK(MPI_File_open(fpp ? MPI_COMM_SELF : MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    OPEN_OR_EXIT(MPI_File_open(fpp ? MPI_COMM_SELF : MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
     for (int k = 0; k < N; k++) {
         fill(buf, (size_t)S, rank, k);
         OK(MPI_File_write_at(fh, ((MPI_Offset)k * stride + me) * S, buf, S, MPI_BYTE, MPI_STATUS_IGNORE));
