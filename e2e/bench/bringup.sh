@@ -28,7 +28,8 @@ free_base() {
   done
   return 1
 }
-export PFSLAYOUT_E2E_STATE=$work/state PFSLAYOUT_E2E_PORT_BASE=$(free_base) PFSLAYOUT_E2E_MODE=local
+base=$(free_base)
+export PFSLAYOUT_E2E_STATE=$work/state PFSLAYOUT_E2E_PORT_BASE=$base PFSLAYOUT_E2E_MODE=local
 
 timed() { # command...: prints "$label  seconds"
   local t0 ms

@@ -33,11 +33,11 @@ build_helm() {
   minor=$(k8s_minor "$client_go")
   # The same stamps Helm's Makefile sets: its version, and the Kubernetes version `helm template` and
   # `helm lint` assume when no cluster is asked (.Capabilities.KubeVersion).
-  local ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION
-    -X helm.sh/helm/v3/internal/version.gitTreeState=clean
-    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor
-    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
-  GOBIN="$tmp/bin" go install -trimpath -ldflags "$(echo $ld)" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  local ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  ld+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  ld+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor"
+  ld+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
+  GOBIN="$tmp/bin" go install -trimpath -ldflags "$ld" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   "$tmp/bin/helm" version --short >&2
   commit "$HELM_DIR"
 }

@@ -58,8 +58,8 @@ up() {
   kubectl apply --server-side -k "$mpiop/manifests/overlays/standalone"
   kubectl -n mpi-operator rollout status deployment/mpi-operator --timeout=300s
   kubectl wait --for=condition=Ready node --all --timeout=300s
-  local i
-  for i in $(seq 1 120); do
+  local _
+  for _ in $(seq 1 120); do
     kubectl -n default get serviceaccount default >/dev/null 2>&1 && break
     sleep 1
   done
@@ -86,6 +86,7 @@ env_lines() {
   printf 'export HELM=%q\n' "$HELM"
   printf 'export HELM_CACHE_HOME=%q HELM_CONFIG_HOME=%q HELM_DATA_HOME=%q\n' \
     "$STATE_DIR/helm/cache" "$STATE_DIR/helm/config" "$STATE_DIR/helm/data"
+  # shellcheck disable=SC2016  # $PATH is expanded by whoever evaluates these lines
   printf 'export PATH=%q:"$PATH"\n' "$K8S_DIR/bin:$HELM_DIR/bin:$KIND_DIR/bin"
 }
 

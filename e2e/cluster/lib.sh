@@ -1,6 +1,6 @@
 # Shared settings of the e2e/cluster scripts: sourced, never run.
 # Paths derive from this file's location and $HOME; nothing machine-specific is hard-coded.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # the variables are for the scripts that source this file
 
 CLUSTER_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$CLUSTER_LIB_DIR/../.." && pwd)

@@ -176,12 +176,12 @@ nodes_ready() {
 stop_group() {
   local c pid deadline=$((SECONDS + 15)) pending
   for c in "$@"; do
-    pid=$(pid_of "$c") && kill -TERM "$pid" 2>/dev/null || true
+    if pid=$(pid_of "$c"); then kill -TERM "$pid" 2>/dev/null || true; fi
   done
   while :; do
     pending=0
     for c in "$@"; do pid_of "$c" >/dev/null && pending=1; done
-    [ $pending -eq 1 ] && [ $SECONDS -lt $deadline ] || break
+    if [ $pending -eq 0 ] || [ $SECONDS -ge $deadline ]; then break; fi
     sleep 0.1
   done
   for c in "$@"; do
@@ -236,6 +236,7 @@ env_lines() {
   printf 'export HELM=%q\n' "$HELM"
   printf 'export HELM_CACHE_HOME=%q HELM_CONFIG_HOME=%q HELM_DATA_HOME=%q\n' \
     "$STATE_DIR/helm/cache" "$STATE_DIR/helm/config" "$STATE_DIR/helm/data"
+  # shellcheck disable=SC2016  # $PATH is expanded by whoever evaluates these lines
   printf 'export PATH=%q:"$PATH"\n' "$path_prefix"
 }
 
