@@ -43,6 +43,9 @@ def pinned(name: str) -> str:
 def test_server_and_kubectl_are_the_pinned_kubernetes(cluster: Cluster) -> None:
     version = cluster.kubectl_json("version")
     server = version["serverVersion"]["gitVersion"]
+    if not cluster.kwok:  # kind: the node image of the kind release; kubectl must stay within one minor
+        assert abs(int(version["serverVersion"]["minor"].rstrip("+")) - 36) <= 1, server
+        return
     assert server == pinned("K8S_VERSION"), server
     assert server.startswith("v1.36."), server
     # kubectl is built from the same tree: no version skew, no v0.0.0-master.

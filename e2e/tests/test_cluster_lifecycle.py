@@ -89,3 +89,36 @@ def test_up_is_idempotent_and_down_leaves_nothing(cluster: object, tmp_path: Pat
     assert not [name for name, pid in pids.items() if _alive(pid)]
     assert not list((state / "pids").glob("*.pid"))
     assert sh("status", timeout=60).returncode == 3
+
+
+def _sh(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(CLUSTER_SH), *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_up_refuses_a_taken_port_and_starts_nothing(cluster: object, tmp_path: Path) -> None:
+    base = _free_port_base()
+    state = tmp_path / "state"
+    env = dict(os.environ, PFSLAYOUT_E2E_STATE=str(state), PFSLAYOUT_E2E_PORT_BASE=str(base),
+               PFSLAYOUT_E2E_MODE="local")
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", base + 3))  # the API server's port
+        squatter.listen()
+        proc = _sh(env, "up")
+    assert proc.returncode != 0
+    message = proc.stderr.strip().splitlines()[-1]
+    assert f"127.0.0.1:{base + 3} is in use" in message and "PFSLAYOUT_E2E_PORT_BASE" in message, proc.stderr
+    assert not list(state.glob("pids/*.pid"))
+
+
+@pytest.mark.parametrize(("args", "env_extra", "expected"), [
+    (("frobnicate",), {}, "usage: e2e/cluster.sh build|up|down|env|status"),
+    (("status",), {"PFSLAYOUT_E2E_MODE": "docker"}, "PFSLAYOUT_E2E_MODE must be local or kind, not 'docker'"),
+    (("build", "kubelet"), {"PFSLAYOUT_E2E_MODE": "local"}, "unknown component 'kubelet'"),
+])
+def test_bad_arguments_fail_with_one_clear_line(tmp_path: Path, args: tuple[str, ...],
+                                                env_extra: dict[str, str], expected: str) -> None:
+    env = dict(os.environ, PFSLAYOUT_E2E_STATE=str(tmp_path / "state"), **env_extra)
+    proc = _sh(env, *args)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"cluster: error: {expected}"), proc.stderr
