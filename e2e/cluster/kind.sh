@@ -30,13 +30,19 @@ running() { "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME"; }
 up() {
   build
   mkdir -p "$STATE_DIR/helm"/{cache,config,data}
+  if running && [ -f "$STATE_DIR/kind.complete" ]; then
+    "$KIND" get kubeconfig --name "$CLUSTER_NAME" > "$KUBECONFIG_PATH"
+    log "already running (kind cluster $CLUSTER_NAME)"
+    echo already-running
+    return 0
+  fi
   local result=already-running
   if ! running; then
     result=started
     local image_args=()
     [ -n "$KIND_NODE_IMAGE" ] && image_args=(--image "$KIND_NODE_IMAGE")
     timeout 600 "$KIND" create cluster --name "$CLUSTER_NAME" --config "$REPO_ROOT/e2e/kind/config.yaml" \
-      "${image_args[@]}" --kubeconfig "$KUBECONFIG_PATH" --wait 300s
+      "${image_args[@]}" --kubeconfig "$KUBECONFIG_PATH" --wait 300s >&2
   fi
   "$KIND" get kubeconfig --name "$CLUSTER_NAME" > "$KUBECONFIG_PATH"
 
@@ -49,20 +55,21 @@ up() {
     built="$built$name "
     log "building image pfslayout/$name:$IMAGE_TAG"
     DOCKER_BUILDKIT=1 timeout 3600 docker build --build-arg "ORANGEFS_IMAGE=pfslayout/orangefs:$IMAGE_TAG" \
-      -t "pfslayout/$name:$IMAGE_TAG" -f "$dockerfile" "$REPO_ROOT"
-    timeout 600 "$KIND" load docker-image --name "$CLUSTER_NAME" "pfslayout/$name:$IMAGE_TAG"
+      -t "pfslayout/$name:$IMAGE_TAG" -f "$dockerfile" "$REPO_ROOT" >&2
+    timeout 600 "$KIND" load docker-image --name "$CLUSTER_NAME" "pfslayout/$name:$IMAGE_TAG" >&2
   done
 
   local mpiop
   mpiop=$(go mod download -json "github.com/kubeflow/mpi-operator@$MPI_OPERATOR_VERSION" | jq -r .Dir)
-  kubectl apply --server-side -k "$mpiop/manifests/overlays/standalone"
-  kubectl -n mpi-operator rollout status deployment/mpi-operator --timeout=300s
-  kubectl wait --for=condition=Ready node --all --timeout=300s
+  kubectl apply --server-side -k "$mpiop/manifests/overlays/standalone" >&2
+  kubectl -n mpi-operator rollout status deployment/mpi-operator --timeout=300s >&2
+  kubectl wait --for=condition=Ready node --all --timeout=300s >&2
   local _
   for _ in $(seq 1 120); do
     kubectl -n default get serviceaccount default >/dev/null 2>&1 && break
     sleep 1
   done
+  touch "$STATE_DIR/kind.complete"
   log "kind cluster $CLUSTER_NAME up (KUBECONFIG=$KUBECONFIG_PATH)"
   echo "$result"
 }
@@ -70,7 +77,7 @@ up() {
 down() {
   if running; then timeout 300 "$KIND" delete cluster --name "$CLUSTER_NAME"; fi
   running && die "kind cluster $CLUSTER_NAME still exists after delete"
-  rm -f "$STATE_DIR/mode"
+  rm -f "$STATE_DIR/mode" "$STATE_DIR/kind.complete"
   log "down: kind cluster $CLUSTER_NAME deleted"
 }
 
