@@ -288,8 +288,20 @@ def test_pvc_claims_follow_reclaim_policy(cluster, operator: Operator, namespace
     if policy == "Retain":
         time.sleep(3)  # give the garbage collector the chance to get it wrong
         assert all_claims(), "Retain must keep the claims"
-        for c in cluster.kubectl_json("get", "pvc", "-n", ns)["items"]:
+        kept = cluster.kubectl_json("get", "pvc", "-n", ns)["items"]
+        for c in kept:
             assert not c["metadata"].get("deletionTimestamp"), c["metadata"]
+        # The same name again re-attaches the kept claims (same FS ID, storage kept by the init step).
+        cluster.apply(manifest, namespace=ns)
+        again = cluster.wait_until(lambda: (get_ofs(cluster, ns, name).get("status") or {}).get("fsId"),
+                                   "the re-created cluster's status", timeout=60)
+        assert again == obj["status"]["fsId"]
+        cluster.wait_until(lambda: cluster.kubectl("get", "statefulset", f"{name}-server", "-n", ns,
+                                                   check=False).returncode == 0, "the StatefulSet again", timeout=60)
+        time.sleep(2)
+        after = {c["metadata"]["name"]: c["metadata"]["uid"] for c in cluster.kubectl_json("get", "pvc", "-n", ns)["items"]}
+        assert after == {c["metadata"]["name"]: c["metadata"]["uid"] for c in kept}
+        cluster.kubectl("delete", OFS, name, "-n", ns, "--timeout=60s", timeout=90)
     else:
         def gone_or_going() -> bool:
             got = cluster.kubectl_json("get", "pvc", "-n", ns)["items"]
