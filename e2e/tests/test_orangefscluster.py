@@ -48,18 +48,49 @@ def http_get(url: str) -> tuple[int, str]:
 
 @dataclass
 class Operator:
-    proc: subprocess.Popen[bytes]
-    log: Path
+    """The operator under test: a local process (local control plane), or the chart's Deployment (kind,
+    reached through the API server's service proxy). `proc` is None in-cluster."""
+
+    proc: subprocess.Popen[bytes] | None
+    log: Path | None
     health_url: str
     metrics_url: str
     kubeconfig: Path
+    cluster: Any = None
 
     def log_tail(self, n: int = 60) -> str:
+        if self.log is None:
+            return self.cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", f"--tail={n}",
+                                        check=False).stdout
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+    def alive(self) -> bool:
+        return self.proc is None or self.proc.poll() is None
+
+    def get(self, url: str) -> tuple[int, str]:
+        if self.proc is not None:
+            return http_get(url)
+        out = self.cluster.kubectl("get", "--raw", url, check=False)
+        return (200 if out.returncode == 0 else 0), out.stdout or out.stderr
+
+
+def in_cluster_mode(cluster) -> bool:  # noqa: ANN001
+    mode = cluster.state_dir / "mode"
+    return os.environ.get("PFSLAYOUT_E2E_MODE") == "kind" or (mode.exists() and mode.read_text().strip() == "kind")
 
 
 @pytest.fixture(scope="module")
 def operator(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:  # noqa: ANN001
+    kubeconfig = None
+    if in_cluster_mode(cluster):
+        # kind: the chart's Deployment runs the operator image built from images/ (e2e/cluster.sh).
+        cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+                     "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
+                     "--wait", "--timeout", "300s", timeout=360)
+        proxy = f"/api/v1/namespaces/{RELEASE_NS}/services/{RELEASE}"
+        yield Operator(None, None, f"{proxy}:health/proxy/healthz", f"{proxy}:metrics/proxy/metrics",
+                       cluster.service_account_kubeconfig(RELEASE_NS, RELEASE), cluster)
+        return
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
                  "--wait", "--timeout", "180s", timeout=240)
     kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
@@ -72,7 +103,8 @@ def operator(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Oper
             [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces",
              f"--liveness=http://127.0.0.1:{health}/healthz", "-m", "pfslayout.operator"],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log.parent, start_new_session=True)
-    op = Operator(proc, log, f"http://127.0.0.1:{health}/healthz", f"http://127.0.0.1:{metrics}/metrics", kubeconfig)
+    op = Operator(proc, log, f"http://127.0.0.1:{health}/healthz", f"http://127.0.0.1:{metrics}/metrics", kubeconfig,
+                  cluster)
     try:
         cluster.wait_until(lambda: proc.poll() is None and http_get(op.health_url)[0] == 200,
                            "the operator's liveness endpoint", timeout=60, interval=0.5)
@@ -97,7 +129,7 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
 
 def wait_ready(cluster, op: Operator, ns: str, name: str, servers: int) -> dict[str, Any]:  # noqa: ANN001
     def probe() -> dict[str, Any] | None:
-        assert op.proc.poll() is None, f"operator exited {op.proc.returncode}:\n{op.log_tail()}"
+        assert op.alive(), f"operator exited:\n{op.log_tail()}"
         obj = get_ofs(cluster, ns, name)
         st = obj.get("status") or {}
         ready = condition(obj, "Ready")
@@ -155,7 +187,7 @@ def test_operator_identity_is_the_limited_service_account(cluster, operator: Ope
     assert "token" in cfg["users"][0]["user"] and "client-certificate-data" not in cfg["users"][0]["user"]
     denied = cluster.kubectl("get", "secrets", "-n", RELEASE_NS, kubeconfig=operator.kubeconfig, check=False)
     assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
-    status, body = http_get(operator.health_url)
+    status, body = operator.get(operator.health_url)
     assert status == 200 and "reconciles" in body
 
 
@@ -245,7 +277,7 @@ def test_small_cluster_lifecycle(cluster, operator: Operator, namespace: str) ->
     wait_ready(cluster, operator, ns, name, 2)
 
     # --- metrics count what happened
-    status, text = http_get(operator.metrics_url)
+    status, text = operator.get(operator.metrics_url)
     assert status == 200
     assert metric(text, "pfslayout_reconcile_total", kind="OrangeFSCluster", handler="create", result="success") >= 1
     assert metric(text, "pfslayout_reconcile_total", kind="OrangeFSCluster", handler="update", result="success") >= 3
