@@ -108,3 +108,27 @@ def test_metrics_endpoint_serves_the_counters() -> None:
 def test_bad_metrics_address_names_the_variable(addr: str) -> None:
     with pytest.raises(InputError, match="PFSLAYOUT_METRICS_ADDR"):
         metrics.parse_addr(addr)
+
+
+def test_events_for_every_state_change_and_only_then() -> None:
+    from pfslayout.operator.clusters import _post_transitions
+
+    def cond(type_: str, status: str, reason: str, message: str = "m") -> dict[str, str]:
+        return {"type": type_, "status": status, "reason": reason, "message": message}
+
+    posted: list[tuple[str, str]] = []
+
+    def post(body: dict, type_: str, reason: str, message: str) -> None:
+        posted.append((type_, reason))
+
+    provisioning = {"phase": "Provisioning", "conditions": [cond("Ready", "False", "Provisioning"),
+                                                          cond("SpecApplied", "True", "Applied")]}
+    _post_transitions(post, {}, {}, provisioning)
+    assert posted == [("Normal", "PhaseProvisioning"), ("Normal", "Provisioning"), ("Normal", "Applied")]
+    posted.clear()
+    _post_transitions(post, {}, provisioning, provisioning)
+    assert posted == []
+    refused = {"phase": "Degraded", "conditions": [cond("Ready", "False", "ScaleDownRefused", "why"),
+                                                   cond("SpecApplied", "False", "ScaleDownRefused", "why")]}
+    _post_transitions(post, {}, provisioning, refused)
+    assert posted == [("Warning", "PhaseDegraded"), ("Warning", "ScaleDownRefused")]

@@ -91,9 +91,13 @@ def _post_transitions(post: Post, body: dict[str, Any], old: dict[str, Any], new
              f"{new.get('readyServers', 0)}/{new.get('servers', 0)} servers Ready")
     before = {x["type"]: x for x in old.get("conditions") or []}
     troubled = new.get("phase") in ("Degraded", "Failed")
+    posted: set[tuple[str, str]] = set()
     for cond in new.get("conditions") or []:
         prev = before.get(cond["type"])
+        if (cond["reason"], cond["message"]) in posted:
+            continue  # e.g. Ready and SpecApplied both saying ScaleDownRefused: one Event is enough
         if prev is None or prev.get("status") != cond["status"] or prev.get("reason") != cond["reason"]:
+            posted.add((cond["reason"], cond["message"]))
             bad = cond["status"] != "True" and (troubled or cond["reason"] in _WARNING_REASONS)
             post(body, "Warning" if bad else "Normal", cond["reason"],
                  f"{cond['type']}={cond['status']}: {cond['message']}")
