@@ -230,6 +230,8 @@ def test_pods_annotated_to_fail_fail(cluster: Cluster, namespace: str) -> None:
         in ("Failed", "Succeeded") and p, "pod bad to finish")
     assert pod["status"]["phase"] == "Failed"
     assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 1
+    conditions = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+    assert conditions["Ready"] == "False"  # a finished pod is not Ready, as under a kubelet
 
 
 def test_service_account_kubeconfig_has_only_its_rbac(cluster: Cluster, namespace: str) -> None:
