@@ -567,9 +567,9 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const pfs_rule *rule
             PMPI_Info_free(&ri);
         if (rc != MPI_SUCCESS)
             goto fail;
-        if (f->writable && rep_posix(f, r))
+        if (f->writable && f->nrep > 1 && rep_posix(f, r))
             f->fd[r] = open(rep_posix(f, r), O_WRONLY);
-        if (f->writable && f->fd[r] < 0)
+        if (f->writable && f->nrep > 1 && f->fd[r] < 0)
             f->all_posix = 0;
     }
     /* model inputs: p = processes sharing the file, m = of those, the ones on this node */
@@ -580,8 +580,8 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const pfs_rule *rule
         p = g_world_size; /* file per process (opened on a one-rank communicator): every rank is doing it */
     if (g_cfg.ranks_per_node > 0) {
         m = (int)g_cfg.ranks_per_node;
-    } else if (per_process) {
-        m = g_node_size;
+    } else if (per_process || p == g_world_size) {
+        m = g_node_size; /* known since MPI_Init: spare the open one collective */
     } else {
         MPI_Comm node;
         if (PMPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
@@ -726,10 +726,8 @@ int MPI_File_close(MPI_File *fh)
         f->q.coalesced = coalesced;
         f->q_ready = 0;
         for (int r = 0; r < f->nrep; r++) {
-            if (f->fd[r] >= 0) {
-                fsync(f->fd[r]);
-                close(f->fd[r]);
-            }
+            if (f->fd[r] >= 0)
+                close(f->fd[r]); /* durability is MPI_File_sync's job, as without the shim */
             int rr = PMPI_File_close(&f->rep[r]);
             if (rr != MPI_SUCCESS)
                 rc = rr;
