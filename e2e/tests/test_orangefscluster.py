@@ -75,8 +75,7 @@ class Operator:
 
 
 def in_cluster_mode(cluster) -> bool:  # noqa: ANN001
-    mode = cluster.state_dir / "mode"
-    return os.environ.get("PFSLAYOUT_E2E_MODE") == "kind" or (mode.exists() and mode.read_text().strip() == "kind")
+    return getattr(cluster, "mode", "local") == "kind"
 
 
 @pytest.fixture(scope="module")
