@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Bring-up timings of the local test cluster, measured in one run and printed (not asserted anywhere).
 #   e2e/bench/bringup.sh          warm: `build` with everything cached, `up` from nothing, `up` again, `down`
+#   e2e/bench/bringup.sh --relink the same, but `build` first rebuilds every binary into an empty
+#                                 temporary cache while reusing the Go module and build caches
 #   e2e/bench/bringup.sh --cold   the same, but `build` first runs against an empty temporary cache
-#                                 (downloads every module and compiles everything: ~6+ min on 2 cores,
-#                                 ~4 GiB of temporary disk, removed afterwards)
+#                                 (downloads every module and compiles everything: ~14 min on 2 cores,
+#                                 ~7 GiB of temporary disk, removed afterwards)
 # Uses its own state directory and ports, so a running shared cluster is not disturbed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-cold=0
-[ "${1:-}" = --cold ] && cold=1
+mode=${1:-warm}
+case $mode in warm|--cold|--relink) ;; *) echo "usage: bringup.sh [--cold|--relink]" >&2; exit 2 ;; esac
 
 work=$(mktemp -d)
 cleanup() {
@@ -40,8 +42,14 @@ timed() { # command...: prints "$label  seconds"
 }
 
 echo "local test cluster bring-up ($(nproc) cores, $(date -u +%FT%TZ))"
-if [ $cold -eq 1 ]; then
+if [ "$mode" = --cold ]; then
   label="build, cold (empty module + build cache)"
+  PFSLAYOUT_CACHE=$work/cache timed "$here/cluster.sh" build
+  export PFSLAYOUT_CACHE=$work/cache
+elif [ "$mode" = --relink ]; then
+  go_cache=${PFSLAYOUT_CACHE:-$HOME/.cache/pfs-layout-operator}/go
+  export PFSLAYOUT_GOCACHE=${PFSLAYOUT_GOCACHE:-$go_cache/build} PFSLAYOUT_GOMODCACHE=${PFSLAYOUT_GOMODCACHE:-$go_cache/mod}
+  label="build, binaries only (Go caches warm)"
   PFSLAYOUT_CACHE=$work/cache timed "$here/cluster.sh" build
   export PFSLAYOUT_CACHE=$work/cache
 fi
