@@ -21,10 +21,10 @@ pytestmark = pytest.mark.orangefs
 MOUNT = "/mnt/pfslayout-lb"
 
 
-def render(servers: ServerGroup, ports: list[int]) -> dict:
+def render(servers: ServerGroup, ports: list[int], *extra: str) -> dict:
     """Render fs.conf and pvfs2tab through the CLI, exactly as a user would."""
     args = ["--name", "lb", "--namespace", "tests", "--servers", str(len(ports)),
-            "--storage-root", str(servers.work.path / "storage"), "--mount-path", MOUNT]
+            "--storage-root", str(servers.work.path / "storage"), "--mount-path", MOUNT, *extra]
     for p in ports:
         args += ["--address", f"127.0.0.1:{p}"]
     doc = json.loads(run_cli("render", "fs-conf", *args, "--json"))
@@ -114,3 +114,30 @@ def test_restart_keeps_storage_and_scale_up_keeps_data(orangefs: OrangeFS, serve
     assert hashlib.sha256(back.read_bytes()).digest() == hashlib.sha256(blob.read_bytes()).digest()
     assert tool(orangefs, servers, "pvfs2-cp", str(blob), f"{MOUNT}/after").returncode == 0
     assert datafiles(orangefs, servers, f"{MOUNT}/after") == 4
+
+
+def test_more_metadata_servers_on_existing_storage(orangefs: OrangeFS, servers: ServerGroup) -> None:
+    """metadataCount 1 -> 3 adds meta ranges to servers that so far held only data: applied live by the
+    operator, so it must leave existing files readable and let the new metadata servers serve."""
+    ports = free_ports(3)
+    doc = render(servers, ports, "--metadata-servers", "1")
+    assert parse_fs_conf(doc["fsConf"]).filesystem["FileStuffing"] == "no"
+    init_and_start(servers, doc, ports)
+    blob = servers.work.path / "blob"
+    blob.write_bytes(os.urandom(1024 * 1024 + 7))
+    assert tool(orangefs, servers, "pvfs2-cp", str(blob), f"{MOUNT}/before").returncode == 0
+    servers.stop_all()
+    doc = render(servers, ports, "--metadata-servers", "3")
+    assert len(parse_fs_conf(doc["fsConf"]).meta_ranges) == 3
+    init_and_start(servers, doc, ports)
+    ping(orangefs, servers, doc["fsId"])
+    back = servers.work.path / "back"
+    assert tool(orangefs, servers, "pvfs2-cp", f"{MOUNT}/before", str(back)).returncode == 0
+    assert back.read_bytes() == blob.read_bytes()
+    # New files get their metadata on any of the three servers now: create a few and look.
+    meta_servers = set()
+    for i in range(9):
+        assert tool(orangefs, servers, "pvfs2-cp", str(blob), f"{MOUNT}/after{i}").returncode == 0
+        out = tool(orangefs, servers, "pvfs2-viewdist", "-f", f"{MOUNT}/after{i}").stdout
+        meta_servers |= {x.split(":", 1)[1].strip() for x in out.splitlines() if x.startswith("Metadataserver")}
+    assert len(meta_servers) > 1, meta_servers
