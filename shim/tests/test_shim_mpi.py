@@ -133,7 +133,7 @@ def test_hints_at_create_merge_with_user_hints(mpi: MpiBuild, tmp_path: Path) ->
 
 
 @functools.lru_cache(maxsize=None)
-def expected_replica(np: int, size: int, servers: int) -> int:
+def expected_replica(np: int, size: int, servers: int, variant: str = "corrected") -> int:
     """Argmin over the replicas' layouts of the Python cost model (pfslayout cost), p = np, m = 1.
     Cached: both MPI flavours ask the same question, and each CLI start costs a second."""
     params_file = Path(tempfile.mkdtemp(prefix="pfsshim-params-")) / "params.json"
@@ -141,7 +141,8 @@ def expected_replica(np: int, size: int, servers: int) -> int:
     costs = []
     for _, spec in LAYOUTS:
         cmd = pfslayout_cmd() + ["cost", "--layout", spec["layout"], "--p", str(np), "--n", str(servers),
-                                 "--m", "1", "--s", str(size), "--params", str(params_file), "--json"]
+                                 "--m", "1", "--s", str(size), "--params", str(params_file), "--variant", variant,
+                                 "--json"]
         if spec["layout"] == "2-D":
             cmd += ["--g", str(spec["g"])]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
@@ -149,15 +150,20 @@ def expected_replica(np: int, size: int, servers: int) -> int:
     return min(range(len(costs)), key=lambda i: (costs[i], i))
 
 
-@pytest.mark.parametrize("np,pattern", [(1, "shared"), (2, "shared"), (4, "shared"), (4, "fpp")])
-def test_routing_follows_the_cost_model(mpi: MpiBuild, tmp_path: Path, np: int, pattern: str) -> None:
+@pytest.mark.parametrize("np,pattern,variant", [(1, "shared", "corrected"), (2, "shared", "corrected"),
+                                                (4, "shared", "corrected"), (4, "fpp", "corrected"),
+                                                (2, "shared", "printed")])
+def test_routing_follows_the_cost_model(mpi: MpiBuild, tmp_path: Path, np: int, pattern: str, variant: str) -> None:
     """Small requests go where the Python model says small requests are cheapest, large ones where
     large ones are; the shim's counters show every read and write on that replica. For file per process
-    (each rank opens its own file on MPI_COMM_SELF) the model's p is still the job size."""
+    (each rank opens its own file on MPI_COMM_SELF) the model's p is still the job size. The printed
+    variant (selected in the config) picks another replica for 1 MiB at p = 2 than the corrected one."""
     servers = 8
     sizes = [4096, MIB]
-    want = {s: expected_replica(np, s, servers) for s in sizes}
+    want = {s: expected_replica(np, s, servers, variant) for s in sizes}
     assert want[4096] != want[MIB], f"test setup: the model should prefer different replicas, got {want}"
+    if variant == "printed":
+        assert want[MIB] != expected_replica(np, MIB, servers, "corrected"), "test setup: variants should differ"
     extra = ["fpp"] if pattern == "fpp" else []
     names = [f"f.dat.{r}" for r in range(np)] if pattern == "fpp" else ["f.dat"]
     for size in sizes:
@@ -167,7 +173,7 @@ def test_routing_follows_the_cost_model(mpi: MpiBuild, tmp_path: Path, np: int, 
         ref_out = mpi.run(np, [mpi.program("mpiio_route"), case / "plain" / "f.dat", str(size), "4", *extra]).stdout
         logical = case / "hyb"
         cfg = write_config(case / "cfg.json", [hybrid_rule(case, logical)], params=PARAMS, servers=servers,
-                           ranks_per_node=1, stats={"dir": str(case / "stats")})
+                           ranks_per_node=1, stats={"dir": str(case / "stats")}, variant=variant)
         proc = mpi.run(np, [mpi.program("mpiio_route"), logical / "f.dat", str(size), "4", *extra],
                        mpi.shim_env(cfg))
         assert proc.stdout == ref_out
