@@ -141,3 +141,24 @@ def test_more_metadata_servers_on_existing_storage(orangefs: OrangeFS, servers: 
         out = tool(orangefs, servers, "pvfs2-viewdist", "-f", f"{MOUNT}/after{i}").stdout
         meta_servers |= {x.split(":", 1)[1].strip() for x in out.splitlines() if x.startswith("Metadataserver")}
     assert len(meta_servers) > 1, meta_servers
+
+
+def test_new_default_distribution_applies_to_new_files_only(orangefs: OrangeFS, servers: ServerGroup) -> None:
+    """A spec.distribution change rolls the servers with a new fs.conf: old files keep their layout."""
+    ports = free_ports(2)
+    init_and_start(servers, render(servers, ports), ports)
+    blob = servers.work.path / "blob"
+    blob.write_bytes(os.urandom(2 * 1024 * 1024))
+    assert tool(orangefs, servers, "pvfs2-cp", str(blob), f"{MOUNT}/old").returncode == 0
+    servers.stop_all()
+    init_and_start(servers, render(servers, ports, "--strip-size", "1048576"), ports)
+
+    def strip(path: str) -> str:
+        out = tool(orangefs, servers, "pvfs2-viewdist", "-f", path).stdout
+        return next(x for x in out.splitlines() if x.startswith("strip_size"))
+    assert tool(orangefs, servers, "pvfs2-cp", str(blob), f"{MOUNT}/new").returncode == 0
+    assert strip(f"{MOUNT}/old") == "strip_size:65536"
+    assert strip(f"{MOUNT}/new") == "strip_size:1048576"
+    back = servers.work.path / "back"
+    assert tool(orangefs, servers, "pvfs2-cp", f"{MOUNT}/old", str(back)).returncode == 0
+    assert back.read_bytes() == blob.read_bytes()
