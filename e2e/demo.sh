@@ -48,7 +48,7 @@ if [ "$mode" = local ]; then
         -o jsonpath='{.items[0].spec.template.spec.serviceAccountName}')
   [ -n "$sa" ] || fail "the chart's Deployment names no ServiceAccount"
   pidfile=$STATE_DIR/pids/operator.pid
-  if [ -f "$pidfile" ] && read -r pid start < "$pidfile" && [ "$(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null)" = "$start" ]; then
+  if [ -f "$pidfile" ] && read -r pid start < "$pidfile" && [ "$(awk '$3 != "Z" {print $22}' "/proc/$pid/stat" 2>/dev/null)" = "$start" ]; then
     step "operator already running (pid $pid)"
   else
     step "operator as a local process with ServiceAccount $OPERATOR_NAMESPACE/$sa"

@@ -19,7 +19,8 @@ kubectl() { "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=20s "$@
 
 # A PID file holds "<pid> <start time in clock ticks>": the start time tells our process from an
 # unrelated one that later got the same PID, so `down` never signals a stranger.
-proc_start() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null; }
+# A zombie (exited, not yet reaped by its new parent) counts as gone.
+proc_start() { awk '$3 != "Z" {print $22}' "/proc/$1/stat" 2>/dev/null; }
 pid_of() { # prints the pid when the component's recorded process is still alive
   local f=$PIDS/$1.pid pid start
   [ -f "$f" ] || return 1

@@ -165,9 +165,10 @@ def _state_dir() -> Path:
 
 def _proc_start(pid: int) -> str | None:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (FileNotFoundError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
         return None
+    return None if fields[0] == "Z" else fields[19]  # a zombie has exited
 
 
 @contextmanager

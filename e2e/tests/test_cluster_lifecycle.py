@@ -72,6 +72,7 @@ def test_up_is_idempotent_and_down_leaves_nothing(cluster: object, tmp_path: Pat
 
         status = sh("status", timeout=60)
         assert status.returncode == 0 and "ready" in status.stdout, status.stdout
+        assert again.stdout.strip() == "already-running" and up.stdout.strip().endswith("started")
         exports = sh("env", timeout=60).stdout
         assert f"export KUBECONFIG={state}/kubeconfig" in exports
         for var in ("KUBECTL=", "HELM=", "HELM_CACHE_HOME=", "PATH="):
@@ -83,6 +84,19 @@ def test_up_is_idempotent_and_down_leaves_nothing(cluster: object, tmp_path: Pat
         for line in ours:
             local = line.split()[3]
             assert local.startswith(("127.0.0.1:", "[::1]:", "[::ffff:127.0.0.1]:")), line
+
+        # A half-alive cluster (one process died) is not reported as running, and `up` replaces it
+        # whole: the survivors are stopped, everything starts afresh.
+        os.kill(pids["kwok"], 9)
+        deadline = time.monotonic() + 10
+        while _alive(pids["kwok"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sh("status", timeout=60).returncode == 3
+        redo = sh("up")
+        assert redo.returncode == 0 and redo.stdout.strip().endswith("started"), redo.stderr
+        assert not [name for name, pid in pids.items() if _alive(pid)]
+        pids = _pids(state)
+        assert len(pids) == 6 and all(_alive(p) for p in pids.values())
     finally:
         down = sh("down")
     assert down.returncode == 0, down.stderr
