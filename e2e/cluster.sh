@@ -32,10 +32,10 @@ case $cmd in
   up|down)
     [ "$cmd" = up ] && "$here/cluster.sh" build
     # One `up` or `down` at a time per state directory (two test sessions starting together must not
-    # both start a cluster). The lock sits beside the state directory, which `up` recreates.
-    mkdir -p "$(dirname "$STATE_DIR")"
-    exec 8>"${STATE_DIR%/}.lock"
-    flock -w 600 8 || die "timed out waiting for ${STATE_DIR%/}.lock (another up/down of this cluster)"
+    # both start a cluster). `up` empties the directory but keeps its dot-files (the locks).
+    mkdir -p "$STATE_DIR"
+    exec 8>"$STATE_DIR/.lock"
+    flock -w 600 8 || die "timed out waiting for $STATE_DIR/.lock (another up/down of this cluster)"
     "$here/cluster/$mode.sh" "$cmd"
     if [ "$cmd" = up ]; then echo "$mode" > "$STATE_DIR/mode"; else rm -f "$STATE_DIR/mode"; fi ;;
   status|env)

@@ -83,7 +83,8 @@ up() {
   for p in $(seq "$PORT_BASE" $((PORT_BASE + PORT_COUNT - 1))); do
     port_free "$p" || die "127.0.0.1:$p is in use (another cluster?): set PFSLAYOUT_E2E_PORT_BASE to a free range of $PORT_COUNT ports and PFSLAYOUT_E2E_STATE to its own directory"
   done
-  rm -rf "$STATE_DIR"
+  # Everything but the dot-files: the up/down and test-session locks live there.
+  find "$STATE_DIR" -mindepth 1 -maxdepth 1 ! -name '.*' -exec rm -rf {} +
   mkdir -p "$STATE_DIR" "$PIDS" "$LOGS" "$STATE_DIR/helm"/{cache,config,data}
   local t0=$SECONDS
   "$CLUSTER_LIB_DIR/pki.sh" "$PKI" "$PORT_APISERVER"

@@ -174,8 +174,8 @@ def _proc_start(pid: int) -> str | None:
 @contextmanager
 def _users_lock(state: Path, timeout_s: float = UP_TIMEOUT_S) -> Iterator[None]:
     """Serialises the sessions sharing one cluster around joining and leaving it."""
-    state.parent.mkdir(parents=True, exist_ok=True)
-    with open(state.parent / f"{state.name}.users.lock", "w") as lock:
+    state.mkdir(parents=True, exist_ok=True)
+    with open(state / ".users.lock", "w") as lock:  # `up` keeps the state directory's dot-files
         deadline = time.monotonic() + timeout_s
         while True:
             try:
