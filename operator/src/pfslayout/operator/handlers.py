@@ -15,6 +15,8 @@ from pfslayout.operator.settings import seconds
 
 KIND = c.KIND
 RESYNC_S = seconds("PFSLAYOUT_RESYNC_SECONDS", 300)
+# Kopf waits 60 s before retrying a handler that raised; an API hiccup should cost seconds, not a minute.
+BACKOFF_S = seconds("PFSLAYOUT_RETRY_SECONDS", 5)
 _kube: Kube | None = None
 
 
@@ -40,19 +42,19 @@ def _reconcile(body: kopf.Body, logger: Any) -> None:
     logger.info(f"phase {outcome.status['phase']}, {outcome.status['readyServers']}/{outcome.status['servers']} servers Ready")
 
 
-@kopf.on.create(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
+@kopf.on.create(c.GROUP, c.VERSION, c.PLURAL, id="reconcile", backoff=BACKOFF_S)
 @metrics.instrumented(KIND, "create")
 def on_create(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.update(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
+@kopf.on.update(c.GROUP, c.VERSION, c.PLURAL, id="reconcile", backoff=BACKOFF_S)
 @metrics.instrumented(KIND, "update")
 def on_update(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.resume(c.GROUP, c.VERSION, c.PLURAL, id="reconcile")
+@kopf.on.resume(c.GROUP, c.VERSION, c.PLURAL, id="reconcile", backoff=BACKOFF_S)
 @metrics.instrumented(KIND, "resume")
 def on_resume(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
@@ -67,7 +69,7 @@ def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.delete(c.GROUP, c.VERSION, c.PLURAL, id="cleanup")
+@kopf.on.delete(c.GROUP, c.VERSION, c.PLURAL, id="cleanup", backoff=BACKOFF_S)
 @metrics.instrumented(KIND, "delete")
 def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
     for note in clusters.mark_terminating(kube(), dict(body), post):
