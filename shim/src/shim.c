@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <mpi.h>
@@ -61,8 +62,7 @@ static int g_node_size = 1;   /* world ranks on this node (MPI_COMM_TYPE_SHARED)
 static int g_node_lowest;     /* lowest world rank on this node */
 static int g_open_traced;
 static int g_logged_user_hint;
-static char *g_stats;      /* JSON objects of closed hybrid files, comma-separated */
-static size_t g_stats_len;
+static json_t *g_stats;    /* one object per closed replica-set file (stats file) */
 static char *g_stats_dir;
 
 #define TBL 1024
@@ -679,32 +679,28 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
     return rc;
 }
 
+/* per-file counters, kept until MPI_Finalize writes the stats file (jansson does the escaping) */
 static void stats_append(const pfs_file *f)
 {
-    char buf[4096];
-    int k = snprintf(buf, sizeof buf, "%s{\"path\": \"%s\", \"replicas\": [", g_stats_len ? ",\n  " : "  ",
-                     f->logical);
-    for (int r = 0; r < f->nrep && k < (int)sizeof buf; r++)
-        k += snprintf(buf + k, sizeof buf - (size_t)k,
-                      "%s{\"path\": \"%s\", \"layout\": \"%s\", \"reads\": %lu, \"read_bytes\": %llu, "
-                      "\"writes\": %lu, \"write_bytes\": %llu}",
-                      r ? ", " : "", f->rep_path[r], pfs_layout_name(f->router.layout[r]), f->reads[r],
-                      (unsigned long long)f->read_bytes[r], f->writes[r], (unsigned long long)f->write_bytes[r]);
-    if (k < (int)sizeof buf)
-        k += snprintf(buf + k, sizeof buf - (size_t)k,
-                      "], \"p\": %ld, \"m\": %ld, \"n\": %ld, \"deferred_updates\": %lu, \"deferred_bytes\": %llu, "
-                      "\"applied_by_thread\": %lu, \"applied_by_drain\": %lu, \"drains\": %lu, \"forced_drains\": %lu, "
-                      "\"coalesced\": %lu, \"sync_errors\": %lu}",
-                      f->router.p, f->router.m, f->router.n, f->deferred, (unsigned long long)f->deferred_bytes,
-                      f->q.applied_thread, f->q.applied_drain, f->q.drains, f->forced_drains, f->q.coalesced, f->sync_errors);
-    if (k >= (int)sizeof buf)
+    if (!g_stats_dir)
         return;
-    char *ns = realloc(g_stats, g_stats_len + (size_t)k + 1);
-    if (!ns)
+    if (!g_stats && !(g_stats = json_array()))
         return;
-    g_stats = ns;
-    memcpy(g_stats + g_stats_len, buf, (size_t)k + 1);
-    g_stats_len += (size_t)k;
+    json_t *reps = json_array();
+    for (int r = 0; r < f->nrep; r++)
+        json_array_append_new(reps, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "path", f->rep_path[r], "layout",
+                                              pfs_layout_name(f->router.layout[r]), "reads", (json_int_t)f->reads[r],
+                                              "read_bytes", (json_int_t)f->read_bytes[r], "writes",
+                                              (json_int_t)f->writes[r], "write_bytes", (json_int_t)f->write_bytes[r]));
+    json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path", f->logical,
+                          "replicas", reps, "p", (json_int_t)f->router.p, "m", (json_int_t)f->router.m, "n",
+                          (json_int_t)f->router.n, "deferred_updates", (json_int_t)f->deferred, "deferred_bytes",
+                          (json_int_t)f->deferred_bytes, "applied_by_thread", (json_int_t)f->q.applied_thread,
+                          "applied_by_drain", (json_int_t)f->q.applied_drain, "drains", (json_int_t)f->q.drains,
+                          "forced_drains", (json_int_t)f->forced_drains, "coalesced", (json_int_t)f->q.coalesced,
+                          "sync_errors", (json_int_t)f->sync_errors);
+    if (o)
+        json_array_append_new(g_stats, o);
 }
 
 int MPI_File_close(MPI_File *fh)
@@ -1282,14 +1278,12 @@ int MPI_Finalize(void)
             char path[PATH_MAX];
             mkdir(g_stats_dir, 0777);
             snprintf(path, sizeof path, "%s/stats.rank-%06d.json", g_stats_dir, g_world_rank);
-            FILE *sf = fopen(path, "w");
-            if (sf) {
-                fprintf(sf, "{\"format\": \"pfsshim-stats/1\", \"rank\": %d, \"size\": %d, \"files\": [\n%s\n]}\n",
-                        g_world_rank, g_world_size, g_stats ? g_stats : "");
-                fclose(sf);
-            } else {
+            json_t *doc = json_pack("{s:s, s:i, s:i, s:o}", "format", "pfsshim-stats/1", "rank", g_world_rank, "size",
+                                    g_world_size, "files", g_stats ? g_stats : json_array());
+            g_stats = NULL;
+            if (!doc || json_dump_file(doc, path, JSON_INDENT(1)) != 0)
                 say("rank %d: cannot write %s: %s", g_world_rank, path, strerror(errno));
-            }
+            json_decref(doc);
         }
     }
     return PMPI_Finalize();
