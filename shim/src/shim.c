@@ -1241,6 +1241,19 @@ int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
     return handled ? rc : PMPI_File_preallocate(fh, size);
 }
 
+/* every replica gets the application's error handler, so an error on the replica that served a call
+ * is handled as the application asked (not only errors on replica 0, the handle it holds) */
+int MPI_File_set_errhandler(MPI_File fh, MPI_Errhandler eh)
+{
+    pfs_file *f = lookup(fh);
+    if (!f || !f->hybrid)
+        return PMPI_File_set_errhandler(fh, eh);
+    int rc = MPI_SUCCESS;
+    for (int r = 0; r < f->nrep && rc == MPI_SUCCESS; r++)
+        rc = PMPI_File_set_errhandler(f->rep[r], eh);
+    return rc;
+}
+
 int MPI_File_sync(MPI_File fh)
 {
     pfs_file *f = lookup(fh);
