@@ -82,7 +82,7 @@ build_kwok() {
   src=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | jq -r .Dir)/kustomize/stage
   mkdir -p "$tmp/stages"
   cp "$src/node/fast/node-initialize.yaml" "$src/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
-     "$src/pod/fast/pod-ready.yaml" "$src/pod/fast/pod-complete.yaml" "$src/pod/fast/pod-delete.yaml" \
+     "$src/pod/fast/pod-ready.yaml" "$src/pod/fast/pod-delete.yaml" \
      "$src/volume/fast/pvc-provision.yaml" "$src/volume/fast/pv-bind.yaml" \
      "$src/volume/fast/pvc-delete.yaml" "$src/volume/fast/pv-delete.yaml" \
      "$tmp/stages/"

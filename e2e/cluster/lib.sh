@@ -10,7 +10,7 @@ REPO_ROOT=$(cd "$CLUSTER_LIB_DIR/../.." && pwd)
 CACHE_ROOT=${PFSLAYOUT_CACHE:-$HOME/.cache/pfs-layout-operator}
 K8S_DIR=$CACHE_ROOT/k8s-$K8S_VERSION
 # The suffix names the set of upstream Stages copied beside the binary: bump it when build.sh copies others.
-KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION-s2
+KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION-s3
 HELM_DIR=$CACHE_ROOT/helm-$HELM_VERSION
 # Our own entry point is part of what is built: its hash is in the key, so editing it rebuilds.
 MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION-$(sha256sum "$CLUSTER_LIB_DIR/mpi-operator/main.go" | cut -c1-8)

@@ -116,9 +116,24 @@ def test_job_succeeds(cluster: Cluster, namespace: str) -> None:
     cluster.kubectl("-n", namespace, "wait", "--for=condition=Complete", "job/work", "--timeout=60s", timeout=90)
     job = cluster.kubectl_json("-n", namespace, "get", "job", "work")
     assert job["status"]["succeeded"] == 3
-    phases = [p["status"]["phase"] for p in cluster.kubectl_json(
-        "-n", namespace, "get", "pods", "-l", "job-name=work")["items"]]
-    assert phases.count("Succeeded") == 3
+    pods = cluster.kubectl_json("-n", namespace, "get", "pods", "-l", "job-name=work")["items"]
+    assert [p["status"]["phase"] for p in pods].count("Succeeded") == 3
+    for pod in pods:  # finished: no longer Ready, as under a kubelet
+        assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "False"
+
+
+def test_job_whose_pods_fail_fails(cluster: Cluster, namespace: str) -> None:
+    if not cluster.kwok:
+        pytest.skip(kwok_only)
+    cluster.apply({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "doomed"},
+        "spec": {"backoffLimit": 0, "template": {
+            "metadata": {"annotations": {"kwok.pfslayout.io/fail": "true"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "w", "image": PAUSE}]}}},
+    }, namespace)
+    cluster.kubectl("-n", namespace, "wait", "--for=condition=Failed", "job/doomed", "--timeout=60s", timeout=90)
+    job = cluster.kubectl_json("-n", namespace, "get", "job", "doomed")
+    assert job["status"].get("failed") == 1 and not job["status"].get("succeeded")
 
 
 def test_mpijob_succeeds_through_the_mpi_operator(cluster: Cluster, namespace: str) -> None:
