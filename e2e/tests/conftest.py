@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -24,7 +25,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SH = REPO / "e2e" / "cluster.sh"
-# Cold builds take ~6 min on 2 cores; `up` itself ~15 s.
+# A cold build takes ~14 min on 2 cores; `up` itself ~12 s.
 UP_TIMEOUT_S = int(os.environ.get("PFSLAYOUT_E2E_UP_TIMEOUT_S", "1800"))
 
 T = TypeVar("T")
@@ -34,7 +35,7 @@ def cluster_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment `e2e/cluster.sh env` describes, applied to `base` (default: this process's)."""
     env = dict(os.environ if base is None else base)
     out = subprocess.run(
-        ["bash", "-c", f'eval "$({CLUSTER_SH} env)" && env -0'],
+        ["bash", "-c", f'eval "$({shlex.quote(str(CLUSTER_SH))} env)" && env -0'],
         env=env, capture_output=True, text=True, timeout=60, check=True,
     ).stdout
     return dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
@@ -160,8 +161,8 @@ def _binaries_buildable() -> str | None:
     """Why the cluster cannot be had here, or None when it can."""
     if shutil.which("go"):
         return None
-    probe = subprocess.run(["bash", "-c", f'eval "$({CLUSTER_SH} env)" && test -x "$KUBECTL" && test -x "$HELM"'],
-                           capture_output=True, timeout=60)
+    script = f'eval "$({shlex.quote(str(CLUSTER_SH))} env)" && test -x "$KUBECTL" && test -x "$HELM"'
+    probe = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60)
     if probe.returncode == 0:
         return None
     return "no Go toolchain and no cached cluster binaries: e2e/cluster.sh build needs Go >= 1.26"
