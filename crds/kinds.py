@@ -179,7 +179,7 @@ def orangefs_cluster_status() -> Schema:
     server = obj("One server as clients reach it.", {
         "ordinal": integer("StatefulSet ordinal.", minimum=0),
         "alias": string("OrangeFS alias (`Alias` in `fs.conf`, the `-a` argument of `pvfs2-server`)."),
-        "url": string("BMI address, `tcp://<pod>.<service>.<namespace>.svc:<port>`."),
+        "url": string("BMI address, `tcp://<pod>.<service>.<namespace>.svc.<cluster domain>:<port>` (cluster domain from the operator's `PFSLAYOUT_CLUSTER_DOMAIN`, default `cluster.local`)."),
         "metadata": boolean("Whether this server also serves metadata."),
         "ready": boolean("Whether the server pod is Ready."),
     })
