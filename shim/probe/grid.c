@@ -234,7 +234,7 @@ static int json_target(json_t *t, size_t i, probe_target *out, char msg[PROBE_MS
         } else if (strcmp(key, "g") == 0) {
             if (json_is_null(v))
                 continue;
-            int64_t g;
+            int64_t g = 0;
             char f[64];
             snprintf(f, sizeof f, "targets[%zu].g", i);
             if (json_pos_int(v, f, 1, 1 << 20, &g, msg))
@@ -278,7 +278,7 @@ static int json_cell(json_t *c, size_t i, probe_cell_spec *out, char msg[PROBE_M
     json_object_foreach(c, key, v) {
         char f[64];
         snprintf(f, sizeof f, "cells[%zu].%s", i, key);
-        int64_t x;
+        int64_t x = 0;
         if (strcmp(key, "layout") == 0) {
             if (!json_is_string(v) || parse_layout(json_string_value(v), &out->layout))
                 return fail(msg, "grid.%s: must be \"1-DH\", \"1-DV\" or \"2-D\"; fix the grid file", f);
@@ -351,7 +351,7 @@ int grid_from_json(probe_grid *g, const char *text, char msg[PROBE_MSG_LEN])
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
-        int64_t x;
+        int64_t x = 0;
         if (strcmp(key, "backend") == 0) {
             if (!json_is_string(v) || parse_backend(json_string_value(v), &g->backend)) {
                 fail(msg, "grid.backend: must be \"posix\", \"mpiio\" or \"pvfs2\"; fix the grid file");
@@ -611,7 +611,7 @@ int grid_parse_args(probe_grid *g, int argc, char **argv, const char *grid_text,
         if (needs_value(a) && (i + 1 >= argc || argv[i + 1][0] == '\0' || strncmp(argv[i + 1], "--", 2) == 0))
             return fail(msg, "%s: needs a value; see --help", a);
         const char *v = needs_value(a) ? argv[++i] : NULL;
-        int64_t x;
+        int64_t x = 0;
         if (strcmp(a, "--grid") == 0) {
             /* already applied by the caller */
         } else if (strcmp(a, "--target") == 0) {

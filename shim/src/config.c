@@ -305,7 +305,7 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
             return -1;
         if (cfg->trace_enabled && !cfg->trace_dir)
             return fail(eb, "trace.dir", "required when trace.enabled is true: the directory for the per-rank files");
-        long mr;
+        long mr = 0;
         if ((x = json_object_get(v, "max_records"))) {
             if (get_int(eb, "trace.max_records", x, 1, (long)1 << 36, &mr))
                 return -1;
