@@ -30,6 +30,25 @@ class CellLike(Protocol):
     def random(self) -> bool: ...
 
 
+@dataclass(frozen=True)
+class CellConfig:
+    """The configuration a cell stands for — what the model's coefficients depend on. Grid cells (to be
+    measured) and measured cells extend it, so both read the same fields the same way."""
+
+    layout: str
+    g: int | None
+    op: str
+    pattern: str
+    p: int
+    m: int
+    request_size: int
+    requests_per_rank: int
+
+    @property
+    def random(self) -> bool:
+        return self.pattern == "random"
+
+
 def design_matrix(cells: Iterable[CellLike], servers: int, variant: str = "corrected") -> np.ndarray:
     """Rows = cells, columns = (e, v, α_seq, α_rand, β); entry = seconds per unit of that parameter."""
     rows = []

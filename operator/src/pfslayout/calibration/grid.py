@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from pfslayout.calibration.design import PARAMS, Identifiability, design_matrix, identifiability
+from pfslayout.calibration.design import PARAMS, CellConfig, Identifiability, design_matrix, identifiability
 from pfslayout.costmodel import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
 
@@ -29,22 +29,10 @@ DEFAULT_SIZES = (4096, 65536, 1 << 20, 4 << 20)
 
 
 @dataclass(frozen=True)
-class GridCell:
-    layout: str
-    g: int | None
-    op: str
-    pattern: str
-    p: int
-    m: int
-    request_size: int
-    requests_per_rank: int
+class GridCell(CellConfig):
     repetitions: int
     sharing: str = "file-per-process"
     placement: str = "packed"
-
-    @property
-    def random(self) -> bool:
-        return self.pattern == "random"
 
 
 @dataclass

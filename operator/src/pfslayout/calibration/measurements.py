@@ -14,6 +14,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pfslayout.calibration.design import CellConfig
 from pfslayout.costmodel import LAYOUTS
 from pfslayout.errors import InputError
 
@@ -22,25 +23,13 @@ MEASUREMENT_FORMATS = ("probe", "ior")
 
 
 @dataclass(frozen=True)
-class Cell:
+class Cell(CellConfig):
     """One measured configuration: the model's inputs and the time of one repetition (seconds)."""
 
-    layout: str
-    g: int | None
-    op: str
-    pattern: str
-    p: int
-    m: int
-    request_size: int
-    requests_per_rank: int
     time: float  # the statistic fitted: the median over repetitions
     times: tuple[float, ...] = ()
     source: str = ""  # field path of the cell in its file, for messages and the per-cell report
     sharing: str = "file-per-process"
-
-    @property
-    def random(self) -> bool:
-        return self.pattern == "random"
 
 
 @dataclass
