@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -174,38 +175,31 @@ def _check_bad(path: Path, lines: np.ndarray, column: str, bad: np.ndarray, valu
         raise InputError(_where(path, int(lines[i]), column), f"{problem} (got {value!r})")
 
 
-def _is_int(value: str) -> bool:
+def _parses(parse: Callable[[str], object], value: str) -> bool:
     try:
-        int(value)
+        parse(value)
     except ValueError:
         return False
     return True
+
+
+def _numbers(path: Path, lines: np.ndarray, column: str, values: np.ndarray, dtype: type,
+             parse: Callable[[str], object], problem: str) -> np.ndarray:
+    try:
+        out = values.astype(dtype)
+    except (ValueError, OverflowError):
+        # the vectorised conversion does not say which value failed: find the first one, by its line
+        _first_bad(path, lines, column, values, lambda value: _parses(parse, value), problem)
+        raise  # every value parses on its own (an int64 overflow): the original error stands
+    return out
 
 
 def _ints(path: Path, lines: np.ndarray, column: str, values: np.ndarray) -> np.ndarray:
-    try:
-        out = values.astype(np.int64)
-    except (ValueError, OverflowError):
-        _first_bad(path, lines, column, values, _is_int, "must be a whole number")
-        raise  # unreachable: a value failed above
-    return out
-
-
-def _is_float(value: str) -> bool:
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
+    return _numbers(path, lines, column, values, np.int64, int, "must be a whole number")
 
 
 def _floats(path: Path, lines: np.ndarray, column: str, values: np.ndarray) -> np.ndarray:
-    try:
-        out = values.astype(np.float64)
-    except ValueError:
-        _first_bad(path, lines, column, values, _is_float, "must be a time in seconds")
-        raise
-    return out
+    return _numbers(path, lines, column, values, np.float64, float, "must be a time in seconds")
 
 
 def _ops(path: Path, lines: np.ndarray, values: np.ndarray) -> np.ndarray:
