@@ -4,43 +4,26 @@ budget), defaults filled in, short names, printer columns, status subresource, a
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import yaml
+from crd_release import CRDS, REPO, crd_namespace, install_crds
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "pfs-layout-operator"
 ACCEPTED = REPO / "e2e" / "invalid" / "accepted"
-RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
-CRDS = {"orangefsclusters.pfslayout.io": "ofs", "costcalibrations.pfslayout.io": "cc",
-        "layoutpolicies.pfslayout.io": "lp"}
 
 
 @pytest.fixture(scope="module")
 def crds(cluster) -> None:  # noqa: ANN001 - H3's Cluster fixture
-    # This checkout's chart, keeping whatever values another module installed the release with.
-    cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,
-                 "--create-namespace", "--wait", "--timeout", "180s", timeout=240)
-    for name in CRDS:
-        cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
+    install_crds(cluster)
 
 
 @pytest.fixture(scope="module")
 def ns(cluster, crds) -> Iterator[str]:  # noqa: ANN001
-    name = f"e2e-crds-{uuid.uuid4().hex[:8]}"
-    cluster.kubectl("create", "namespace", name)
-    try:
+    with crd_namespace(cluster, "e2e-crds") as name:
         yield name
-    finally:
-        # Remove the test objects first, so an operator started by a later module never sees them.
-        cluster.kubectl("delete", "-n", name, "orangefsclusters,costcalibrations,layoutpolicies", "--all",
-                        "--timeout=60s", check=False, timeout=90)
-        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
 def test_api_server_accepts_crds_as_structural_and_established(cluster, crds) -> None:  # noqa: ANN001

@@ -4,23 +4,18 @@ error that names the field its header promises; the accepted examples and polici
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from crd_release import REPO, crd_namespace, install_crds
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
 INVALID = sorted((REPO / "e2e" / "invalid").glob("*.yaml"))
 ACCEPTED = sorted((REPO / "e2e" / "invalid" / "accepted").glob("*.yaml"))
 POLICIES = sorted((REPO / "policies").glob("*.yaml"))
-CHART = REPO / "charts" / "pfs-layout-operator"
-# The same release the demo installs, so every test module (and the demo) shares one set of CRDs.
-RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
-CRDS = ["orangefsclusters.pfslayout.io", "costcalibrations.pfslayout.io", "layoutpolicies.pfslayout.io"]
 
 
 def header(path: Path) -> dict[str, str]:
@@ -45,25 +40,13 @@ def test_corpus_is_large_and_every_file_says_what_is_wrong() -> None:
 
 @pytest.fixture(scope="module")
 def crds(cluster) -> None:  # noqa: ANN001 - H3's Cluster fixture
-    """The chart's CRDs, installed by the shared release, established before any manifest is sent."""
-    # This checkout's chart, keeping whatever values another module installed the release with.
-    cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,
-                 "--create-namespace", "--wait", "--timeout", "180s", timeout=240)
-    for name in CRDS:
-        cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
+    install_crds(cluster)
 
 
 @pytest.fixture(scope="module")
 def ns(cluster, crds) -> Iterator[str]:  # noqa: ANN001
-    name = f"e2e-invalid-{uuid.uuid4().hex[:8]}"
-    cluster.kubectl("create", "namespace", name)
-    try:
+    with crd_namespace(cluster, "e2e-invalid") as name:
         yield name
-    finally:
-        # Remove the test objects first, so an operator started by a later module never sees them.
-        cluster.kubectl("delete", "-n", name, "orangefsclusters,costcalibrations,layoutpolicies", "--all",
-                        "--timeout=60s", check=False, timeout=90)
-        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
