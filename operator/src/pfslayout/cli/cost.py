@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from pfslayout.cli._options import ParamsOption, VariantOption
 from pfslayout.cli._output import console, print_json
 from pfslayout.costmodel import cost as model_cost
 from pfslayout.costmodel import resolve_params
@@ -30,9 +31,8 @@ def register(app: typer.Typer) -> None:
         s: Annotated[int, typer.Option("--s", help="request size, bytes")],
         g: Annotated[Optional[int], typer.Option("--g", help="storage groups (2-D only)")] = None,
         random: Annotated[bool, typer.Option("--random", help="random access (alpha_rand)")] = False,
-        params: Annotated[Optional[str], typer.Option(
-            "--params", help="parameters file (JSON/YAML), or 'ethernet'/'infiniband' for the seeds")] = None,
-        variant: Annotated[str, typer.Option("--variant", help="printed or corrected")] = "corrected",
+        params: ParamsOption = None,
+        variant: VariantOption = "corrected",
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
     ) -> None:
         """Per-request cost T = T_e + T_x + T_s + T_rw in seconds (seeds' Ethernet values by default)."""

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from pfslayout.cli._options import VariantOption
 from pfslayout.cli._output import console, print_json
 from pfslayout.costmodel import SEEDS, resolve_params
 from pfslayout.costmodel.costmap import CostMap, cost_map
@@ -79,7 +80,7 @@ def register(app: typer.Typer) -> None:
             "--clients", help="client nodes; m = ceil(p/clients) (default 3n, the seeds' ratio)")] = None,
         params: Annotated[Optional[str], typer.Option(
             "--params", help="parameters file, or 'ethernet'/'infiniband' (default ethernet)")] = None,
-        variant: Annotated[str, typer.Option("--variant", help="printed or corrected")] = "corrected",
+        variant: VariantOption = "corrected",
         random: Annotated[bool, typer.Option("--random", help="random access (alpha_rand)")] = False,
         g: Annotated[Optional[int], typer.Option("--g", help="fix the 2-D group count")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print the grid as one JSON document")] = False,

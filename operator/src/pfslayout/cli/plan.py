@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from pfslayout.cli._options import ParamsOption, VariantOption
 from pfslayout.cli._output import console, print_json
 from pfslayout.costmodel import resolve_params
 from pfslayout.errors import InputError
@@ -51,9 +52,8 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[Optional[str], typer.Option("--format", help="shim, darshan or csv (default: detect)")] = None,
         workload: Annotated[Optional[str], typer.Option(
             "--workload", help="workload description file (JSON/YAML) instead of a trace")] = None,
-        params: Annotated[Optional[str], typer.Option(
-            "--params", help="parameters file (JSON/YAML), or 'ethernet'/'infiniband' for the seeds")] = None,
-        variant: Annotated[str, typer.Option("--variant", help="printed or corrected")] = "corrected",
+        params: ParamsOption = None,
+        variant: VariantOption = "corrected",
         per: Annotated[str, typer.Option("--per", help="directory, file or both")] = "directory",
         delta: Annotated[float, typer.Option("--delta", help="hybrid threshold on the best two's gap")] = DEFAULT_DELTA,
         g: Annotated[Optional[list[int]], typer.Option("--g", help="extra 2-D group counts to cost")] = None,
