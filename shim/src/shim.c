@@ -1036,46 +1036,23 @@ static inline int io(int op, int kind, MPI_File fh, MPI_Offset off, const void *
     return traced_io(f, op, kind, fh, off, buf, count, dt, st, req);
 }
 
-#define R(name, kind)                                                                                          \
-    int MPI_File_##name(MPI_File fh, void *buf, int count, MPI_Datatype dt, MPI_Status *st)                     \
+/* The twenty data-access entry points differ only in direction (op, and whether the buffer is const), in an
+ * explicit offset or the file pointer, and in completion: blocking calls fill an MPI_Status, nonblocking
+ * ones hand back an MPI_Request. IO_ENTRY writes any of them; the eight names below are the combinations. */
+#define IO_ENTRY(name, kind, op, buf_t, off_param, off, done_t, st, rq)                                        \
+    int MPI_File_##name(MPI_File fh, off_param buf_t buf, int count, MPI_Datatype dt, done_t done)             \
     {                                                                                                          \
-        return io(OP_READ, kind, fh, 0, buf, count, dt, st, NULL);                                             \
+        return io(op, kind, fh, off, buf, count, dt, st, rq);                                                  \
     }
-#define RA(name, kind)                                                                                         \
-    int MPI_File_##name(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype dt, MPI_Status *st)     \
-    {                                                                                                          \
-        return io(OP_READ, kind, fh, off, buf, count, dt, st, NULL);                                           \
-    }
-#define IR(name, kind)                                                                                         \
-    int MPI_File_##name(MPI_File fh, void *buf, int count, MPI_Datatype dt, MPI_Request *rq)                    \
-    {                                                                                                          \
-        return io(OP_READ, kind, fh, 0, buf, count, dt, NULL, rq);                                             \
-    }
-#define IRA(name, kind)                                                                                        \
-    int MPI_File_##name(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype dt, MPI_Request *rq)    \
-    {                                                                                                          \
-        return io(OP_READ, kind, fh, off, buf, count, dt, NULL, rq);                                           \
-    }
-#define W(name, kind)                                                                                          \
-    int MPI_File_##name(MPI_File fh, const void *buf, int count, MPI_Datatype dt, MPI_Status *st)               \
-    {                                                                                                          \
-        return io(OP_WRITE, kind, fh, 0, buf, count, dt, st, NULL);                                            \
-    }
-#define WA(name, kind)                                                                                         \
-    int MPI_File_##name(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype dt, MPI_Status *st) \
-    {                                                                                                          \
-        return io(OP_WRITE, kind, fh, off, buf, count, dt, st, NULL);                                          \
-    }
-#define IW(name, kind)                                                                                         \
-    int MPI_File_##name(MPI_File fh, const void *buf, int count, MPI_Datatype dt, MPI_Request *rq)              \
-    {                                                                                                          \
-        return io(OP_WRITE, kind, fh, 0, buf, count, dt, NULL, rq);                                            \
-    }
-#define IWA(name, kind)                                                                                        \
-    int MPI_File_##name(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype dt, MPI_Request *rq) \
-    {                                                                                                          \
-        return io(OP_WRITE, kind, fh, off, buf, count, dt, NULL, rq);                                          \
-    }
+#define AT_OFF MPI_Offset off,
+#define R(name, kind) IO_ENTRY(name, kind, OP_READ, void *, , 0, MPI_Status *, done, NULL)
+#define RA(name, kind) IO_ENTRY(name, kind, OP_READ, void *, AT_OFF, off, MPI_Status *, done, NULL)
+#define IR(name, kind) IO_ENTRY(name, kind, OP_READ, void *, , 0, MPI_Request *, NULL, done)
+#define IRA(name, kind) IO_ENTRY(name, kind, OP_READ, void *, AT_OFF, off, MPI_Request *, NULL, done)
+#define W(name, kind) IO_ENTRY(name, kind, OP_WRITE, const void *, , 0, MPI_Status *, done, NULL)
+#define WA(name, kind) IO_ENTRY(name, kind, OP_WRITE, const void *, AT_OFF, off, MPI_Status *, done, NULL)
+#define IW(name, kind) IO_ENTRY(name, kind, OP_WRITE, const void *, , 0, MPI_Request *, NULL, done)
+#define IWA(name, kind) IO_ENTRY(name, kind, OP_WRITE, const void *, AT_OFF, off, MPI_Request *, NULL, done)
 
 R(read, 0)
 R(read_all, K_COLL)
