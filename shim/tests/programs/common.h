@@ -6,14 +6,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* what failed, where and why: the message both checks below print before they leave */
+static inline void mpi_failed(int rc, const char *file, int line, const char *call)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, call, msg);
+}
+
 #define OK(call)                                                                                               \
     do {                                                                                                       \
         int rc_ = (call);                                                                                      \
         if (rc_ != MPI_SUCCESS) {                                                                              \
-            char msg_[MPI_MAX_ERROR_STRING];                                                                   \
-            int len_ = 0;                                                                                      \
-            MPI_Error_string(rc_, msg_, &len_);                                                                \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, msg_);                        \
+            mpi_failed(rc_, __FILE__, __LINE__, #call);                                                        \
             MPI_Abort(MPI_COMM_WORLD, 3);                                                                      \
         }                                                                                                      \
     } while (0)
@@ -24,10 +30,7 @@
     do {                                                                                                       \
         int rc_ = (call);                                                                                      \
         if (rc_ != MPI_SUCCESS) {                                                                              \
-            char msg_[MPI_MAX_ERROR_STRING];                                                                   \
-            int len_ = 0;                                                                                      \
-            MPI_Error_string(rc_, msg_, &len_);                                                                \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, msg_);                        \
+            mpi_failed(rc_, __FILE__, __LINE__, #call);                                                        \
             MPI_Finalize();                                                                                    \
             exit(4);                                                                                           \
         }                                                                                                      \
