@@ -25,30 +25,20 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-BUILD = HERE.parent / "build"
+# The launcher command line and the config writer are the integration tests' own (shim/tests/shim_helpers.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from shim_helpers import BUILD_DIR, MpiBuild, launcher_env, write_config  # noqa: E402
+
 MIB = 1 << 20
 PARAMS = {"e": 0.0003, "v": 1 / (120 * MIB), "alpha_seq": 0.0001, "alpha_rand": 0.0003, "beta": 1 / (120 * MIB)}
 
 
-def launcher(flavour: str, np: int, env: dict[str, str], argv: list[str]) -> list[str]:
-    if flavour == "openmpi":
-        cmd = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
-        for k, v in env.items():
-            cmd += ["-x", f"{k}={v}"]
-    else:
-        cmd = ["mpirun.mpich", "-launcher", "fork", "-np", str(np)]
-        for k, v in env.items():
-            cmd += ["-env", k, v]
-    return cmd + argv
-
-
 def config(path: Path, rules: list[dict]) -> Path:
-    path.write_text(json.dumps({"format": "pfsshim-config/1", "params": PARAMS, "servers": 4, "rules": rules}))
-    return path
+    return write_config(path, rules, params=PARAMS, servers=4)
 
 
 def main() -> None:
@@ -60,8 +50,8 @@ def main() -> None:
     ap.add_argument("--dir", default=None, help="scratch directory (default: a fresh temp dir)")
     a = ap.parse_args()
 
-    root = BUILD / a.flavour
-    prog, lib, rb = root / "tests/programs/bench_io", root / "src/libpfsshim.so", root / "tests/c/route_bench"
+    build = MpiBuild(a.flavour, BUILD_DIR / a.flavour)
+    prog, lib, rb = build.program("bench_io"), build.lib, build.root / "tests/c/route_bench"
     for p in (prog, lib, rb):
         if not p.exists():
             raise SystemExit(f"bench_shim: {p} missing; run shim/build.sh first")
@@ -90,9 +80,8 @@ def main() -> None:
         def run(name: str, np: int, count: int, tag: str) -> dict:
             env, d = variants[name]
             d.mkdir(parents=True, exist_ok=True)
-            out = subprocess.run(launcher(a.flavour, np, env, [str(prog), str(d / f"bench-{tag}.dat"), "4096", str(count)]),
-                                 capture_output=True, text=True, check=True, timeout=600,
-                                 env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+            out = subprocess.run(build.command(np, [prog, d / f"bench-{tag}.dat", "4096", str(count)], env),
+                                 capture_output=True, text=True, check=True, timeout=600, env=launcher_env())
             for f in list(d.glob("*.dat")) + list((scratch / "r").rglob("*.dat")) + list((scratch / "r1").rglob("*.dat")):
                 f.unlink()
             return json.loads(out.stdout.strip().splitlines()[-1])
