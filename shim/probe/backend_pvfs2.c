@@ -129,6 +129,19 @@ static int pvfs2_init(probe_grid *g, char *msg)
     return 0;
 }
 
+/* a new object owned by the probe's credential, all settable attributes given */
+static PVFS_sys_attr new_attr(PVFS_permissions perms)
+{
+    PVFS_sys_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.owner = cred.userid;
+    attr.group = cred.group_array[0];
+    attr.perms = perms;
+    attr.atime = attr.mtime = attr.ctime = time(NULL);
+    attr.mask = PVFS_ATTR_SYS_ALL_SETABLE;
+    return attr;
+}
+
 static int pvfs2_prepare_dir(const char *dir, char *msg)
 {
     PVFS_fs_id fs;
@@ -150,15 +163,8 @@ static int pvfs2_prepare_dir(const char *dir, char *msg)
         PVFS_object_ref here;
         rc = lookup(fs, sofar, &here);
         if (rc == -PVFS_ENOENT) {
-            PVFS_sys_attr attr;
-            memset(&attr, 0, sizeof attr);
-            attr.owner = cred.userid;
-            attr.group = cred.group_array[0];
-            attr.perms = 0777;
-            attr.atime = attr.mtime = attr.ctime = time(NULL);
-            attr.mask = PVFS_ATTR_SYS_ALL_SETABLE;
             PVFS_sysresp_mkdir resp;
-            rc = PVFS_sys_mkdir(comp, parent, attr, &cred, &resp, NULL);
+            rc = PVFS_sys_mkdir(comp, parent, new_attr(0777), &cred, &resp, NULL);
             if (rc == 0)
                 here = resp.ref;
             else if (rc == -PVFS_EEXIST) /* another node made it first */
@@ -207,14 +213,9 @@ static int create(PVFS_fs_id fs, const char *fspath, const probe_place *pl, PVFS
     layout.algorithm = PVFS_SYS_LAYOUT_LIST;
     layout.server_list.count = count;
     layout.server_list.servers = addrs;
-    PVFS_sys_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.owner = cred.userid;
-    attr.group = cred.group_array[0];
-    attr.perms = 0644;
-    attr.atime = attr.mtime = attr.ctime = time(NULL);
+    PVFS_sys_attr attr = new_attr(0644);
     attr.dfile_count = count; /* LIST refuses a count below the list's length */
-    attr.mask = PVFS_ATTR_SYS_ALL_SETABLE | PVFS_ATTR_SYS_DFILE_COUNT;
+    attr.mask |= PVFS_ATTR_SYS_DFILE_COUNT;
     PVFS_sysresp_create resp;
     memset(&resp, 0, sizeof resp);
     rc = PVFS_sys_create(name, parent, attr, &cred, dist, &resp, &layout, NULL);
