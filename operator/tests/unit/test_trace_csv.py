@@ -57,6 +57,7 @@ def test_columns_in_any_order_and_collective_column(tmp_path: Path) -> None:
         ("0,read,0,10,0,1\n", ":2", "6 fields"),
         ("0,read,0,10,0,1, \n", ":2: column file", "name the file"),
         ("0,read,0,1.5,0,1,/f\n", ":2: column size", "whole number"),
+        ("0,read,0,10,0,1,/f\n1,read,99999999999999999999,10,0,1,/f\n", ":3: column offset", "below 2^63"),
     ],
 )
 def test_malformed_rows_name_line_and_column(tmp_path: Path, body: str, where: str, words: str) -> None:

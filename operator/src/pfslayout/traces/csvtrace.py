@@ -190,12 +190,19 @@ def _numbers(path: Path, lines: np.ndarray, column: str, values: np.ndarray, dty
     except (ValueError, OverflowError):
         # the vectorised conversion does not say which value failed: find the first one, by its line
         _first_bad(path, lines, column, values, lambda value: _parses(parse, value), problem)
-        raise  # every value parses on its own (an int64 overflow): the original error stands
+        raise  # unreachable in practice: every value parsed on its own, so the original error stands
     return out
 
 
+def _int64(value: str) -> int:
+    number = int(value)
+    if not -(1 << 63) <= number < (1 << 63):
+        raise ValueError(value)  # the columns are int64: a larger value must fail here, by its line
+    return number
+
+
 def _ints(path: Path, lines: np.ndarray, column: str, values: np.ndarray) -> np.ndarray:
-    return _numbers(path, lines, column, values, np.int64, int, "must be a whole number")
+    return _numbers(path, lines, column, values, np.int64, _int64, "must be a whole number below 2^63")
 
 
 def _floats(path: Path, lines: np.ndarray, column: str, values: np.ndarray) -> np.ndarray:
