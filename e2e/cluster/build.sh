@@ -3,7 +3,7 @@
 # into ~/.cache/pfs-layout-operator/<component>-<version>/. Each component is installed atomically and
 # stamped; a stamped component is skipped, so a warm run does nothing. Concurrent runs (several
 # engineers, the test command) serialise on a lock file instead of building twice.
-# Usage: build.sh [helm|k8s|kwok|mpi-operator ...]   (default: all, Helm first)
+# Usage: build.sh [helm|k8s|kwok|mpi-operator|coredns ...]   (default: all, Helm first)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -44,11 +44,12 @@ build_helm() {
 
 build_k8s() {
   installed "$K8S_DIR" && return 0
-  log "building Kubernetes $K8S_VERSION control plane + etcd + kubectl (~6 min cold on 2 cores)"
+  log "building Kubernetes $K8S_VERSION control plane, kubelet, kube-proxy, etcd, kubectl (~7 min cold on 2 cores)"
   begin "$K8S_DIR"
   local wrapper="$tmp/wrapper" etcd_version
   etcd_version=$("$CLUSTER_LIB_DIR/gen-wrapper.sh" "$wrapper")
-  local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  # kubelet and kube-proxy run the real node (docs/test-cluster.md, "The real node").
+  local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
   local pkgs=("${cmds[@]/#/k8s.io/kubernetes/cmd/}")
   (
     cd "$wrapper"
@@ -93,6 +94,16 @@ build_kwok() {
   commit "$KWOK_DIR"
 }
 
+build_coredns() {
+  installed "$COREDNS_DIR" && return 0
+  log "building CoreDNS $COREDNS_VERSION (~4 CPU-min cold)"
+  begin "$COREDNS_DIR"
+  # No replace directives upstream, so a plain `go install` of the pinned version works.
+  GOBIN="$tmp/bin" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+  "$tmp/bin/coredns" -version >&2
+  commit "$COREDNS_DIR"
+}
+
 build_mpi_operator() {
   installed "$MPIOP_DIR" && return 0
   log "building MPI Operator $MPI_OPERATOR_VERSION controller (~2 min cold)"
@@ -118,7 +129,7 @@ build_mpi_operator() {
 }
 
 components=("$@")
-[ ${#components[@]} -gt 0 ] || components=(helm k8s kwok mpi-operator)
+[ ${#components[@]} -gt 0 ] || components=(helm k8s kwok mpi-operator coredns)
 
 exec 9>"$CACHE_ROOT/build.lock"
 if ! flock -n 9; then
@@ -131,6 +142,7 @@ for c in "${components[@]}"; do
     k8s) build_k8s ;;
     kwok) build_kwok ;;
     mpi-operator) build_mpi_operator ;;
-    *) die "unknown component '$c' (expected helm, k8s, kwok or mpi-operator)" ;;
+    coredns) build_coredns ;;
+    *) die "unknown component '$c' (expected helm, k8s, kwok, mpi-operator or coredns)" ;;
   esac
 done

@@ -8,7 +8,9 @@ REPO_ROOT=$(cd "$CLUSTER_LIB_DIR/../.." && pwd)
 . "$CLUSTER_LIB_DIR/versions.env"
 
 CACHE_ROOT=${PFSLAYOUT_CACHE:-$HOME/.cache/pfs-layout-operator}
-K8S_DIR=$CACHE_ROOT/k8s-$K8S_VERSION
+# -n1: the set of commands built (n1 adds kubelet and kube-proxy for the real node).
+K8S_DIR=$CACHE_ROOT/k8s-$K8S_VERSION-n1
+COREDNS_DIR=$CACHE_ROOT/coredns-$COREDNS_VERSION
 # The suffix names the set of upstream Stages copied beside the binary: bump it when build.sh copies others.
 KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION-s3
 HELM_DIR=$CACHE_ROOT/helm-$HELM_VERSION

@@ -10,7 +10,11 @@ packages=(
   libjansson-dev                    # JSON for the C shim and probe
   openssl                           # PKI of the local control plane
   python3-venv
-  procps psmisc curl ca-certificates
+  procps psmisc curl ca-certificates jq
+  # The real node of the test cluster (docs/test-cluster.md): containerd + runc run the pods, the CNI
+  # plugins wire them to the node bridge, iptables/conntrack serve kube-proxy, socat forwards the
+  # API server from loopback to the bridge.
+  containerd runc containernetworking-plugins iptables conntrack iproute2 socat util-linux
 )
 
 missing=()
