@@ -6,6 +6,8 @@
 #   e2e/cluster.sh down     stop everything `up` started, by PID, and check nothing is left
 #   e2e/cluster.sh env      print `export KUBECONFIG=… KUBECTL=… HELM=… PATH=…` (eval "$(e2e/cluster.sh env)")
 #   e2e/cluster.sh status   what runs (exit 0 when all of it does, 3 otherwise)
+#   e2e/cluster.sh leftovers  what a stopped cluster's real node left behind (processes, mounts,
+#                           cgroups, the bridge, iptables chains, changed sysctls), one line each
 # With a working Docker engine the cluster is kind (e2e/kind/config.yaml, images from images/ built
 # and loaded); without one it is a local control plane with kwok nodes (docs/test-cluster.md).
 # PFSLAYOUT_E2E_MODE=local|kind forces one. PFSLAYOUT_E2E_STATE and PFSLAYOUT_E2E_PORT_BASE select an
@@ -40,5 +42,8 @@ case $cmd in
     if [ "$cmd" = up ]; then echo "$mode" > "$STATE_DIR/mode"; else rm -f "$STATE_DIR/mode"; fi ;;
   status|env)
     if [ "$mode" = local ]; then "$here/cluster/local.sh" "$cmd"; else "$here/cluster/kind.sh" "$cmd"; fi ;;
-  *) die "usage: e2e/cluster.sh build|up|down|env|status" ;;
+  leftovers)
+    [ "$mode" = local ] || die "leftovers: only the local cluster has a real node of its own"
+    "$here/cluster/local.sh" leftovers ;;
+  *) die "usage: e2e/cluster.sh build|up|down|env|status|leftovers" ;;
 esac

@@ -37,7 +37,12 @@ set_ports() {
   # Not started by the cluster: reserved for the operator run as a local process (e2e/demo.sh, tests).
   PORT_OPERATOR_HEALTH=$((PORT_BASE + 8))
   PORT_OPERATOR_METRICS=$((PORT_BASE + 9))
-  PORT_COUNT=10
+  # The real node's local endpoints (kubelet itself and CoreDNS listen on the node's bridge address).
+  PORT_KUBELET_HEALTH=$((PORT_BASE + 10))
+  PORT_KUBE_PROXY_HEALTH=$((PORT_BASE + 11))
+  PORT_KUBE_PROXY_METRICS=$((PORT_BASE + 12))
+  PORT_COREDNS_HEALTH=$((PORT_BASE + 13))
+  PORT_COUNT=14
 }
 # A running cluster's state directory records the port base it was started with: `down`, `env`,
 # `status` and the demo address that cluster even when the caller's environment says otherwise.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The local control plane (no Docker): etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 # kwok (fake nodes and pod lifecycle) and the MPI Operator's controller, all as host processes bound to
-# 127.0.0.1, with their PIDs, logs and PKI under the state directory.
+# 127.0.0.1, plus one real node (node.sh: containerd, kubelet, bridge CNI, kube-proxy, CoreDNS on a
+# private bridge), with their PIDs, logs and PKI under the state directory.
 # Usage: local.sh up|down|status|env   (called by e2e/cluster.sh)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -16,6 +17,14 @@ NODE_COUNT=${PFSLAYOUT_E2E_NODES:-4}
 UP_TIMEOUT=${PFSLAYOUT_E2E_UP_TIMEOUT:-120}
 
 kubectl() { "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=20s "$@"; }
+# shellcheck source=node.sh
+. "$CLUSTER_LIB_DIR/node.sh"
+# Everything `up` starts, in order, and what `status` reports.
+running_components() {
+  local c
+  for c in "${COMPONENTS[@]}"; do echo "$c"; done
+  if [ "$REAL_NODE" = 1 ]; then for c in "${NODE_COMPONENTS[@]}"; do echo "$c"; done; fi
+}
 
 # A PID file holds "<pid> <start time in clock ticks>": the start time tells our process from an
 # unrelated one that later got the same PID, so `down` never signals a stranger.
@@ -59,13 +68,14 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 all_running() {
   local c
-  for c in "${COMPONENTS[@]}"; do pid_of "$c" >/dev/null || return 1; done
+  for c in $(running_components); do pid_of "$c" >/dev/null || return 1; done
   [ -f "$STATE_DIR/up.complete" ]
 }
 
 need_binaries() {
   local f
-  for f in "$K8S_DIR/bin/kube-apiserver" "$K8S_DIR/bin/etcd" "$KWOK_DIR/bin/kwok" "$MPIOP_DIR/bin/mpi-operator" "$HELM"; do
+  for f in "$K8S_DIR/bin/kube-apiserver" "$K8S_DIR/bin/etcd" "$KWOK_DIR/bin/kwok" "$MPIOP_DIR/bin/mpi-operator" "$HELM" \
+           "$K8S_DIR/bin/kubelet" "$COREDNS_DIR/bin/coredns"; do
     [ -x "$f" ] || die "missing $f: run 'e2e/cluster.sh build' first"
   done
 }
@@ -87,7 +97,8 @@ up() {
   find "$STATE_DIR" -mindepth 1 -maxdepth 1 ! -name '.*' -exec rm -rf {} +
   mkdir -p "$STATE_DIR" "$PIDS" "$LOGS" "$STATE_DIR/helm"/{cache,config,data}
   local t0=$SECONDS
-  "$CLUSTER_LIB_DIR/pki.sh" "$PKI" "$PORT_APISERVER"
+  [ "$REAL_NODE" = 1 ] && node_preflight
+  "$CLUSTER_LIB_DIR/pki.sh" "$PKI" "$PORT_APISERVER" "$NODE_NAME" "$NODE_IP"
   cp "$PKI/admin.kubeconfig" "$KUBECONFIG_PATH"
   cat > "$STATE_DIR/cluster.env" <<ENV
 PORT_BASE=$PORT_BASE
@@ -95,6 +106,10 @@ K8S_VERSION=$K8S_VERSION
 KWOK_VERSION=$KWOK_VERSION
 HELM_VERSION=$HELM_VERSION
 MPI_OPERATOR_VERSION=$MPI_OPERATOR_VERSION
+REAL_NODE=$REAL_NODE
+NODE_NAME=$NODE_NAME
+NODE_IP=$NODE_IP
+BRIDGE=$BRIDGE
 ENV
 
   start etcd "$K8S_DIR/bin/etcd" --name=pfslayout-e2e --data-dir="$STATE_DIR/etcd" \
@@ -160,10 +175,13 @@ ENV
   wait_for "the default ServiceAccount" kube-controller-manager kubectl -n default get serviceaccount default
   wait_for "$NODE_COUNT Ready nodes" kwok nodes_ready
   wait_for "the MPI Operator's /healthz" mpi-operator curl -fsS "http://127.0.0.1:$PORT_MPIOP/healthz"
+  node_up
   local c
-  for c in "${COMPONENTS[@]}"; do alive_or_die "$c"; done
+  for c in $(running_components); do alive_or_die "$c"; done
   touch "$STATE_DIR/up.complete"
-  log "up in $((SECONDS - t0)) s: Kubernetes $K8S_VERSION, $NODE_COUNT kwok nodes, MPI Operator $MPI_OPERATOR_VERSION (state: $STATE_DIR)"
+  local real="no real node"
+  [ "$REAL_NODE" = 1 ] && real="real node $NODE_NAME at $NODE_IP"
+  log "up in $((SECONDS - t0)) s: Kubernetes $K8S_VERSION, $NODE_COUNT kwok nodes, $real, MPI Operator $MPI_OPERATOR_VERSION (state: $STATE_DIR)"
   echo started
 }
 
@@ -204,12 +222,15 @@ down() {
   for f in "$PIDS"/*.pid; do
     [ -f "$f" ] || continue
     c=$(basename "$f" .pid)
-    [[ " ${COMPONENTS[*]} " == *" $c "* ]] || extras+=("$c")
+    [[ " ${COMPONENTS[*]} ${NODE_COMPONENTS[*]} " == *" $c "* ]] || extras+=("$c")
   done
-  stop_group "${extras[@]}" mpi-operator kwok kube-scheduler kube-controller-manager
+  stop_group "${extras[@]}"
+  # The node before the control plane: its pods are stopped through containerd, not the API.
+  node_down
+  stop_group mpi-operator kwok kube-scheduler kube-controller-manager
   stop_group kube-apiserver
   stop_group etcd
-  for c in "${extras[@]}" "${COMPONENTS[@]}"; do
+  for c in "${extras[@]}" "${COMPONENTS[@]}" "${NODE_COMPONENTS[@]}"; do
     pid_of "$c" >/dev/null && left+=("$c")
   done
   rm -f "$STATE_DIR/up.complete"
@@ -219,7 +240,7 @@ down() {
 
 status() {
   local c pid rc=0
-  for c in "${COMPONENTS[@]}"; do
+  for c in $(running_components); do
     if pid=$(pid_of "$c"); then printf '%-24s running  pid %s\n' "$c" "$pid"
     else printf '%-24s stopped\n' "$c"; rc=3; fi
   done
@@ -242,12 +263,20 @@ env_lines() {
   printf 'export PATH=%q:"$PATH"\n' "$path_prefix"
 }
 
-[ "${1:-}" = up ] || use_state_ports
+if [ "${1:-}" != up ]; then
+  use_state_ports
+  # A running cluster's node settings are the ones it was started with, whatever the caller's
+  # environment says now.
+  if [ -f "$STATE_DIR/cluster.env" ]; then
+    eval "$(grep -E '^(REAL_NODE|NODE_NAME|NODE_IP|BRIDGE)=[A-Za-z0-9._-]*$' "$STATE_DIR/cluster.env")"
+  fi
+fi
 
 case ${1:-} in
   up) up ;;
   down) down ;;
+  leftovers) node_leftovers ;;
   status) status ;;
   env) env_lines ;;
-  *) die "usage: local.sh up|down|status|env" ;;
+  *) die "usage: local.sh up|down|status|env|leftovers" ;;
 esac

@@ -2,10 +2,14 @@
 # Makes the local control plane's PKI with openssl (ECDSA P-256, ~1 s): a cluster CA, the API server's
 # serving cert, the service-account signing key pair, a front-proxy CA and client (aggregation/request-
 # header auth), client certs per component identity, and kubeconfigs with the certs embedded.
-# Usage: pki.sh <dir> <apiserver-port>. Existing files are kept (re-running `up` reuses them).
+# With a node name and address, also the real node's identities: kubelet (client and serving),
+# kube-proxy and CoreDNS.
+# Usage: pki.sh <dir> <apiserver-port> [<node-name> <node-ip>]. Existing files are kept.
 set -euo pipefail
 dir=${1:?usage: pki.sh <dir> <apiserver-port>}
 port=${2:?usage: pki.sh <dir> <apiserver-port>}
+node_name=${3:-}
+node_ip=${4:-}
 mkdir -p "$dir"
 cd "$dir"
 [ -f .complete ] && exit 0
@@ -73,6 +77,17 @@ kubeconfig controller-manager.kubeconfig kube-controller-manager
 kubeconfig scheduler.kubeconfig kube-scheduler
 kubeconfig kwok.kubeconfig kwok
 kubeconfig mpi-operator.kubeconfig mpi-operator
+if [ -n "$node_name" ]; then
+  # The Node authorizer knows a kubelet by this exact subject.
+  cert kubelet ca "/O=system:nodes/CN=system:node:$node_name" clientAuth
+  cert kubelet-serving ca "/CN=$node_name" serverAuth "IP:$node_ip,DNS:$node_name"
+  # Bound to system:node-proxier by the API server's default RBAC.
+  cert kube-proxy ca /CN=system:kube-proxy clientAuth
+  cert coredns ca /CN=pfslayout-e2e:coredns clientAuth
+  kubeconfig kubelet.kubeconfig kubelet
+  kubeconfig kube-proxy.kubeconfig kube-proxy
+  kubeconfig coredns.kubeconfig coredns
+fi
 # Readable by the user only (umask above), but the CA cert is public by nature.
 chmod 644 ca.crt
 touch .complete
