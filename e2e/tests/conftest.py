@@ -147,9 +147,12 @@ class Cluster:
 
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselection: build only when e2e tests will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Builds the cluster binaries before any test starts: a cold build (~14 min on 2 cores) inside the
+    """Tests that stop the shared cluster (`stops_cluster`) run after every other test of the session.
+
+    Builds the cluster binaries before any test starts: a cold build (~14 min on 2 cores) inside the
     session fixture would count against the first test's timeout. A no-op when they are cached (the
     test command has already built them); a failed build surfaces in the fixture."""
+    items.sort(key=lambda item: item.get_closest_marker("stops_cluster") is not None)
     if config.option.collectonly or not shutil.which("go"):
         return
     if not any("cluster" in getattr(item, "fixturenames", ()) for item in items):

@@ -50,8 +50,9 @@ def _alive(pid: int) -> bool:
 def test_up_is_idempotent_and_down_leaves_nothing(cluster: object, tmp_path: Path) -> None:
     # `cluster` first: the binaries are built and the shared cluster's ports are taken before ours.
     state = tmp_path / "state"
+    # A second cluster on the machine: the one real node belongs to the shared cluster.
     env = dict(os.environ, PFSLAYOUT_E2E_STATE=str(state), PFSLAYOUT_E2E_PORT_BASE=str(_free_port_base()),
-               PFSLAYOUT_E2E_MODE="local")
+               PFSLAYOUT_E2E_MODE="local", PFSLAYOUT_E2E_REAL_NODE="0")
 
     def sh(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(CLUSTER_SH), *args], env=env, capture_output=True, text=True, timeout=timeout)
@@ -113,7 +114,7 @@ def test_up_refuses_a_taken_port_and_starts_nothing(cluster: object, tmp_path: P
     base = _free_port_base()
     state = tmp_path / "state"
     env = dict(os.environ, PFSLAYOUT_E2E_STATE=str(state), PFSLAYOUT_E2E_PORT_BASE=str(base),
-               PFSLAYOUT_E2E_MODE="local")
+               PFSLAYOUT_E2E_MODE="local", PFSLAYOUT_E2E_REAL_NODE="0")
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", base + 3))  # the API server's port
         squatter.listen()
@@ -124,8 +125,27 @@ def test_up_refuses_a_taken_port_and_starts_nothing(cluster: object, tmp_path: P
     assert not list(state.glob("pids/*.pid"))
 
 
+def test_up_reports_a_leftover_bridge_and_starts_nothing(cluster: object, tmp_path: Path) -> None:
+    """A bridge of the real node's name that `up` did not create (a crashed run, someone else's) is named
+    with the fix, never taken over."""
+    if os.geteuid() != 0:
+        pytest.skip("creating a bridge needs root")
+    bridge = f"pfslt{os.getpid() % 10000}"
+    env = dict(os.environ, PFSLAYOUT_E2E_STATE=str(tmp_path / "state"), PFSLAYOUT_E2E_PORT_BASE=str(_free_port_base()),
+               PFSLAYOUT_E2E_MODE="local", PFSLAYOUT_E2E_REAL_NODE="1", PFSLAYOUT_E2E_BRIDGE=bridge)
+    subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], check=True)
+    try:
+        proc = _sh(env, "up")
+        assert proc.returncode != 0
+        message = proc.stderr.strip().splitlines()[-1]
+        assert f"network device {bridge} already exists" in message and "ip link delete" in message, proc.stderr
+        assert not list((tmp_path / "state").glob("pids/*.pid"))
+    finally:
+        subprocess.run(["ip", "link", "delete", bridge], check=False)
+
+
 @pytest.mark.parametrize(("args", "env_extra", "expected"), [
-    (("frobnicate",), {}, "usage: e2e/cluster.sh build|up|down|env|status"),
+    (("frobnicate",), {}, "usage: e2e/cluster.sh build|up|down|env|status|leftovers"),
     (("status",), {"PFSLAYOUT_E2E_MODE": "docker"}, "PFSLAYOUT_E2E_MODE must be local or kind, not 'docker'"),
     (("build", "kubelet"), {"PFSLAYOUT_E2E_MODE": "local"}, "unknown component 'kubelet'"),
 ])
