@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The test cluster's one entry point.
-#   e2e/cluster.sh build    build/cache the pinned binaries (~/.cache/pfs-layout-operator/, by version)
+#   e2e/cluster.sh build    build/cache the pinned binaries (~/.cache/pfs-layout-operator/, by version) and,
+#                           for the local cluster, the real node's images (images/build.sh)
 #   e2e/cluster.sh up       start the cluster (idempotent: returns at once when it already runs); prints
 #                           `started` or `already-running` on stdout (all logging goes to stderr)
 #   e2e/cluster.sh down     stop everything `up` started, by PID, and check nothing is left
 #   e2e/cluster.sh env      print `export KUBECONFIG=… KUBECTL=… HELM=… PATH=…` (eval "$(e2e/cluster.sh env)")
 #   e2e/cluster.sh status   what runs (exit 0 when all of it does, 3 otherwise)
+#   e2e/cluster.sh images   rebuild what changed under images/ and import it into the running real node
 #   e2e/cluster.sh leftovers  what a stopped cluster's real node left behind (processes, mounts,
 #                           cgroups, the bridge, iptables chains, changed sysctls), one line each
 # With a working Docker engine the cluster is kind (e2e/kind/config.yaml, images from images/ built
@@ -30,7 +32,15 @@ cmd=${1:-}
 case $cmd in
   build)
     if [ "$mode" = kind ]; then "$here/cluster/build.sh" helm k8s && "$here/cluster/kind.sh" build
-    else "$here/cluster/build.sh" "$@"; fi ;;
+    elif [ $# -gt 0 ]; then "$here/cluster/build.sh" "$@"
+    else
+      "$here/cluster/build.sh"
+      # The real node's images (buildah, cached by content: a no-op when nothing changed).
+      if [ "${PFSLAYOUT_E2E_REAL_NODE:-1}" = 1 ]; then
+        # shellcheck disable=SC2086  # a list of image names
+        "$REPO_ROOT/images/build.sh" ${PFSLAYOUT_E2E_IMAGES:-all} >/dev/null
+      fi
+    fi ;;
   up|down)
     [ "$cmd" = up ] && "$here/cluster.sh" build
     # One `up` or `down` at a time per state directory (two test sessions starting together must not
@@ -42,8 +52,8 @@ case $cmd in
     if [ "$cmd" = up ]; then echo "$mode" > "$STATE_DIR/mode"; else rm -f "$STATE_DIR/mode"; fi ;;
   status|env)
     if [ "$mode" = local ]; then "$here/cluster/local.sh" "$cmd"; else "$here/cluster/kind.sh" "$cmd"; fi ;;
-  leftovers)
-    [ "$mode" = local ] || die "leftovers: only the local cluster has a real node of its own"
-    "$here/cluster/local.sh" leftovers ;;
-  *) die "usage: e2e/cluster.sh build|up|down|env|status|leftovers" ;;
+  leftovers|images)
+    [ "$mode" = local ] || die "$cmd: only the local cluster has a real node of its own"
+    "$here/cluster/local.sh" "$cmd" ;;
+  *) die "usage: e2e/cluster.sh build|up|down|env|status|leftovers|images" ;;
 esac

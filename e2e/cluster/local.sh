@@ -276,7 +276,11 @@ case ${1:-} in
   up) up ;;
   down) down ;;
   leftovers) node_leftovers ;;
+  images)
+    pid_of containerd >/dev/null || die "the real node is not running: e2e/cluster.sh up first"
+    mkdir -p "$NODE_DIR"
+    node_import_images ;;
   status) status ;;
   env) env_lines ;;
-  *) die "usage: local.sh up|down|status|env|leftovers" ;;
+  *) die "usage: local.sh up|down|status|env|leftovers|images" ;;
 esac

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -65,6 +66,20 @@ def chart_values(mode: str) -> list[str]:
         return []
     return ["--set-json", f"nodeSelector={json.dumps(extra['nodeSelector'])}",
             "--set-json", f"tolerations={json.dumps(extra['tolerations'])}"]
+
+
+def image_build(cluster: Any, name: str) -> str:
+    """The content key of the image `name` the real node imported (its archive's name), or "" (kind).
+    A chart installed with it as a pod annotation rolls its pods when the image was rebuilt: the tag
+    (`dev`) stays the same, so nothing else would."""
+    listing = Path(cluster.state_dir) / "node" / "images.list"
+    if not listing.exists():
+        return ""
+    for line in listing.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].endswith(name):
+            return Path(parts[1]).stem
+    return ""
 
 
 def real_node_names(cluster: Any) -> set[str]:

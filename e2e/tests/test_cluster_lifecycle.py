@@ -145,7 +145,7 @@ def test_up_reports_a_leftover_bridge_and_starts_nothing(cluster: object, tmp_pa
 
 
 @pytest.mark.parametrize(("args", "env_extra", "expected"), [
-    (("frobnicate",), {}, "usage: e2e/cluster.sh build|up|down|env|status|leftovers"),
+    (("frobnicate",), {}, "usage: e2e/cluster.sh build|up|down|env|status|leftovers|images"),
     (("status",), {"PFSLAYOUT_E2E_MODE": "docker"}, "PFSLAYOUT_E2E_MODE must be local or kind, not 'docker'"),
     (("build", "kubelet"), {"PFSLAYOUT_E2E_MODE": "local"}, "unknown component 'kubelet'"),
 ])

@@ -105,6 +105,10 @@ def test_pvc_storage_uses_claim_templates_and_reclaim_policy() -> None:
         assert claim["spec"]["storageClassName"] == "fast"
         assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": policy, "whenScaled": policy}
         assert "storage" not in {v["name"] for v in spec["template"]["spec"]["volumes"]}
+        # hostPath-backed provisioners hand out root-owned directories that fsGroup does not change.
+        init = spec["template"]["spec"]["initContainers"]
+        assert [x["name"] for x in init] == ["storage-owner", "init-storage"]
+        assert by_name(init, "storage-owner")["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
 
 
 def test_hostpath_storage_uses_a_per_pod_subdirectory_owned_by_the_server_user() -> None:
@@ -225,5 +229,6 @@ def test_wipe_job_is_pinned_to_the_node_and_removes_only_the_pods_directory() ->
     assert pod["nodeName"] == "node-7" and pod["restartPolicy"] == "Never"
     assert pod["containers"][0]["command"] == ["rm", "-rf", "--one-file-system", "/host/demo-server-1"]
     assert pod["volumes"][0]["hostPath"] == {"path": "/data/ofs", "type": "Directory"}
-    assert pod["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    # Root may not delete the server uid's files without DAC_OVERRIDE; nothing else is added.
+    assert pod["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["DAC_OVERRIDE"]}
     assert wipe_job(c.Context(spec, OWNER), "demo-server-1", "node-7", suspend=False)["spec"]["suspend"] is False

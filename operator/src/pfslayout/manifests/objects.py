@@ -87,8 +87,10 @@ def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied
     init_script = commands.storage_init_script(conf_path, f"{c.STORAGE_DIR}/meta", f"{c.STORAGE_DIR}/data",
                                                '"$POD_NAME"')
     init_containers: list[dict[str, Any]] = []
-    if spec.storage.type == "hostPath":
+    if spec.storage.type in ("hostPath", "pvc"):
         # A DirectoryOrCreate hostPath is created root-owned; hand it to the server's user, nothing more.
+        # Claims need it too: hostPath-backed provisioners (local-path, kwok's test provisioner) create
+        # root-owned directories, and the kubelet applies fsGroup to neither.
         init_containers.append({
             "name": "storage-owner", **image,
             "command": ["chown", f"{c.SERVER_UID}:{c.SERVER_GID}", c.STORAGE_DIR],
@@ -225,8 +227,10 @@ def wipe_job(ctx: c.Context, pod_name: str, node: str, suspend: bool) -> dict[st
     """Removes one server's hostPath directory (`<path>/<pod name>`) on the node it ran on.
 
     Created suspended while the servers still run (the Jobs remember which node held which server),
-    resumed once the server pods are gone. Root, but without capabilities: the directory's parent was
-    created by the kubelet (root-owned), so removing the pod's directory needs uid 0, nothing more.
+    resumed once the server pods are gone. Root with one capability, DAC_OVERRIDE: the directory's
+    parent was created by the kubelet (root-owned), so removing the pod's directory needs uid 0, and
+    what is inside belongs to the server's uid, which root without DAC_OVERRIDE may not delete (found
+    on a real node: `rm` failed with EACCES and the data stayed).
     """
     spec, owner = ctx.spec, ctx.owner
     assert spec.storage.host_path is not None
@@ -242,7 +246,7 @@ def wipe_job(ctx: c.Context, pod_name: str, node: str, suspend: bool) -> dict[st
             "command": ["rm", "-rf", "--one-file-system", f"/host/{pod_name}"],
             "volumeMounts": [{"name": "host", "mountPath": "/host"}],
             "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"]}},
+                                "capabilities": {"drop": ["ALL"], "add": ["DAC_OVERRIDE"]}},
         }],
         "volumes": [{"name": "host", "hostPath": {"path": spec.storage.host_path.path, "type": "Directory"}}],
     }
