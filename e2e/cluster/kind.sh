@@ -46,18 +46,15 @@ up() {
   fi
   "$KIND" get kubeconfig --name "$CLUSTER_NAME" > "$KUBECONFIG_PATH"
 
-  local dockerfile name built=" "
-  # orangefs first: images/mpi copies /opt/orangefs out of it (build arg ORANGEFS_IMAGE, docs/images.md).
-  for dockerfile in "$REPO_ROOT"/images/orangefs/Dockerfile "$REPO_ROOT"/images/*/Dockerfile; do
-    [ -f "$dockerfile" ] || continue
-    name=$(basename "$(dirname "$dockerfile")")
-    case $built in *" $name "*) continue ;; esac
-    built="$built$name "
-    log "building image pfslayout/$name:$IMAGE_TAG"
-    DOCKER_BUILDKIT=1 timeout 3600 docker build --build-arg "ORANGEFS_IMAGE=pfslayout/orangefs:$IMAGE_TAG" \
-      -t "pfslayout/$name:$IMAGE_TAG" -f "$dockerfile" "$REPO_ROOT" >&2
-    timeout 600 "$KIND" load docker-image --name "$CLUSTER_NAME" "pfslayout/$name:$IMAGE_TAG" >&2
-  done
+  # The images: images/build.sh builds all of them with the Docker engine from the same Dockerfiles and
+  # contexts as the buildah path (OrangeFS before MPI, every component compiled from its verified
+  # source; docs/images.md), printing one "<name> docker" line each; kind loads them into the nodes.
+  local images name _where
+  images=$(PFSLAYOUT_IMAGE_TAG=$IMAGE_TAG timeout 7200 "$REPO_ROOT/images/build.sh" --engine docker all)
+  while read -r name _where; do
+    log "loading image $name"
+    timeout 600 "$KIND" load docker-image --name "$CLUSTER_NAME" "$name" >&2
+  done <<< "$images"
 
   local mpiop
   mpiop=$(go mod download -json "github.com/kubeflow/mpi-operator@$MPI_OPERATOR_VERSION" | jq -r .Dir)
