@@ -91,10 +91,10 @@ content_hash_of() {
   case $1 in orangefs) echo "$ORANGEFS_CONTENT_SHA256" ;; mpich) echo "$MPICH_CONTENT_SHA256" ;;
              ior) echo "$IOR_CONTENT_SHA256" ;; esac
 }
-# The shim's sources as images/build/host.sh hashes them (what CMake reads).
+# The shim's sources as images/build/host.sh hashes them: all of shim/ but its build trees.
 shim_files() {
-  (cd "$repo" && find shim/CMakeLists.txt shim/include shim/src shim/probe shim/tests/c -type f \
-     ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z)
+  (cd "$repo" && find shim -path shim/build -prune -o -type f ! -name '*.pyc' \
+     ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z)
 }
 hash_files() { (cd "$repo" && xargs -0 sha256sum); }
 

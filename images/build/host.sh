@@ -31,10 +31,11 @@ h16() { sha256sum | cut -c1-16; }
 # distribution or release must not be mistaken for this one's.
 platform() { (. /etc/os-release && echo "${ID:-unknown}-${VERSION_ID:-unknown}") ; uname -m; }
 
-# The shim's build inputs: what CMake reads (tests/c is an add_subdirectory of the top CMakeLists).
+# The shim's build inputs: all of shim/ but shim/build.sh's build trees (CMake reaches into tests/c,
+# tests/programs and bench/, so a narrower list breaks as the shim grows).
 shim_files() {
-  (cd "$repo" && find shim/CMakeLists.txt shim/include shim/src shim/probe shim/tests/c -type f \
-     ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z)
+  (cd "$repo" && find shim -path shim/build -prune -o -type f ! -name '*.pyc' \
+     ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z)
 }
 
 version_of() {
