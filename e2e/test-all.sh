@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The one test command: sets up a fresh Debian machine (packages, Python env, the C build, the Kubernetes
-# binaries) and runs every tier — unit, MPI integration, OrangeFS (when ORANGEFS_PREFIX is installed),
-# tooling lints and end to end on a real API server — in one pytest session.
+# The one test command: sets up a fresh Debian machine (packages, Python env, OrangeFS and MPICH with
+# ROMIO's pvfs2 driver built from source once, the C build, the Kubernetes binaries, the images) and runs
+# every tier — unit, MPI integration, OrangeFS on loopback servers, tooling lints and end to end on a
+# real API server with a real node — in one pytest session.
+# Sources of OrangeFS/IOR: upstream by default, or PFSLAYOUT_SOURCE_MIRROR (docs/images.md).
 # Extra arguments go to pytest (e.g. `e2e/test-all.sh -m unit`).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,9 +18,24 @@ step "python environment"
 venv=$(e2e/setup/python-env.sh)
 export PATH="$venv/bin:$PATH"
 
-# A hand-built OrangeFS (outside the repo) turns on the OrangeFS tier; without it that tier skips.
-if [ -z "${ORANGEFS_PREFIX:-}" ] && [ -x /opt/orangefs/sbin/pvfs2-server ]; then
-  export ORANGEFS_PREFIX=/opt/orangefs
+step "OrangeFS and MPICH (ROMIO ufs+pvfs2) from source, cached under ~/.cache by version and content hash"
+# Built once per machine; the OrangeFS tier and the images use the same trees. Without any source (no
+# mirror, upstream out of reach) the OrangeFS tier skips and says why; any other failure fails here.
+if [ -z "${ORANGEFS_PREFIX:-}" ]; then
+  if ORANGEFS_PREFIX=$(images/build/host.sh orangefs 2>"${TMPDIR:-/tmp}/pfslayout-orangefs-build.log"); then
+    export ORANGEFS_PREFIX
+  elif grep -q '^fetch-source: ' "${TMPDIR:-/tmp}/pfslayout-orangefs-build.log"; then
+    PFSLAYOUT_ORANGEFS_UNAVAILABLE=$(grep '^fetch-source: ' "${TMPDIR:-/tmp}/pfslayout-orangefs-build.log" | tail -n 1)
+    export PFSLAYOUT_ORANGEFS_UNAVAILABLE
+    echo "OrangeFS tier will skip: $PFSLAYOUT_ORANGEFS_UNAVAILABLE" >&2
+  else
+    tail -n 40 "${TMPDIR:-/tmp}/pfslayout-orangefs-build.log" >&2
+    exit 1
+  fi
+fi
+if [ -n "${ORANGEFS_PREFIX:-}" ] && [ -z "${PFSLAYOUT_MPICH_PREFIX:-}" ]; then
+  PFSLAYOUT_MPICH_PREFIX=$(images/build/host.sh mpich)
+  export PFSLAYOUT_MPICH_PREFIX
 fi
 
 if [ -x shim/build.sh ]; then
@@ -26,10 +43,8 @@ if [ -x shim/build.sh ]; then
   shim/build.sh --test
 fi
 
-if [ -x e2e/cluster.sh ]; then
-  step "Kubernetes binaries (cached under ~/.cache by version)"
-  e2e/cluster.sh build
-fi
+step "Kubernetes binaries and the real node's images (cached under ~/.cache by version and content)"
+e2e/cluster.sh build
 
 step "pytest: every tier"
 exec python -m pytest -c operator/pyproject.toml --rootdir "$root" \

@@ -45,8 +45,10 @@ class OrangeFS:
 def orangefs() -> OrangeFS:
     prefix = os.environ.get("ORANGEFS_PREFIX")
     if not prefix:
-        pytest.skip("ORANGEFS_PREFIX not set: point it at an OrangeFS install (e.g. /opt/orangefs) to start "
-                    "real pvfs2-servers on loopback")
+        # The test command builds OrangeFS itself; it says why when no source could be had.
+        why = os.environ.get("PFSLAYOUT_ORANGEFS_UNAVAILABLE")
+        pytest.skip(why or "ORANGEFS_PREFIX not set: run e2e/test-all.sh (it builds OrangeFS from source) or "
+                    "point it at an OrangeFS install to start real pvfs2-servers on loopback")
     if not (Path(prefix) / "sbin" / "pvfs2-server").exists():
         pytest.skip(f"ORANGEFS_PREFIX={prefix} has no sbin/pvfs2-server: not an OrangeFS server install")
     return OrangeFS(Path(prefix))
