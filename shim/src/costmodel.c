@@ -1,4 +1,4 @@
-/* Per-request cost of seeds 000/003 Table 2 — the C twin of pfslayout.costmodel.table.
+/* Per-request cost of seeds 000/003 Table 2 — the C twin of pfslayout.costmodel.formulas.
  *
  * Both are checked against operator/tests/vectors/cost-vectors.json (shim/tests/c/test_costmodel.c).
  * printed: 003 Table 2 exactly as printed, ⌈n/g⌉ everywhere, 2-D client-bound T_e = m⌈p/g⌉e.

@@ -11,7 +11,7 @@ from pfslayout.cli._options import VariantOption
 from pfslayout.cli._output import console, print_json
 from pfslayout.costmodel import SEEDS, resolve_params
 from pfslayout.costmodel.costmap import CostMap, cost_map
-from pfslayout.costmodel.table import check_variant
+from pfslayout.costmodel.formulas import check_variant
 from pfslayout.errors import InputError
 
 COLOURS = {"1-DV": "#4477aa", "1-DH": "#ee6677", "2-D": "#228833"}

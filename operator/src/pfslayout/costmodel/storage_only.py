@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pfslayout.costmodel.table import ArrayLike, check_layout
+from pfslayout.costmodel.formulas import ArrayLike, check_layout
 from pfslayout.errors import InputError
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from pfslayout.costmodel.fast import Groups, group_requests, layout_totals, per_request_totals
 from pfslayout.costmodel.params import SEED_ETHERNET, CostParams
-from pfslayout.costmodel.table import check_variant
+from pfslayout.costmodel.formulas import check_variant
 from pfslayout.errors import InputError
 from pfslayout.planner.hints import hints_for
 from pfslayout.planner.models import (
