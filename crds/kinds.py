@@ -436,7 +436,7 @@ def layout_policy_spec() -> Schema:
                        **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["path"]}),
         "hybridThreshold": number("δ: a static layout is chosen when the runner-up's predicted cost exceeds "
                                   "the best by at least this fraction; below it an `auto` rule with "
-                                  "`allowHybrid` becomes a replica set (DIGEST §6 B3).", minimum=0,
+                                  "`allowHybrid` becomes a replica set (docs/seeds.md §6 B3).", minimum=0,
                                   maximum=10, default=0.1),
         "costModel": obj("Which variant of the [003] Table 2 cost model to evaluate.", {
             "variant": string("`corrected`: the max form, consistent with the serial-count rule; `printed`: "

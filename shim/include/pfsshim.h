@@ -43,7 +43,7 @@ typedef struct {
 
 typedef struct {
     char *dir;             /* replica directory; the logical path's tail below the rule is appended */
-    pfs_layout layout;     /* PFS_L_AUTO: classify per request from strip_size/datafiles (DIGEST §3.2) */
+    pfs_layout layout;     /* PFS_L_AUTO: classify per request from strip_size/datafiles (docs/seeds.md §3.2) */
     long g;                /* 2-D groups (0 when not 2-D) */
     long strip_size;       /* bytes, 0 = unset */
     long datafiles;        /* 0 = unset */

@@ -2,7 +2,7 @@
  * range). Allocation-free; R cost evaluations of a handful of flops each (shim/bench measures it). */
 #include "pfsshim.h"
 
-/* DIGEST §3.2 (ours): a shared-file replica with strip S over D datafiles behaves, for a request at
+/* docs/seeds.md §3.2 (ours): a shared-file replica with strip S over D datafiles behaves, for a request at
  * (off, s), like the layout given by how many servers the request touches. */
 static void classify(const pfs_router *r, int i, uint64_t off, uint64_t size, pfs_layout *l, long *g)
 {
@@ -41,7 +41,7 @@ int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, u
         if (pfs_cost_eval(r->variant, l, &r->params, r->p, r->n, r->m, g, (double)size, random, &c) != 0)
             c.total = 1e300; /* unroutable inputs never win, but the replica stays usable as a last resort */
         costs[i] = c.total;
-        /* strict '<' keeps the first minimum, as the seeds' loop does (DIGEST §6 B5) */
+        /* strict '<' keeps the first minimum, as the seeds' loop does (docs/seeds.md §6 B5) */
         if (((allowed >> i) & 1u) && (best < 0 || c.total < best_cost)) {
             best = i;
             best_cost = c.total;

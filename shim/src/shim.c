@@ -952,7 +952,7 @@ static int hybrid_io(pfs_file *f, int op, int kind, MPI_Offset off, void *buf, i
     const unsigned all = (1u << f->nrep) - 1;
     int r;
     if (kind & K_COLL) {
-        /* every rank must pick the same replica: drain (DIGEST §6 B2) and agree on the summed cost */
+        /* every rank must pick the same replica: drain (docs/seeds.md §6 B2) and agree on the summed cost */
         drain(f);
         pfs_route(&f->router, lo, bytes, random, all, costs);
         double sum[PFS_MAX_REPLICAS];

@@ -42,7 +42,7 @@ FIG2 = {"S": [1.0] * 4, "B": [1 / 8, 1 / 2, 1.0, 1.0], "NB": 0.5, "owner": [0, 1
 
 def test_002_fig2_cost_rows() -> None:
     T = placement.cost_matrix(FIG2["S"], FIG2["B"], FIG2["NB"], FIG2["owner"])
-    assert T.tolist() == [[8, 4, 3, 3], [10, 2, 3, 3], [10, 4, 1, 3], [10, 4, 3, 1]]  # DIGEST §2.10
+    assert T.tolist() == [[8, 4, 3, 3], [10, 2, 3, 3], [10, 4, 1, 3], [10, 4, 3, 1]]  # docs/seeds.md §2.10
 
 
 def test_002_fig2_makespan_4_vs_8() -> None:

@@ -32,7 +32,7 @@ def test_digest_row1_choice_and_candidate_totals() -> None:
     assert d.choice == "2-D(g=8)" and d.mode == "static"
     by = {c.label: c for c in d.candidates}
     assert set(by) == {"1-DH", "1-DV", "2-D(g=2)", "2-D(g=4)", "2-D(g=8)"}
-    # 8 requests, each the DIGEST §2.9 per-request cost (corrected 1-DH differs from the printed 6.8833 ms)
+    # 8 requests, each the docs/seeds.md §2.9 per-request cost (corrected 1-DH differs from the printed 6.8833 ms)
     assert by["1-DV"].total == pytest.approx(8 * 4.7667e-3, abs=1e-6)
     assert by["2-D(g=8)"].total == pytest.approx(8 * 4.0250e-3, abs=1e-6)
     one = cost("1-DH", 8, 16, 1, 256 * 1024, random=True)

@@ -6,10 +6,10 @@ request costs) and ``fast`` (grouped whole-trace costs) both build on it, so nei
 for them.
 
 Variants (docs/cost-model.md):
-* ``printed`` — 003 Table 2 exactly as printed (DIGEST §2.2), including its case tests and the 2-D
+* ``printed`` — 003 Table 2 exactly as printed (docs/seeds.md §2.2), including its case tests and the 2-D
   client-bound T_e = m⌈p/g⌉e; ⌈n/g⌉ everywhere.
 * ``corrected`` (default) — the serial-count "max form" (larger of client and server serial counts,
-  DIGEST §2.2) with §6-A fixes: A2 (2-D client-bound T_e = m⌈n/g⌉e), A3 (1-DH client side counts m·n
+  docs/seeds.md §2.2) with §6-A fixes: A2 (2-D client-bound T_e = m⌈n/g⌉e), A3 (1-DH client side counts m·n
   connections), A1 (when g ∤ n the parallel divisor is ⌊n/g⌋, the smallest group, and ⌈n/g⌉ counts
   connections).
 """
@@ -156,7 +156,7 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
     pf = p.astype(np.float64)
     mf = m.astype(np.float64)
     if layout == "1-DV":
-        # Table and max form agree exactly for 1-DV (DIGEST §2.2).
+        # Table and max form agree exactly for 1-DV (docs/seeds.md §2.2).
         q = _ceil_div(p, n).astype(np.float64)
         k = np.maximum(mf, q)
         return Coefficients(ce=k, cv=k * s, ca=q, cb=q * s)
@@ -184,7 +184,7 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
         ce = np.where(small, mf * kc, np.where(server, G, mf * G))
         cv = np.where(server, G * s / kc, mf * s)
     else:
-        kp = (n // g).astype(np.float64)  # smallest group's width bounds the parallel transfer (A1)
+        kp = (n // g).astype(np.float64)  # smallest group's width bounds the parallel transfer (docs/seeds.md §6 A1)
         ce = np.maximum(G, mf * kc)
         cv = np.maximum(G * s / kp, mf * s)
     return Coefficients(ce=ce, cv=cv, ca=G, cb=G * s / kp)

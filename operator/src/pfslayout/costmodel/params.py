@@ -1,7 +1,7 @@
 """Cost-model parameters: the five platform constants of seeds 000/003 and the parameters file.
 
 Units are SI throughout: seconds and bytes. The seeds print v and beta as 1/(120 MB) and 1/(1000 MB); we
-read MB as MiB (DIGEST §6 A7) because their request sizes are powers of two, so the seeds' constants
+read MB as MiB (docs/seeds.md §6 A7) because their request sizes are powers of two, so the seeds' constants
 below are seconds per byte with MB = 2**20 bytes.
 """
 

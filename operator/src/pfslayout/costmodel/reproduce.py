@@ -71,7 +71,7 @@ def hio(m: int = 6, n: int = 6) -> dict:
 
 
 def digest() -> dict:
-    """DIGEST §2.9's four rows under both variants, ms."""
+    """docs/seeds.md §2.9's four rows under both variants, ms."""
     rows = [("eth-rand", SEED_ETHERNET, True, 8, 16, 8, 1, 256 * 1024), ("eth-seq", SEED_ETHERNET, False, 64, 16, 8, 2, MIB),
             ("ib-seq", SEED_INFINIBAND, False, 4, 8, 4, 1, MIB), ("eth-rand-p1", SEED_ETHERNET, True, 1, 16, 8, 1, 4096)]
     out = {}

@@ -1,4 +1,4 @@
-"""Typed OrangeFSCluster spec, mirroring `crds/orangefsclusters.yaml` (H4's schema, the contract).
+"""Typed OrangeFSCluster spec, mirroring `crds/orangefsclusters.yaml` (the CRD schema is the contract).
 
 The API server already applied the schema's defaults and CEL rules before the operator sees an object;
 the same defaults live here so the CLI and the tests build identical specs without a cluster, and the

@@ -81,7 +81,7 @@ class Replica(BaseModel):
 
 
 class HybridRecommendation(BaseModel):
-    """A replica set instead of one static layout (DIGEST §3.4, §6 B3)."""
+    """A replica set instead of one static layout (docs/seeds.md §3.4, §6 B3)."""
 
     replicas: list[Replica]
     predicted_total: float = Field(description="Σ per request of the cheapest replica's cost, seconds")

@@ -1,10 +1,10 @@
-"""Static layout choice per directory / file (003 §4, DIGEST §3.1) and hybrid replica sets (§3.4, §6 B3).
+"""Static layout choice per directory / file (003 §4, docs/seeds.md §3.1) and hybrid replica sets (§3.4, §6 B3).
 
 Pure functions: a derived ``Trace`` or a ``WorkloadDescription`` in, a ``Plan`` out.
 
 Candidates are 1-DH, 1-DV and 2-D for every *useful* g: the divisors of n strictly between 1 and n.
 g = 1 is 1-DH again and g = n is 1-DV again (their formulas coincide), and g ∤ n is not proposed: OrangeFS
-groups would be uneven and the journal and conference tables disagree there (DIGEST §6 A1). Extra g
+groups would be uneven and the journal and conference tables disagree there (docs/seeds.md §6 A1). Extra g
 values can be asked for explicitly; they are costed with the corrected variant's ⌊n/g⌋ parallel width.
 """
 
@@ -31,7 +31,7 @@ from pfslayout.planner.models import (
 from pfslayout.traces.model import OP_READ, Trace
 
 DEFAULT_DELTA = 0.10
-HYBRID_MIN_READ_FRACTION = 0.5  # hybrid replicas suit read-mostly data (DIGEST §6 B2)
+HYBRID_MIN_READ_FRACTION = 0.5  # hybrid replicas suit read-mostly data (docs/seeds.md §6 B2)
 MAX_REPLICAS = 3
 
 
@@ -168,7 +168,7 @@ def _hybrid(w: _Workload, n: int, params: CostParams, variant: str,
                 for i in chosen]
     return HybridRecommendation(replicas=replicas, predicted_total=current, storage_factor=len(replicas),
                                 reason="best layouts within delta of each other on read-mostly, mixed requests "
-                                       "(DIGEST §6 B3); each request goes to the cheapest copy, writes sync lazily")
+                                       "(docs/seeds.md §6 B3); each request goes to the cheapest copy, writes sync lazily")
 
 
 def _plan(workloads: list[_Workload], n: int, params: CostParams, variant: str, delta: float,
