@@ -31,7 +31,7 @@ def test_001_1dv_beats_1dh_when_p_at_least_n() -> None:
 
 
 def test_001_2d_needs_p_below_n_without_g() -> None:
-    with pytest.raises(InputError, match="^g: "):
+    with pytest.raises(InputError, match=r"^g: "):
         storage_only.storage_only_cost("2-D", 8, 8, 1, 1.0, 1.0)
 
 
@@ -80,7 +80,7 @@ def test_002_strip_sizes_follow_bandwidth() -> None:
 
 
 def test_002_bad_bandwidth() -> None:
-    with pytest.raises(InputError, match="^B: "):
+    with pytest.raises(InputError, match=r"^B: "):
         placement.cost_matrix([1.0], [0.0], 1.0, [0])
 
 

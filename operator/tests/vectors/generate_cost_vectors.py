@@ -146,7 +146,8 @@ EXTRA_HAND = [
      "(the printed typo, docs/seeds.md §6 A2), T_x = msv = 5/120 s = 41.6667 ms, T_s = 8·0.1 ms, T_rw = 8/(2·120) s "
      "= 33.3333 ms; total 87.8 ms.", 87.8),
     ("hand-2d-corrected-client-bound", "corrected", "2-D", 64, 16, 5, 8, MIB, False, "ETH",
-     "Same inputs under the max form: T_e = max(⌈p/g⌉, m⌈n/g⌉)e = max(8, 10)·0.3 ms = 3 ms (docs/seeds.md §6 A2 fixed), "
+     "Same inputs under the max form: T_e = max(⌈p/g⌉, m⌈n/g⌉)e = max(8, 10)·0.3 ms = 3 ms "
+     "(docs/seeds.md §6 A2 fixed), "
      "T_x = max(8/2, 5)·s·v = 41.6667 ms, storage as printed; total 78.8 ms.", 78.8),
     ("hand-1dh-corrected-p1", "corrected", "1-DH", 1, 16, 1, None, 4 * KIB, True, "ETH",
      "Max form for docs/seeds.md §2.9 row 4 (§6 A3): T_e = max(p, mn)e = 16·0.3 ms = 4.8 ms, T_x = max(s/16, s)v "

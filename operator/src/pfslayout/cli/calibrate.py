@@ -8,7 +8,8 @@ back as ``--params`` to ``cost`` and ``plan``. ``--design`` instead prints the p
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any, Optional
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -108,7 +109,7 @@ def _human(result: dict[str, Any]) -> None:
     table = Table(title=f"Calibrated cost parameters ({quality['variant']} model, n={quality['servers']} servers)")
     for col in ("parameter", "value", "±stderr", "reads as", "identified"):
         table.add_column(col, justify="left" if col in ("parameter", "reads as") else "right")
-    reads = {
+    reads: dict[str, Callable[[float], str]] = {
         "e": lambda x: f"{x * 1e3:.4g} ms per connection",
         "v": lambda x: f"{1 / x / MIB:.4g} MiB/s network" if x > 0 else "unbounded",
         "alpha_seq": lambda x: f"{x * 1e3:.4g} ms per sequential start",
@@ -122,7 +123,8 @@ def _human(result: dict[str, Any]) -> None:
     out.print(table)
     out.print(
         f"cells {quality['cells']}   R² {_fmt(quality['r2'])}   RMSE {_fmt(quality['rmse_s'])} s   "
-        f"relative error median {_fmt(quality['median_relative_error'], 3)}, max {_fmt(quality['max_relative_error'], 3)}   "
+        f"relative error median {_fmt(quality['median_relative_error'], 3)}, "
+        f"max {_fmt(quality['max_relative_error'], 3)}   "
         f"rank {quality['rank']}/5, condition {_fmt(quality['condition'], 3)}"
     )
     worst = sorted(result["cells"], key=lambda c: -abs(c["relative_error"] or 0.0))[:5]
@@ -154,14 +156,15 @@ def _human(result: dict[str, Any]) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("calibrate")
     def calibrate(
-        measurements: Annotated[Optional[list[str]], typer.Option(
-            "--measurements", help="pfsprobe/1 JSON or IOR JSON output to fit (repeat to fit several together)")] = None,
-        fmt: Annotated[Optional[str], typer.Option("--format", help="probe or ior (default: detect)")] = None,
-        servers: Annotated[Optional[int], typer.Option(
+        measurements: Annotated[list[str] | None, typer.Option(
+            "--measurements",
+                help="pfsprobe/1 JSON or IOR JSON output to fit (repeat to fit several together)")] = None,
+        fmt: Annotated[str | None, typer.Option("--format", help="probe or ior (default: detect)")] = None,
+        servers: Annotated[int | None, typer.Option(
             "--servers", help="data servers (IOR input and --design)")] = None,
-        layout: Annotated[Optional[str], typer.Option(
+        layout: Annotated[str | None, typer.Option(
             "--layout", help="layout of IOR's test directory (default: from its path, e.g. .../2-D-g2/...)")] = None,
-        g: Annotated[Optional[int], typer.Option("--g", help="2-D group count for --layout 2-D")] = None,
+        g: Annotated[int | None, typer.Option("--g", help="2-D group count for --layout 2-D")] = None,
         variant: Annotated[str, typer.Option("--variant", help="cost model: printed or corrected")] = "corrected",
         weighting: Annotated[str, typer.Option(
             "--weighting", help="relative (minimise relative error, default) or absolute")] = "relative",
@@ -169,14 +172,15 @@ def register(app: typer.Typer) -> None:
             "--design", help="print the probe grid to measure instead of fitting")] = False,
         nodes: Annotated[int, typer.Option("--nodes", help="client nodes (--design)")] = 1,
         ranks_per_node: Annotated[int, typer.Option("--ranks-per-node", help="ranks per node (--design)")] = 1,
-        sizes: Annotated[Optional[str], typer.Option(
+        sizes: Annotated[str | None, typer.Option(
             "--sizes", help="request sizes (--design), e.g. 4K,64K,1M,4M")] = None,
-        max_configs: Annotated[Optional[int], typer.Option(
-            "--max-configs", help="keep this many D-optimal configurations (--design; default: full factorial)")] = None,
-        target: Annotated[Optional[list[str]], typer.Option(
+        max_configs: Annotated[int | None, typer.Option(
+            "--max-configs",
+                help="keep this many D-optimal configurations (--design; default: full factorial)")] = None,
+        target: Annotated[list[str] | None, typer.Option(
             "--target", help="LAYOUT[:G]=DIR realising a layout, repeatable (--design: emit pfsprobe grids)")] = None,
         backend: Annotated[str, typer.Option("--backend", help="pfsprobe backend for --target grids")] = "posix",
-        server_measurements: Annotated[Optional[list[str]], typer.Option(
+        server_measurements: Annotated[list[str] | None, typer.Option(
             "--server-measurements", help="INDEX=FILE: a pfsprobe/1 probe pinned to server INDEX (servers = 1); "
             "fits that server's alpha and beta (repeatable)")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pfslayout.costmodel.params import CostParams
 from pfslayout.costmodel.formulas import Coefficients, CostBreakdown, unchecked_coefficients, validate
+from pfslayout.costmodel.params import CostParams
 
 _DENSE_LIMIT = 1 << 22  # largest dense (p, m, random) key table before falling back to np.unique
 _CHUNK = 1 << 16
@@ -186,6 +186,7 @@ def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: 
     terms = [np.empty(N) for _ in range(4)]
     total = np.empty(N)
     key = groups.key
+    assert key is not None  # built with_key=True above
     for lo in range(0, N, _CHUNK):
         hi = min(lo + _CHUNK, N)
         k = key[lo:hi]

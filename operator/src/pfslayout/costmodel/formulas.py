@@ -52,11 +52,11 @@ class CostBreakdown:
 
     @property
     def network(self) -> np.ndarray:
-        return self.T_e + self.T_x
+        return np.asarray(self.T_e + self.T_x)
 
     @property
     def storage(self) -> np.ndarray:
-        return self.T_s + self.T_rw
+        return np.asarray(self.T_s + self.T_rw)
 
     def as_dict(self) -> dict[str, Any]:
         def out(a: np.ndarray) -> Any:
@@ -82,9 +82,8 @@ def _int_array(name: str, value: ArrayLike) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise InputError(name, f"must be an integer (got {value!r})")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.floor(arr)):
-            raise InputError(name, "must be a whole number", "pass an integer count")
+    if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or not np.all(arr == np.floor(arr))):
+        raise InputError(name, "must be a whole number", "pass an integer count")
     if arr.dtype.kind == "i":
         return arr  # signed ints as given: no copy of a long trace column
     return arr.astype(np.int64)  # floats, and unsigned (ceil division negates)
@@ -102,7 +101,7 @@ def validate(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: A
     check_layout(layout)
     check_variant(variant)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        if isinstance(n, float) and n.is_integer():
+        if isinstance(n, float) and float(n).is_integer():
             n = int(n)
         else:
             raise InputError("n", f"must be an integer number of servers (got {n!r})")
@@ -174,7 +173,7 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
         return Coefficients(ce=ce, cv=cv, ca=ca, cb=cb)
     assert g is not None
     G = _ceil_div(p, g).astype(np.float64)
-    kc_int = _ceil_div(np.int64(n), g)
+    kc_int = _ceil_div(np.asarray(n, dtype=np.int64), g)
     kc = kc_int.astype(np.float64)  # servers a request touches: its connection count
     if variant == "printed":
         kp = kc

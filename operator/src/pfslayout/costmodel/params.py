@@ -84,7 +84,8 @@ class CostParams(BaseModel):
 
 # 003 Table 3 (= 000 Table 4). alpha and beta are the same on both networks.
 SEED_ETHERNET = CostParams(e=0.0003, v=1.0 / (120 * MIB), alpha_seq=0.0001, alpha_rand=0.0003, beta=1.0 / (120 * MIB))
-SEED_INFINIBAND = CostParams(e=0.0002, v=1.0 / (1000 * MIB), alpha_seq=0.0001, alpha_rand=0.0003, beta=1.0 / (120 * MIB))
+SEED_INFINIBAND = CostParams(e=0.0002, v=1.0 / (1000 * MIB), alpha_seq=0.0001, alpha_rand=0.0003,
+                             beta=1.0 / (120 * MIB))
 
 SEEDS: dict[str, CostParams] = {"ethernet": SEED_ETHERNET, "infiniband": SEED_INFINIBAND}
 

@@ -51,7 +51,7 @@ def cost_matrix(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray) -> n
         raise InputError("NB", "network bandwidth must be positive")
     owner = np.asarray(owner, dtype=np.int64)
     local = owner[:, None] == np.arange(B.size)[None, :]
-    return S[:, None] / B[None, :] + np.where(local, 0.0, S[:, None] / NB)
+    return np.asarray(S[:, None] / B[None, :] + np.where(local, 0.0, S[:, None] / NB))
 
 
 @dataclass(frozen=True)
@@ -145,4 +145,4 @@ def strip_sizes(bandwidth: np.ndarray, row_bytes: int, align: int = 4096) -> lis
             break
         if units[idx] > 1:
             units[idx] -= 1
-    return (units * align).tolist()
+    return [int(u) * align for u in units]

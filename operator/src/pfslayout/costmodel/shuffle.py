@@ -7,9 +7,9 @@ analytical model, which is what the paper prints).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 
@@ -91,7 +91,7 @@ def hio_order(window: Sequence[Request], threshold: float = 0.2) -> list[Request
     return w
 
 
-def fig3_example(t: float = 1.0) -> dict[str, float]:
+def fig3_example(t: float = 1.0) -> dict[str, float | list[str]]:
     """004 Fig. 3: aggregators p0, p2, p4 on one node, 6t service each; p0 and p2 shuffle 6t, p4 none.
     Returns the FIFO (p4, p0, p2) makespan, the HIO order's makespan and p4's acceptable delay."""
     shuffles = {"p0": 6 * t, "p2": 6 * t, "p4": 0.0}

@@ -107,7 +107,7 @@ class OrangeFSClusterSpec(_Model):
     tolerations: list[Toleration] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _cross_field(self) -> "OrangeFSClusterSpec":
+    def _cross_field(self) -> OrangeFSClusterSpec:
         # The CRD's CEL rules, repeated: a clear InputError beats a server that refuses its config.
         n = self.servers.count
         if self.servers.effective_metadata_count > n:

@@ -7,6 +7,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Sharing = Literal["file-per-process", "shared"]
+LayoutName = Literal["1-DV", "1-DH", "2-D"]
+TargetKind = Literal["directory", "file", "workload"]
+Mode = Literal["static", "hybrid"]
 
 
 class SizeBin(BaseModel):
@@ -48,7 +51,7 @@ class WorkloadDescription(BaseModel):
 class CandidateCost(BaseModel):
     """One candidate layout's predicted total over the workload, and its split (seconds)."""
 
-    layout: Literal["1-DV", "1-DH", "2-D"]
+    layout: LayoutName
     g: int | None = None
     label: str
     T_e: float
@@ -91,7 +94,7 @@ class HybridRecommendation(BaseModel):
 
 class Decision(BaseModel):
     target: str
-    kind: Literal["directory", "file", "workload"]
+    kind: TargetKind
     sharing: Sharing
     requests: int
     bytes: int
@@ -103,7 +106,7 @@ class Decision(BaseModel):
     choice_layout: Literal["1-DV", "1-DH", "2-D"]
     choice_g: int | None
     margin: float | None = Field(description="(second best − best) / best; None with one candidate")
-    mode: Literal["static", "hybrid"]
+    mode: Mode
     hints: Hints
     hybrid: HybridRecommendation | None = None
     explanation: str
