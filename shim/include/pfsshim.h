@@ -102,6 +102,12 @@ typedef struct {
     long dfiles[PFS_MAX_REPLICAS];
 } pfs_router;
 
+/* docs/seeds.md §3.2: the layout a request at (offset, size) behaves as on a replica with strip size strip
+ * over datafiles datafiles (0 = n) of n servers: k servers touched; k = 1 -> 1-DV, k >= n -> 1-DH, else 2-D
+ * with g = n/k. *g is 0 unless 2-D. The twin of pfslayout.planner.classify (shared vectors in
+ * operator/tests/vectors/classify-vectors.json). */
+void pfs_classify(long n, long strip, long datafiles, uint64_t offset, uint64_t size, pfs_layout *layout, long *g);
+
 /* Cost of a request (offset, size) on each replica into costs[]; returns the index of the cheapest
  * replica among those whose bit is set in allowed (ties: lowest index), or -1 if none is allowed. */
 int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, unsigned allowed,
