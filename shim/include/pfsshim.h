@@ -113,6 +113,24 @@ void pfs_classify(long n, long strip, long datafiles, uint64_t offset, uint64_t 
 int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, unsigned allowed,
               double *costs);
 
+/* The routing decision for one request on a replica set, MPI-free so a unit test can drive it:
+ *   read:       only replicas clean for [lo, hi) may serve it; none clean -> drain first (forced), then any;
+ *   write:      the cheapest replica; if it still owes an overlapping update -> drain first (forced), so
+ *               this write stays the newest;
+ *   collective: drain (every rank calls the same collective on the same replica), then each rank's costs
+ *               are summed over the file's ranks and the lowest sum wins (ties: lowest index).
+ * The environment supplies the dirty-range query, the drain and the agreement (an MPI_Allreduce in the
+ * shim). Returns the replica; *forced_drain says whether a read or write had to drain first. */
+typedef enum { PFS_REQ_READ = 0, PFS_REQ_WRITE = 1, PFS_REQ_COLLECTIVE = 2 } pfs_request_kind;
+typedef struct {
+    int (*dirty)(void *ctx, int replica, uint64_t lo, uint64_t hi);
+    void (*drain)(void *ctx);
+    void (*agree)(void *ctx, const double *costs, double *sum, int n);
+    void *ctx;
+} pfs_route_env;
+int pfs_route_request(const pfs_router *r, pfs_request_kind kind, uint64_t lo, uint64_t hi, uint64_t bytes, int random,
+                      const pfs_route_env *env, double *costs, int *forced_drain);
+
 /* ---------------------------------------------------------------- dirty ranges (ranges.c) */
 
 /* Sorted, non-overlapping, coalesced half-open byte ranges. Insertion may grow the array; queries do

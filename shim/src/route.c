@@ -49,3 +49,42 @@ int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, u
     }
     return best;
 }
+
+int pfs_route_request(const pfs_router *r, pfs_request_kind kind, uint64_t lo, uint64_t hi, uint64_t bytes, int random,
+                      const pfs_route_env *env, double *costs, int *forced_drain)
+{
+    const unsigned all = (1u << r->nrep) - 1;
+    *forced_drain = 0;
+    if (kind == PFS_REQ_COLLECTIVE) {
+        /* every rank must pick the same replica: drain (docs/seeds.md §6 B2) and agree on the summed cost */
+        env->drain(env->ctx);
+        pfs_route(r, lo, bytes, random, all, costs);
+        double sum[PFS_MAX_REPLICAS];
+        env->agree(env->ctx, costs, sum, r->nrep);
+        int best = 0;
+        for (int i = 1; i < r->nrep; i++)
+            if (sum[i] < sum[best])
+                best = i;
+        return best;
+    }
+    if (kind == PFS_REQ_READ) {
+        unsigned clean = 0;
+        for (int i = 0; i < r->nrep; i++)
+            if (!env->dirty(env->ctx, i, lo, hi))
+                clean |= 1u << i;
+        if (!clean) {
+            /* a dirty replica is never read: bring them all up to date first */
+            env->drain(env->ctx);
+            *forced_drain = 1;
+            clean = all;
+        }
+        return pfs_route(r, lo, bytes, random, clean, costs);
+    }
+    const int best = pfs_route(r, lo, bytes, random, all, costs);
+    if (env->dirty(env->ctx, best, lo, hi)) {
+        /* an older update owed to that replica overlaps: apply it first so this write stays newest */
+        env->drain(env->ctx);
+        *forced_drain = 1;
+    }
+    return best;
+}
