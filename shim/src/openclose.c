@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pfs_common.h"
 #include "shim_internal.h"
 
 static int has_key(MPI_Info info, const char *key)
@@ -50,8 +51,7 @@ MPI_Info merged_info(MPI_Info user, const char *path, const pfs_hint *h1, int n1
 
 static char *absolute(const char *path)
 {
-    const char *c = strchr(path, ':'), *s = strchr(path, '/');
-    size_t plen = c && (!s || c < s) ? (size_t)(c - path) + 1 : 0;
+    const size_t plen = pfs_romio_prefix_len(path);
     const char *rest = path + plen;
     if (rest[0] == '/')
         return strdup(path);
@@ -65,16 +65,16 @@ static char *absolute(const char *path)
     return out;
 }
 
+/* the replica's parent directories; a failure shows up as the open's own error */
 static void mkdirs_for(const char *file)
 {
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", file);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(buf, 0777);
-            *p = '/';
-        }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", file);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return;
+    *slash = 0;
+    pfs_mkdir_p(dir, NULL, 0);
 }
 
 static int open_hybrid(MPI_Comm comm, const char *filename, const pfs_rule *rule, const char *tail, int amode,

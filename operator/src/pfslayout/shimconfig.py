@@ -11,6 +11,7 @@ from the shim's own parser.
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -42,10 +43,12 @@ Number = StrictFloat | StrictInt
 HintValue = Annotated[StrictStr, StringConstraints(max_length=MAX_HINT_VALUE)] | Annotated[StrictInt, Field(ge=0)]
 
 
+_ROMIO_PREFIX = re.compile(r"^[A-Za-z0-9_]+:")
+
+
 def _bare(path: str) -> str:
-    """The path without a ROMIO prefix (`ufs:/a` → `/a`), as the C parser reads it."""
-    colon, slash = path.find(":"), path.find("/")
-    return path[colon + 1:] if colon >= 0 and (slash < 0 or colon < slash) else path
+    """The path without a ROMIO prefix (`ufs:/a` → `/a`), as the C side reads it (pfs_romio_bare)."""
+    return _ROMIO_PREFIX.sub("", path, count=1)
 
 
 def normalise_path(path: str) -> str:
