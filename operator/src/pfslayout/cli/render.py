@@ -16,6 +16,7 @@ import yaml
 
 from pfslayout.cli._output import print_json
 from pfslayout.errors import InputError
+from pfslayout.manifests import examples
 from pfslayout.manifests.build import desired
 from pfslayout.manifests.common import Context, Owner
 from pfslayout.manifests.config import Address, Topology, fs_conf_for
@@ -187,6 +188,25 @@ def manifests(
         print_json({"apiVersion": "v1", "kind": "List", "items": list(want.objects)})
         return
     print(yaml.safe_dump_all(list(want.objects), sort_keys=False), end="")
+
+
+@render_app.command("examples")
+def render_examples(
+    directory: Annotated[str, typer.Option("--dir", help="the example manifests")] = "policies",
+    check: Annotated[bool, typer.Option("--check", help="compare only; exit 1 listing what differs")] = False,
+) -> None:
+    """Write the golden rendering of every example manifest into <dir>/expected/<name>/ (or --check it)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError("--dir", f"{directory} is not a directory", "run from the repository root or pass --dir")
+    if check:
+        problems = [p for ex in examples.examples(root) for p in examples.differences(ex)]
+        problems += [f"{d}: its example is gone; run `{examples.REGENERATE}`" for d in examples.stale_directories(root)]
+        for line in problems:
+            print(line)
+        raise typer.Exit(1 if problems else 0)
+    for path in examples.write_examples(root):
+        print(path)
 
 
 def register(app: typer.Typer) -> None:
