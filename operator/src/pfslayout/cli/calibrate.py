@@ -66,15 +66,21 @@ def _targets(specs: list[str]) -> dict[str, str]:
 
 
 def design(servers: int | None, nodes: int, ranks_per_node: int, sizes: str | None, max_configs: int | None,
-           targets: list[str], backend: str, variant: str) -> dict[str, Any]:
-    from pfslayout.calibration import design_grid
+           targets: list[str], backend: str, variant: str, profile: str | None = None) -> dict[str, Any]:
+    from pfslayout.calibration import design_grid, profile_grid
 
     if servers is None:
         raise InputError("--servers", "is required with --design", "pass the number of data servers")
-    kwargs: dict[str, Any] = {"max_configs": max_configs, "variant": variant}
-    if sizes:
-        kwargs["sizes"] = [_size(s) for s in sizes.split(",")]
-    grid = design_grid(servers, nodes, ranks_per_node, **kwargs)
+    size_list = [_size(s) for s in sizes.split(",")] if sizes else None
+    if profile is not None:
+        # a named grid (OrangeFSCluster spec.calibration.profile); --sizes/--max-configs still override it
+        grid = profile_grid(profile, servers, nodes, ranks_per_node, variant=variant, sizes=size_list,
+                            max_configs=max_configs)
+    else:
+        kwargs: dict[str, Any] = {"max_configs": max_configs, "variant": variant}
+        if size_list:
+            kwargs["sizes"] = size_list
+        grid = design_grid(servers, nodes, ranks_per_node, **kwargs)
     doc = grid.to_dict()
     if targets:
         doc["pfsprobe_grids"] = grid.pfsprobe_grids(_targets(targets), backend=backend)
@@ -180,6 +186,9 @@ def register(app: typer.Typer) -> None:
         target: Annotated[list[str] | None, typer.Option(
             "--target", help="LAYOUT[:G]=DIR realising a layout, repeatable (--design: emit pfsprobe grids)")] = None,
         backend: Annotated[str, typer.Option("--backend", help="pfsprobe backend for --target grids")] = "posix",
+        profile: Annotated[str | None, typer.Option(
+            "--profile", help="named grid (--design): quick or standard, as OrangeFSCluster "
+            "spec.calibration.profile; default: the full factorial over --sizes")] = None,
         server_measurements: Annotated[list[str] | None, typer.Option(
             "--server-measurements", help="INDEX=FILE: a pfsprobe/1 probe pinned to server INDEX (servers = 1); "
             "fits that server's alpha and beta (repeatable)")] = None,
@@ -190,7 +199,8 @@ def register(app: typer.Typer) -> None:
             if measurements is not None:
                 raise InputError("--design", "cannot be combined with --measurements",
                                  "design a grid first, measure it, then fit with --measurements")
-            doc = design(servers, nodes, ranks_per_node, sizes, max_configs, target or [], backend, variant)
+            doc = design(servers, nodes, ranks_per_node, sizes, max_configs, target or [], backend, variant,
+                         profile)
             print_json(doc) if as_json else _human_design(doc)
             return
         if not measurements:

@@ -20,7 +20,7 @@ class SizeBin(BaseModel):
 
 
 class WorkloadDescription(BaseModel):
-    """What a user knows about an application without a trace (DESIGN 'auto' rules)."""
+    """What a user knows about an application without a trace (a LayoutPolicy `auto` rule's workload)."""
 
     model_config = ConfigDict(extra="forbid")
 
