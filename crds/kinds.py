@@ -144,9 +144,11 @@ def orangefs_cluster_spec() -> Schema:
     calibration = obj("Automatic cost-model calibration.", {
         "auto": boolean("Create a CostCalibration `<name>-calibration` when the cluster first becomes "
                         "Ready.", default=True),
-        "profile": string("Grid of the automatic calibration: `quick` (minutes, a few sizes) or `standard` "
-                          "(the full process-count x request-size grid).", enum=["quick", "standard"],
-                          default="quick"),
+        "profile": string("Grid of the automatic calibration (`pfslayout.calibration.PROFILES`, "
+                          "`pfslayout calibrate --design --profile`): `quick` (4 KiB and 1 MiB requests, the 12 "
+                          "most informative configurations, 3 repetitions: minutes) or `standard` (the "
+                          "CostCalibration default grid: 4 KiB to 4 MiB, the full factorial, 5 repetitions).",
+                          enum=["quick", "standard"], default="quick"),
     }, default={})
 
     return obj("Desired OrangeFS testbed.", {
@@ -436,14 +438,12 @@ def layout_policy_spec() -> Schema:
                        **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["path"]}),
         "hybridThreshold": number("δ: a static layout is chosen when the runner-up's predicted cost exceeds "
                                   "the best by at least this fraction; below it an `auto` rule with "
-                                  "`allowHybrid` becomes a replica set (DIGEST §6 B3).", minimum=0,
+                                  "`allowHybrid` becomes a replica set (docs/seeds.md §6 B3).", minimum=0,
                                   maximum=10, default=0.1),
         "costModel": obj("Which variant of the [003] Table 2 cost model to evaluate.", {
             "variant": string("`corrected`: the max form, consistent with the serial-count rule; `printed`: "
                               "the table as printed (reproduces the papers).",
                               enum=["corrected", "printed"], default="corrected"),
-            "twoDDivisor": string("`ceil`: ⌈n/g⌉ as in [003]; `floor`: ⌊n/g⌋ as in [000].",
-                                  enum=["ceil", "floor"], default="ceil"),
         }, default={}),
         "shim": obj("The cost-aware MPI-IO shim injected into matching MPIJobs.", {
             "enabled": boolean("Inject `libpfsshim.so` (LD_PRELOAD) and its config.", default=True),

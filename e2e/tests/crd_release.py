@@ -19,7 +19,7 @@ CRDS = {"orangefsclusters.pfslayout.io": "ofs", "costcalibrations.pfslayout.io":
         "layoutpolicies.pfslayout.io": "lp"}
 
 
-def install_crds(cluster: Any) -> None:  # H3's Cluster fixture
+def install_crds(cluster: Any) -> None:  # the `cluster` fixture of e2e/tests/conftest.py
     """The chart's CRDs, installed by the shared release, established before any manifest is sent."""
     # This checkout's chart, keeping whatever values another module installed the release with.
     cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,

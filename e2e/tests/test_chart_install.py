@@ -19,7 +19,7 @@ SA = f"system:serviceaccount:{RELEASE_NS}:{RELEASE}"
 
 
 @pytest.fixture(scope="module")
-def release(cluster) -> str:  # noqa: ANN001 - H3's Cluster fixture
+def release(cluster) -> str:  # noqa: ANN001 - the `cluster` fixture of e2e/tests/conftest.py
     # This checkout's chart, keeping whatever values another module installed the release with.
     cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,
                  "--create-namespace", "--wait", "--timeout", "180s", timeout=240)

@@ -16,7 +16,7 @@ ACCEPTED = REPO / "e2e" / "invalid" / "accepted"
 
 
 @pytest.fixture(scope="module")
-def crds(cluster) -> None:  # noqa: ANN001 - H3's Cluster fixture
+def crds(cluster) -> None:  # noqa: ANN001 - the `cluster` fixture of e2e/tests/conftest.py
     install_crds(cluster)
 
 

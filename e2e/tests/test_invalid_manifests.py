@@ -39,7 +39,7 @@ def test_corpus_is_large_and_every_file_says_what_is_wrong() -> None:
 
 
 @pytest.fixture(scope="module")
-def crds(cluster) -> None:  # noqa: ANN001 - H3's Cluster fixture
+def crds(cluster) -> None:  # noqa: ANN001 - the `cluster` fixture of e2e/tests/conftest.py
     install_crds(cluster)
 
 

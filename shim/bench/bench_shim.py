@@ -9,7 +9,7 @@ Variants, run interleaved REPS times each, median wall time of the slowest rank:
                explicit-offset call) without any extra replica write
   replica3     a 3-replica set (1-DH, 2-D, 1-DV): adds the lazy writes to the two other replicas
 and the routing decision alone (route_bench: ns per decision, 3 replicas) as a share of the plain run.
-Goal (issue #4): passthrough and routing <= 1 % overhead; replica3's extra writes are reported apart.
+Goal: passthrough and routing <= 1 % overhead; replica3's extra writes are reported apart.
 Besides whole-run ratios it reports the requests alone (write and read loops, without open/close/sync),
 since a replica set's open and close add a few collectives whose cost on an oversubscribed machine is
 fixed per file, not per request.

@@ -43,7 +43,7 @@ typedef struct {
 
 typedef struct {
     char *dir;             /* replica directory; the logical path's tail below the rule is appended */
-    pfs_layout layout;     /* PFS_L_AUTO: classify per request from strip_size/datafiles (DIGEST §3.2) */
+    pfs_layout layout;     /* PFS_L_AUTO: classify per request from strip_size/datafiles (docs/seeds.md §3.2) */
     long g;                /* 2-D groups (0 when not 2-D) */
     long strip_size;       /* bytes, 0 = unset */
     long datafiles;        /* 0 = unset */
@@ -102,10 +102,34 @@ typedef struct {
     long dfiles[PFS_MAX_REPLICAS];
 } pfs_router;
 
+/* docs/seeds.md §3.2: the layout a request at (offset, size) behaves as on a replica with strip size strip
+ * over datafiles datafiles (0 = n) of n servers: k servers touched; k = 1 -> 1-DV, k >= n -> 1-DH, else 2-D
+ * with g = n/k. *g is 0 unless 2-D. The twin of pfslayout.planner.classify (shared vectors in
+ * operator/tests/vectors/classify-vectors.json). */
+void pfs_classify(long n, long strip, long datafiles, uint64_t offset, uint64_t size, pfs_layout *layout, long *g);
+
 /* Cost of a request (offset, size) on each replica into costs[]; returns the index of the cheapest
  * replica among those whose bit is set in allowed (ties: lowest index), or -1 if none is allowed. */
 int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, unsigned allowed,
               double *costs);
+
+/* The routing decision for one request on a replica set, MPI-free so a unit test can drive it:
+ *   read:       only replicas clean for [lo, hi) may serve it; none clean -> drain first (forced), then any;
+ *   write:      the cheapest replica; if it still owes an overlapping update -> drain first (forced), so
+ *               this write stays the newest;
+ *   collective: drain (every rank calls the same collective on the same replica), then each rank's costs
+ *               are summed over the file's ranks and the lowest sum wins (ties: lowest index).
+ * The environment supplies the dirty-range query, the drain and the agreement (an MPI_Allreduce in the
+ * shim). Returns the replica; *forced_drain says whether a read or write had to drain first. */
+typedef enum { PFS_REQ_READ = 0, PFS_REQ_WRITE = 1, PFS_REQ_COLLECTIVE = 2 } pfs_request_kind;
+typedef struct {
+    int (*dirty)(void *ctx, int replica, uint64_t lo, uint64_t hi);
+    void (*drain)(void *ctx);
+    void (*agree)(void *ctx, const double *costs, double *sum, int n);
+    void *ctx;
+} pfs_route_env;
+int pfs_route_request(const pfs_router *r, pfs_request_kind kind, uint64_t lo, uint64_t hi, uint64_t bytes, int random,
+                      const pfs_route_env *env, double *costs, int *forced_drain);
 
 /* ---------------------------------------------------------------- dirty ranges (ranges.c) */
 

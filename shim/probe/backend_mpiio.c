@@ -1,12 +1,12 @@
 /* mpiio backend: independent explicit-offset MPI-IO, so ROMIO's file-system drivers (ufs, pvfs2:, ...)
  * do the I/O exactly as an application's MPI_File_write_at would. */
-#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "pfs_common.h"
 
 extern const probe_backend probe_backend_posix;
 
@@ -33,20 +33,9 @@ static int mpiio_init(probe_grid *g, char *msg)
 
 /* "pvfs2:/mnt/ofs/x" names a ROMIO driver: the directory lives in that file system, which the operator
  * prepares (with its layout hints); only plain paths are created here. */
-static int has_romio_prefix(const char *dir)
-{
-    const char *c = strchr(dir, ':');
-    if (!c || c == dir)
-        return 0;
-    for (const char *p = dir; p < c; p++)
-        if (!isalnum((unsigned char)*p) && *p != '_')
-            return 0;
-    return 1;
-}
-
 static int mpiio_prepare_dir(const char *dir, char *msg)
 {
-    if (has_romio_prefix(dir))
+    if (pfs_romio_prefix_len(dir) > 0)
         return 0;
     return probe_backend_posix.prepare_dir(dir, msg);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "pfs_common.h"
 
 struct probe_file {
     int fd;
@@ -25,25 +26,15 @@ static int posix_init(probe_grid *g, char *msg)
 
 static int mkdir_p(const char *dir, char *msg)
 {
-    char buf[4096];
-    if (strlen(dir) >= sizeof buf) {
+    if (strlen(dir) >= 4096) {
         snprintf(msg, PROBE_MSG_LEN, "targets: path too long: %.160s", dir);
         return -1;
     }
-    strcpy(buf, dir);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(buf, 0777) && errno != EEXIST) {
-                snprintf(msg, PROBE_MSG_LEN, "targets: cannot create directory %.160s (%.160s); create it or fix the path",
-                         buf, strerror(errno));
-                return -1;
-            }
-            *p = c;
-            if (!c)
-                break;
-        }
+    char failed[4096];
+    if (pfs_mkdir_p(dir, failed, sizeof failed) != 0) {
+        snprintf(msg, PROBE_MSG_LEN, "targets: cannot create directory %.160s (%.160s); create it or fix the path",
+                 failed, strerror(errno));
+        return -1;
     }
     struct stat st;
     if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfs_common.h"
 #include "pfsshim.h"
 
 typedef struct {
@@ -37,48 +38,40 @@ static int fail(errbuf *eb, const char *field, const char *fmt, ...)
 
 static int check_keys(errbuf *eb, const char *where, json_t *obj, const char *const *allowed)
 {
-    const char *key;
-    json_t *val;
-    json_object_foreach(obj, key, val) {
-        int ok = 0;
-        for (const char *const *a = allowed; *a; a++)
-            if (strcmp(key, *a) == 0)
-                ok = 1;
-        if (!ok) {
-            char field[256];
-            snprintf(field, sizeof field, "%s%s%s", where, *where ? "." : "", key);
-            char list[512] = "";
-            for (const char *const *a = allowed; *a; a++) {
-                strncat(list, *a, sizeof list - strlen(list) - 1);
-                if (a[1])
-                    strncat(list, ", ", sizeof list - strlen(list) - 1);
-            }
-            return fail(eb, field, "unknown key; allowed keys here are %s", list);
-        }
-    }
-    return 0;
+    const char *key = pfs_json_unknown_key(obj, allowed);
+    if (!key)
+        return 0;
+    char field[256], list[512];
+    snprintf(field, sizeof field, "%s%s%s", where, *where ? "." : "", key);
+    pfs_json_key_list(allowed, list, sizeof list);
+    return fail(eb, field, "unknown key; allowed keys here are %s", list);
 }
 
 static int get_number(errbuf *eb, const char *field, json_t *v, double lo, double *out)
 {
-    if (!json_is_number(v))
+    switch (pfs_json_number(v, lo, out)) {
+    case PFS_JSON_OK:
+        return 0;
+    case PFS_JSON_WRONG_TYPE:
         return fail(eb, field, "must be a number (seconds or seconds per byte)");
-    double d = json_number_value(v);
-    if (!isfinite(d) || d < lo)
-        return fail(eb, field, "must be a finite number >= %g, got %g", lo, d);
-    *out = d;
-    return 0;
+    default:
+        return fail(eb, field, "must be a finite number >= %g, got %g", lo, json_number_value(v));
+    }
 }
 
 static int get_int(errbuf *eb, const char *field, json_t *v, long lo, long hi, long *out)
 {
-    if (!json_is_integer(v))
+    int64_t x = 0;
+    switch (pfs_json_int(v, lo, hi, &x)) {
+    case PFS_JSON_OK:
+        *out = (long)x;
+        return 0;
+    case PFS_JSON_WRONG_TYPE:
         return fail(eb, field, "must be an integer between %ld and %ld", lo, hi);
-    json_int_t i = json_integer_value(v);
-    if (i < lo || i > hi)
-        return fail(eb, field, "must be an integer between %ld and %ld, got %lld", lo, hi, (long long)i);
-    *out = (long)i;
-    return 0;
+    default:
+        return fail(eb, field, "must be an integer between %ld and %ld, got %lld", lo, hi,
+                    (long long)json_integer_value(v));
+    }
 }
 
 static int get_path(errbuf *eb, const char *field, json_t *v, char **out)
@@ -86,7 +79,7 @@ static int get_path(errbuf *eb, const char *field, json_t *v, char **out)
     if (!json_is_string(v) || json_string_length(v) == 0)
         return fail(eb, field, "must be a non-empty path string");
     const char *s = json_string_value(v);
-    const char *bare = strchr(s, ':') && strchr(s, ':') < strchr(s, '/') ? strchr(s, ':') + 1 : s;
+    const char *bare = pfs_romio_bare(s);
     if (bare[0] != '/')
         return fail(eb, field, "must be an absolute path (optionally with a ROMIO prefix such as ufs:), got \"%s\"", s);
     size_t n = strlen(s);
@@ -449,30 +442,24 @@ void pfs_config_free(pfs_config *cfg)
     memset(cfg, 0, sizeof *cfg);
 }
 
-static const char *bare(const char *p)
-{
-    const char *c = strchr(p, ':'), *s = strchr(p, '/');
-    return c && (!s || c < s) ? c + 1 : p;
-}
-
 const char *pfs_posix_path(const char *path)
 {
-    const char *c = strchr(path, ':'), *s = strchr(path, '/');
-    if (!c || (s && s < c))
+    const size_t n = pfs_romio_prefix_len(path);
+    if (n == 0)
         return path;
     if (strncmp(path, "ufs:", 4) == 0 || strncmp(path, "nfs:", 4) == 0)
-        return c + 1;
+        return path + n;
     return NULL;
 }
 
 const pfs_rule *pfs_config_match(const pfs_config *cfg, const char *path, const char **tail)
 {
     const pfs_rule *best = NULL;
-    const char *p = bare(path);
+    const char *p = pfs_romio_bare(path);
     size_t best_len = 0;
     for (int i = 0; i < cfg->nrules; i++) {
         const pfs_rule *r = &cfg->rules[i];
-        const char *pre = bare(r->prefix);
+        const char *pre = pfs_romio_bare(r->prefix);
         size_t n = strlen(pre);
         if (n == 1 && pre[0] == '/') {
             if (p[0] == '/' && !best) {

@@ -1,8 +1,8 @@
-/* Per-request cost of seeds 000/003 Table 2 — the C twin of pfslayout.costmodel.table.
+/* Per-request cost of seeds 000/003 Table 2 — the C twin of pfslayout.costmodel.formulas.
  *
  * Both are checked against operator/tests/vectors/cost-vectors.json (shim/tests/c/test_costmodel.c).
  * printed: 003 Table 2 exactly as printed, ⌈n/g⌉ everywhere, 2-D client-bound T_e = m⌈p/g⌉e.
- * corrected: the serial-count max form with DIGEST §6 A1 (⌊n/g⌋ as the parallel divisor), A2
+ * corrected: the serial-count max form with docs/seeds.md §6 A1 (⌊n/g⌋ as the parallel divisor), A2
  * (client-bound 2-D T_e = m⌈n/g⌉e) and A3 (1-DH client side m·n connections).
  * Doubles throughout: counts up to 2^53 are exact, and the routing hot path must not allocate.
  */
@@ -56,7 +56,7 @@ int pfs_cost_eval(pfs_variant var, pfs_layout layout, const pfs_params *prm, lon
                 ce = G;
                 cv = G * s / k;
             } else {
-                ce = M * G; /* as printed (DIGEST §6 A2) */
+                ce = M * G; /* as printed (docs/seeds.md §6 A2) */
                 cv = M * s;
             }
             ca = G;

@@ -1,4 +1,4 @@
-/* Lazy replica synchronisation queue (DIGEST §3.4, §6 B2).
+/* Lazy replica synchronisation queue (docs/seeds.md §3.4, §6 B2).
  *
  * One FIFO per hybrid file. Entries are applied strictly in order and one at a time, by whichever side
  * holds the `busy` token: the background thread (POSIX entries only; it never calls MPI) or a thread

@@ -7,6 +7,7 @@ OrangeFSCluster, CostCalibration and LayoutPolicy handlers alike.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import time
@@ -77,14 +78,10 @@ def set_phase(namespace: str, name: str, phase: str, phases: tuple[str, ...]) ->
 
 def forget(namespace: str, name: str, phases: tuple[str, ...]) -> None:
     for p in phases:
-        try:
+        with contextlib.suppress(KeyError):  # never set for this phase
             PHASE.remove(namespace, name, p)
-        except KeyError:
-            pass
-    try:
+    with contextlib.suppress(KeyError):
         READY_SERVERS.remove(namespace, name)
-    except KeyError:
-        pass
 
 
 def parse_addr(addr: str) -> tuple[str, int]:

@@ -107,7 +107,8 @@ def ior_document(servers: int = 4, reps: int = 3, seed: int = 11) -> dict:
                 "bwMinMIB": round(min(bws), 4), "bwMeanMIB": round(float(np.mean(bws)), 4),
                 "bwStdMIB": round(float(np.std(bws)), 4), "OPsMax": round(max(ops), 4),
                 "OPsMin": round(min(ops), 4), "OPsMean": round(float(np.mean(ops)), 4),
-                "OPsSD": round(float(np.std(ops)), 4), "MeanTime": round(mean, 4), "xsizeMiB": round(tasks * block * segments / MIB, 4),
+                "OPsSD": round(float(np.std(ops)), 4), "MeanTime": round(mean, 4),
+                    "xsizeMiB": round(tasks * block * segments / MIB, 4),
             })
     return {"Version": "4.1.0+dev", "Began": "Sun Nov 22 06:00:00 2026",
             "Command line": "ior -f calibrate.ior -O summaryFormat=JSON", "Machine": "Linux ior-node0",

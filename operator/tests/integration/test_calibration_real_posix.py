@@ -19,12 +19,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from pfslayout.calibration import fit, parse_probe
 
 MIB = 1 << 20
 
 
-def time_cell(directory: Path, p: int, size: int, requests: int, random: bool, op: str, rng: np.random.Generator) -> float:
+def time_cell(directory: Path, p: int, size: int, requests: int, random: bool, op: str,
+              rng: np.random.Generator) -> float:
     """Seconds from a common barrier until the last of p ranks (threads: pwrite/pread release the GIL)
     has finished its ``requests`` requests of ``size`` bytes on its own file."""
     order = rng.permutation(requests) if random else np.arange(requests)
@@ -110,5 +112,5 @@ def test_cli_on_real_measurements(measured: Path) -> None:
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     assert doc["fit"]["servers"] == 1 and doc["fit"]["rank"] == 3
-    assert doc["fit"]["identified"] == {k: False for k in ("e", "v", "alpha_seq", "alpha_rand", "beta")}
+    assert doc["fit"]["identified"] == dict.fromkeys(("e", "v", "alpha_seq", "alpha_rand", "beta"), False)
     assert len(doc["warnings"]) == 2 and len(doc["cells"]) == 24

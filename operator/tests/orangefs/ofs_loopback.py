@@ -119,7 +119,8 @@ class ServerGroup:
 
     def init_storage(self, alias: str, script: str) -> subprocess.CompletedProcess[str]:
         # The exact script the operator puts into the init container, with a literal alias.
-        return subprocess.run(["sh", "-c", script], env=self.ofs.env(PATH=f"{self.ofs.prefix}/sbin:{os.environ['PATH']}"),
+        return subprocess.run(["sh", "-c", script],
+            env=self.ofs.env(PATH=f"{self.ofs.prefix}/sbin:{os.environ['PATH']}"),
                               capture_output=True, text=True, timeout=60, check=False, **self._user_kwargs())
 
     def start(self, alias: str, argv: list[str], port: int) -> None:

@@ -10,11 +10,10 @@ import os
 import subprocess
 
 import pytest
+from ofs_loopback import OrangeFS, ServerGroup, free_ports, run_cli
 
 from pfslayout.orangefs.commands import server_args, storage_init_script
 from pfslayout.orangefs.fsconf import parse_fs_conf
-
-from ofs_loopback import OrangeFS, ServerGroup, free_ports, run_cli
 
 pytestmark = pytest.mark.orangefs
 
@@ -38,7 +37,7 @@ def render(servers: ServerGroup, ports: list[int], *extra: str) -> dict:
 def init_and_start(servers: ServerGroup, doc: dict, ports: list[int]) -> list[str]:
     parsed = parse_fs_conf(doc["fsConf"])
     outputs = []
-    for entry, port in zip(doc["servers"], ports):
+    for entry, _port in zip(doc["servers"], ports):
         alias = entry["alias"]
         opts = parsed.server_options[alias]
         script = storage_init_script(str(servers.conf), opts["MetadataStorageSpace"], opts["DataStorageSpace"], alias)

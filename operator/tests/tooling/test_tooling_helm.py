@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+
 pytestmark = pytest.mark.tooling
 
 CHART = Path(__file__).resolve().parents[3] / "charts" / "pfs-layout-operator"
@@ -216,7 +217,7 @@ BAD_VALUES = {
 }
 
 
-@pytest.mark.parametrize("patch,needle", BAD_VALUES.values(), ids=BAD_VALUES.keys())
+@pytest.mark.parametrize(("patch", "needle"), BAD_VALUES.values(), ids=BAD_VALUES.keys())
 def test_schema_rejects_bad_values(patch: dict[str, Any], needle: str) -> None:
     merged = values()
     for k, v in patch.items():

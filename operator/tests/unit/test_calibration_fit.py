@@ -3,8 +3,11 @@ and warns about every parameter the measurements cannot identify."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pytest
+
 from pfslayout.calibration import (
     Cell,
     Measurements,
@@ -60,7 +63,7 @@ def test_printed_variant_fits_its_own_data() -> None:
     assert corrected.max_relative_error > printed.max_relative_error  # the wrong model fits worse
 
 
-def cells_from(grid_cells, servers: int, truth: CostParams) -> list[Cell]:  # type: ignore[no-untyped-def]
+def cells_from(grid_cells: Iterable[Cell], servers: int, truth: CostParams) -> list[Cell]:
     return [Cell(c.layout, c.g, c.op, c.pattern, c.p, c.m, c.request_size, c.requests_per_rank,
                  model_time(c, servers, truth), source=f"cells[{i}]") for i, c in enumerate(grid_cells)]
 

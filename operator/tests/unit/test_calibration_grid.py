@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+
 from pfslayout.calibration import (
     PARAMS,
     design_grid,
@@ -29,7 +30,8 @@ def test_grid_is_runnable_and_identifies_everything(platform: tuple[int, int, in
     assert grid.design.rank == 5 and grid.design.identified == PARAMS
     assert np.isfinite(grid.design.condition) and grid.design.condition < 1e3
     # independent re-check of the rank on the unweighted matrix
-    assert np.linalg.matrix_rank(design_matrix(grid.cells, n) / np.linalg.norm(design_matrix(grid.cells, n), axis=0)) == 5
+    dm = design_matrix(grid.cells, n)
+    assert np.linalg.matrix_rank(dm / np.linalg.norm(dm, axis=0)) == 5
     for c in grid.cells:
         assert 1 <= c.m <= min(c.p, rpn) and c.p <= nodes * rpn
         assert -(-c.p // c.m) <= nodes  # p ranks fit on the nodes with at most m per node

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from pfslayout.calibration import load_measurements, parse_ior, parse_probe
 from pfslayout.calibration.measurements import field_path, layout_from_path
 from pfslayout.errors import InputError
@@ -140,7 +141,8 @@ def test_ior_layout_override_and_errors() -> None:
         parse_ior(IOR, 4, "ior.json", layout="2-D")
     doc = copy.deepcopy(IOR)
     doc["tests"][1]["Parameters"]["testFileName"] = "/scratch/testfile"
-    with pytest.raises(InputError, match=r"ior.json: tests\[1\].Parameters.testFileName: '/scratch/testfile' does not name"):
+    with pytest.raises(InputError,
+        match=r"ior.json: tests\[1\].Parameters.testFileName: '/scratch/testfile' does not name"):
         parse_ior(doc, 4, "ior.json")
     doc = copy.deepcopy(IOR)
     doc["tests"][2]["Parameters"]["blockSize"] = 1000
@@ -183,7 +185,7 @@ def test_load_measurements_detects_and_checks(tmp_path: Path) -> None:
         load_measurements(other)
     with pytest.raises(InputError, match="--format: unknown measurements format 'fio'"):
         load_measurements(other, "fio")
-    with pytest.raises(InputError, match="--measurements: file .* does not exist"):
+    with pytest.raises(InputError, match=r"--measurements: file .* does not exist"):
         load_measurements(tmp_path / "none.json")
 
 

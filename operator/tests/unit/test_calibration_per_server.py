@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from pfslayout.calibration import (
     design_grid,
     fit,

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from pfslayout.costmodel import CostParams
 
 pytestmark = pytest.mark.unit
@@ -130,7 +131,8 @@ def test_design_prints_a_checked_grid_and_pfsprobe_documents() -> None:
                                    {"layout": "1-DV", "path": "/ofs/v", "g": None},
                                    {"layout": "2-D", "path": "/ofs/g2", "g": 2}]
     assert grids[0]["backend"] == "pvfs2" and grids[0]["request_sizes"] == [4096, MIB]
-    human = cli("calibrate", "--design", "--servers", "4", "--nodes", "2", "--ranks-per-node", "4", "--max-configs", "6")
+    human = cli("calibrate", "--design", "--servers", "4", "--nodes", "2", "--ranks-per-node", "4", "--max-configs",
+        "6")
     assert human.returncode == 0 and "Probe grid: 12 cells, rank 5/5" in human.stdout
 
 
@@ -144,7 +146,8 @@ def test_design_errors_are_one_line() -> None:
         cli("calibrate", "--design", "--servers", "4", "--target", "1-DH=/x", "--target", "1-DV=/y"))
     assert "--design: cannot be combined" in one_error_line(
         cli("calibrate", "--design", "--servers", "4", "--measurements", str(DATA / "probe-synthetic.json")))
-    assert "--sizes: '4Q' is not a size" in one_error_line(cli("calibrate", "--design", "--servers", "4", "--sizes", "4Q"))
+    assert "--sizes: '4Q' is not a size" in one_error_line(cli("calibrate", "--design", "--servers", "4", "--sizes",
+        "4Q"))
 
 
 def test_several_measurement_files_fit_together(tmp_path: Path) -> None:

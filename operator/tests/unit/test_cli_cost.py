@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from test_cli_cost_helpers import one_line_error, real_entry_point_runs, run_inproc
 
 pytestmark = pytest.mark.unit
@@ -69,5 +68,5 @@ def test_bad_input_one_line_exit_2(capsys: pytest.CaptureFixture[str], args: lis
 def test_real_entry_point(tmp_path_factory: pytest.TempPathFactory) -> None:
     res = real_entry_point_runs(tmp_path_factory.mktemp("cli-real"))
     assert res["cost_ok"].code == 0, res["cost_ok"].err
-    assert json.loads(res["cost_ok"].out)["total"] * 1e3 == pytest.approx(68.2667, abs=5e-5)  # DIGEST §2.9 row 2
+    assert json.loads(res["cost_ok"].out)["total"] * 1e3 == pytest.approx(68.2667, abs=5e-5)  # docs/seeds.md §2.9 row 2
     one_line_error(res["cost_bad_g"], "g: must be between 1 and n=16")

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from test_cli_cost_helpers import one_line_error, real_entry_point_runs, run_inproc
 
 pytestmark = pytest.mark.unit

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from test_cli_cost_helpers import one_line_error, real_entry_point_runs, run_inproc
 
 pytestmark = pytest.mark.unit
@@ -49,7 +48,7 @@ def test_plan_workload_json_and_variant(capsys: pytest.CaptureFixture[str], tmp_
     d = doc["decisions"][0]
     assert d["target"] == "/data/ckpt" and d["choice"] == "2-D(g=8)"
     by = {c["label"]: c for c in d["candidates"]}
-    assert by["1-DH"]["total"] == pytest.approx(8 * 10.325e-3, abs=1e-6)  # corrected 1-DH of DIGEST §2.9 row 1
+    assert by["1-DH"]["total"] == pytest.approx(8 * 10.325e-3, abs=1e-6)  # corrected 1-DH of docs/seeds.md §2.9 row 1
     printed = json.loads(run_inproc(capsys, "plan", "--workload", w, "--servers", "16", "--variant", "printed",
                                     "--json").out)
     pby = {c["label"]: c for c in printed["decisions"][0]["candidates"]}

@@ -31,7 +31,7 @@ def test_001_1dv_beats_1dh_when_p_at_least_n() -> None:
 
 
 def test_001_2d_needs_p_below_n_without_g() -> None:
-    with pytest.raises(InputError, match="^g: "):
+    with pytest.raises(InputError, match=r"^g: "):
         storage_only.storage_only_cost("2-D", 8, 8, 1, 1.0, 1.0)
 
 
@@ -42,7 +42,7 @@ FIG2 = {"S": [1.0] * 4, "B": [1 / 8, 1 / 2, 1.0, 1.0], "NB": 0.5, "owner": [0, 1
 
 def test_002_fig2_cost_rows() -> None:
     T = placement.cost_matrix(FIG2["S"], FIG2["B"], FIG2["NB"], FIG2["owner"])
-    assert T.tolist() == [[8, 4, 3, 3], [10, 2, 3, 3], [10, 4, 1, 3], [10, 4, 3, 1]]  # DIGEST §2.10
+    assert T.tolist() == [[8, 4, 3, 3], [10, 2, 3, 3], [10, 4, 1, 3], [10, 4, 3, 1]]  # docs/seeds.md §2.10
 
 
 def test_002_fig2_makespan_4_vs_8() -> None:
@@ -80,7 +80,7 @@ def test_002_strip_sizes_follow_bandwidth() -> None:
 
 
 def test_002_bad_bandwidth() -> None:
-    with pytest.raises(InputError, match="^B: "):
+    with pytest.raises(InputError, match=r"^B: "):
         placement.cost_matrix([1.0], [0.0], 1.0, [0])
 
 

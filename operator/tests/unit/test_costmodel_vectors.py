@@ -79,12 +79,13 @@ def test_hand_checked_cases_match_their_milliseconds() -> None:
 
 
 def test_digest_29_argmins() -> None:
-    # DIGEST §2.9 argmin column, and the note that row 4 picks 1-DV under the max form.
+    # docs/seeds.md §2.9 argmin column, and the note that row 4 picks 1-DV under the max form.
     by_id = {c["id"]: c for c in CASES}
     for tag, best in [("eth-rand-p8", "2-D"), ("eth-seq-p64", "1-DV"), ("ib-seq-p4", "2-D"), ("eth-rand-p1", "1-DH")]:
         totals = {L: by_id[f"digest-2.9-{tag}-{L}"]["expected"]["total"] for L in ("1-DV", "1-DH", "2-D")}
         assert min(totals, key=totals.__getitem__) == best
-    row4 = {L: float(cost(L, 1, 16, 1, 4096, 8 if L == "2-D" else None, random=True).total) for L in ("1-DV", "1-DH", "2-D")}
+    row4 = {L: float(cost(L, 1, 16, 1, 4096, 8 if L == "2-D" else None, random=True).total)
+            for L in ("1-DV", "1-DH", "2-D")}
     assert min(row4, key=row4.__getitem__) == "1-DV"
 
 

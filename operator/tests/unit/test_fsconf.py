@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,7 @@ def test_handle_ranges_are_disjoint_and_root_handle_is_in_server_0_meta_range() 
     parsed = parse_fs_conf(render_fs_conf(conf_for(handles.MAX_SERVERS)))
     spans = sorted(list(parsed.meta_ranges.values()) + list(parsed.data_ranges.values()))
     assert len(spans) == 2 * handles.MAX_SERVERS
-    for (lo1, hi1), (lo2, _) in zip(spans, spans[1:]):
+    for (lo1, hi1), (lo2, _) in itertools.pairwise(spans):
         assert lo1 <= hi1 < lo2
     assert spans[0][0] == handles.FIRST_HANDLE and spans[-1][1] <= handles.LAST_HANDLE
     lo, hi = parsed.meta_ranges["demo-server-0"]
@@ -132,7 +133,7 @@ def test_explicit_addresses_and_storage_root_for_loopback() -> None:
     ({"default_num_dfiles": 5}, "distribution.numDatafiles"),
 ])
 def test_invalid_configs_name_the_field(change: dict[str, object], field: str) -> None:
-    base = dict(name="orangefs", fs_id=7, servers=tuple(ServerEntry(i, f"s{i}", f"h{i}") for i in range(4)))
+    base = {"name": "orangefs", "fs_id": 7, "servers": tuple(ServerEntry(i, f"s{i}", f"h{i}") for i in range(4))}
     base.update(change)
     with pytest.raises(InputError) as err:
         render_fs_conf(FsConf(**base))  # type: ignore[arg-type]

@@ -211,7 +211,7 @@ def _crd_spec_schema() -> dict[str, Any]:
     ("storage.type", lambda s: s.storage.type),
 ])
 def test_typed_spec_defaults_match_the_crd(path: str, attr: Any) -> None:
-    """The operator's model and H4's schema must agree on every default the operator relies on."""
+    """The operator's model and the CRD schema must agree on every default the operator relies on."""
     node = _crd_spec_schema()
     for part in path.split("."):
         node = node["properties"][part]

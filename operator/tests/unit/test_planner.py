@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from pfslayout.traces import OP_READ, OP_WRITE, Trace, load_trace
 pytestmark = pytest.mark.unit
 
 
-def wl(**kw) -> WorkloadDescription:
+def wl(**kw: Any) -> WorkloadDescription:
     base = {"processes": 8, "procs_per_node": 1, "request_sizes": {256 * 1024: 1}, "random_fraction": 1.0}
     return WorkloadDescription(**(base | kw))
 
@@ -32,7 +34,7 @@ def test_digest_row1_choice_and_candidate_totals() -> None:
     assert d.choice == "2-D(g=8)" and d.mode == "static"
     by = {c.label: c for c in d.candidates}
     assert set(by) == {"1-DH", "1-DV", "2-D(g=2)", "2-D(g=4)", "2-D(g=8)"}
-    # 8 requests, each the DIGEST §2.9 per-request cost (corrected 1-DH differs from the printed 6.8833 ms)
+    # 8 requests, each the docs/seeds.md §2.9 per-request cost (corrected 1-DH differs from the printed 6.8833 ms)
     assert by["1-DV"].total == pytest.approx(8 * 4.7667e-3, abs=1e-6)
     assert by["2-D(g=8)"].total == pytest.approx(8 * 4.0250e-3, abs=1e-6)
     one = cost("1-DH", 8, 16, 1, 256 * 1024, random=True)
@@ -166,7 +168,7 @@ def test_extra_g_not_dividing_n() -> None:
         (lambda: plan_workload([], 8), "workloads"),
     ],
 )
-def test_bad_input(call, field: str) -> None:
+def test_bad_input(call: Callable[[], object], field: str) -> None:
     with pytest.raises(InputError) as err:
         call()
     assert err.value.field == field
@@ -175,7 +177,7 @@ def test_bad_input(call, field: str) -> None:
 def test_underived_trace_rejected() -> None:
     t = _mixed_trace(True)
     t.p = None
-    with pytest.raises(InputError, match="^--trace: p, m and sequential are not derived"):
+    with pytest.raises(InputError, match=r"^--trace: p, m and sequential are not derived"):
         plan_trace(t, 8)
 
 

@@ -9,8 +9,17 @@ import pytest
 
 from pfslayout.manifests import common as c
 from pfslayout.manifests.config import Topology, fs_conf_for
-from pfslayout.manifests.reconcile import (Observed, applied_record, compute_status, endpoints, phase_of, plan,
-                                          pods_ready_by_ordinal, read_applied, ready_servers)
+from pfslayout.manifests.reconcile import (
+    Observed,
+    applied_record,
+    compute_status,
+    endpoints,
+    phase_of,
+    plan,
+    pods_ready_by_ordinal,
+    read_applied,
+    ready_servers,
+)
 from pfslayout.manifests.spec import parse_spec
 from pfslayout.orangefs import naming
 

@@ -96,7 +96,7 @@ def test_metrics_endpoint_serves_the_counters() -> None:
         host, port = server.server_address[:2]
         assert host == "127.0.0.1" and port > 0
         metrics.RECONCILES.labels("TestKind", "served", "success").inc()
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:  # noqa: S310
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
             text = resp.read().decode()
     finally:
         server.shutdown()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from pfslayout.errors import InputError
 from pfslayout.traces import OP_READ, OP_WRITE, read_csv_trace
 
@@ -30,14 +31,16 @@ def test_fixture_columns_and_nodes() -> None:
     assert list(t.op[:4]) == [OP_WRITE] * 4 and t.op[4] == OP_READ
     assert t.size[0] == 1 << 20 and t.offset[3] == 3 << 20
     assert t.start[1] == pytest.approx(0.05) and t.end[8] == pytest.approx(6.0)
-    assert [t.files[i] for i in t.file_id[[0, 4, 6]]] == ["/data/run/shared.dat", "/data/run/part.0", "/data/run/part.2"]
+    assert [t.files[i] for i in t.file_id[[0, 4, 6]]] == ["/data/run/shared.dat", "/data/run/part.0",
+        "/data/run/part.2"]
     # ranks 0,1 on node a and 2,3 on node b
     assert t.node_of_rank is not None and list(t.node_of_rank) == [0, 0, 1, 1]
     assert t.collective is None
 
 
 def test_columns_in_any_order_and_collective_column(tmp_path: Path) -> None:
-    path = write(tmp_path, "file,end,start,size,offset,op,rank,collective\n/f,2.5,1.5,10,0,WRITE,3,true\n/f,3,2.5,10,10,read,3,0\n")
+    path = write(tmp_path,
+        "file,end,start,size,offset,op,rank,collective\n/f,2.5,1.5,10,0,WRITE,3,true\n/f,3,2.5,10,10,read,3,0\n")
     t = read_csv_trace(path)
     assert list(t.rank) == [3, 3] and list(t.op) == [OP_WRITE, OP_READ]
     assert list(t.collective) == [True, False]  # type: ignore[arg-type]

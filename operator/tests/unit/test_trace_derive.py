@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from pfslayout.errors import InputError
 from pfslayout.traces import (
     OP_READ,

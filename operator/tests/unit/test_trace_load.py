@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from pfslayout.errors import InputError
 from pfslayout.traces import detect_format, load_trace
 
@@ -49,6 +50,7 @@ def test_explicit_format_mismatch_is_a_clean_error() -> None:
 
 def test_shim_run_without_requests_is_an_error(tmp_path: Path) -> None:
     import numpy as np
+
     from pfslayout.traces import write_shim_trace
 
     empty = np.zeros(0)

@@ -4,14 +4,18 @@ per-rank files merge by path, and every malformed file is a one-line error namin
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+
 from pfslayout.errors import InputError
 from pfslayout.traces import (
     OP_READ,
     OP_WRITE,
+    Trace,
     read_csv_trace,
     read_shim_trace_dir,
     write_shim_trace,
@@ -24,11 +28,12 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def one_rank(path: Path, **over: object) -> Path:
-    args: dict[str, object] = dict(
-        rank=0, comm_size=2, files=["/d/a", "/d/b"], start=np.array([0.0, 1.0, 2.0]), end=np.array([0.5, 1.5, 2.5]),
-        offset=np.array([0, 100, 0]), size=np.array([100, 100, 7]), file_id=np.array([0, 0, 1]),
-        op=np.array([OP_WRITE, OP_WRITE, OP_READ]), node_id=0, ranks_on_node=2, epoch=10.0,
-    )
+    args: dict[str, object] = {
+        "rank": 0, "comm_size": 2, "files": ["/d/a", "/d/b"], "start": np.array([0.0, 1.0, 2.0]),
+        "end": np.array([0.5, 1.5, 2.5]), "offset": np.array([0, 100, 0]), "size": np.array([100, 100, 7]),
+        "file_id": np.array([0, 0, 1]), "op": np.array([OP_WRITE, OP_WRITE, OP_READ]), "node_id": 0,
+        "ranks_on_node": 2, "epoch": 10.0,
+    }
     args.update(over)
     return write_shim_trace(path, **args)  # type: ignore[arg-type]
 
@@ -64,7 +69,7 @@ def test_fixture_directory_equals_the_csv_fixture() -> None:
     csv = read_csv_trace(DATA / "trace-small.csv")
     assert shim.nprocs == 4 and sorted(shim.files) == sorted(csv.files)
 
-    def rows(t):  # type: ignore[no-untyped-def]
+    def rows(t: Trace) -> list[tuple[Any, ...]]:
         return sorted(zip(t.rank.tolist(), t.start.round(6).tolist(), t.end.round(6).tolist(), t.offset.tolist(),
                           t.size.tolist(), t.op.tolist(), [t.files[i] for i in t.file_id]))
 
@@ -121,7 +126,7 @@ def patch(path: Path, offset: int, fmt: str, value: object) -> None:
         (lambda p: p.write_bytes(p.read_bytes()[:30]), "header"),
     ],
 )
-def test_malformed_files_name_the_field(tmp_path: Path, mutate, field: str) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_files_name_the_field(tmp_path: Path, mutate: Callable[[Path], None], field: str) -> None:
     path = one_rank(tmp_path / "run.rank-000000.pfstrace")
     mutate(path)
     with pytest.raises(InputError) as err:
@@ -130,7 +135,7 @@ def test_malformed_files_name_the_field(tmp_path: Path, mutate, field: str) -> N
 
 
 def test_directory_problems(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="holds no \\*.pfstrace files"):
+    with pytest.raises(InputError, match=r"holds no \*.pfstrace files"):
         read_shim_trace_dir(tmp_path)
     with pytest.raises(InputError, match="does not exist"):
         read_shim_trace_dir(tmp_path / "nope")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate cost-vectors.json: the shared test vectors of the 003 Table 2 cost model.
 
-Written straight from the table (DIGEST §2.2, 003 Table 2) as plain scalar Python with exact rational
+Written straight from the table (docs/seeds.md §2.2, 003 Table 2) as plain scalar Python with exact rational
 arithmetic (fractions.Fraction), deliberately independent of ``pfslayout.costmodel`` (numpy) so that the
 tests comparing the two are not circular. It imports nothing from the package.
 
@@ -18,7 +18,7 @@ from fractions import Fraction as F
 MIB = 1 << 20
 KIB = 1 << 10
 
-# 003 Table 3; MB read as MiB (DIGEST §6 A7). Values as the floats the implementations use.
+# 003 Table 3; MB read as MiB (docs/seeds.md §6 A7). Values as the floats the implementations use.
 ETH = {"e": 0.0003, "v": 1.0 / (120 * MIB), "alpha_seq": 0.0001, "alpha_rand": 0.0003, "beta": 1.0 / (120 * MIB)}
 IB = {"e": 0.0002, "v": 1.0 / (1000 * MIB), "alpha_seq": 0.0001, "alpha_rand": 0.0003, "beta": 1.0 / (120 * MIB)}
 # A made-up platform where every term has a different weight, so swapped terms cannot cancel.
@@ -56,7 +56,7 @@ def printed(layout: str, p: int, n: int, m: int, s: int, g: int | None) -> tuple
     elif m <= F(G, k):
         row, te, tx = "p>g,m<=ceil(p/g)/ceil(n/g)", G, G * s / k
     else:
-        row, te, tx = "p>g,m>ceil(p/g)/ceil(n/g)", m * G, m * s  # m⌈p/g⌉e as printed (DIGEST §6 A2)
+        row, te, tx = "p>g,m>ceil(p/g)/ceil(n/g)", m * G, m * s  # m⌈p/g⌉e as printed (docs/seeds.md §6 A2)
     return row, [F(te), tx, F(G), G * s / k]
 
 
@@ -65,7 +65,7 @@ def side(server: F, client: F) -> str:
 
 
 def corrected(layout: str, p: int, n: int, m: int, s: int, g: int | None) -> tuple[dict[str, str], list[F]]:
-    """The max form (larger of server-side and client-side serial counts) with DIGEST §6 A1-A3 fixes."""
+    """The max form (larger of server-side and client-side serial counts) with docs/seeds.md §6 A1-A3 fixes."""
     s = F(s)
     if layout == "1-DV":
         q = ceil_div(p, n)
@@ -73,15 +73,15 @@ def corrected(layout: str, p: int, n: int, m: int, s: int, g: int | None) -> tup
         sx, cx = q * s, m * s
         ca, cb = F(q), q * s
     elif layout == "1-DH":
-        se, ce_ = F(p), F(m * n)  # A3: a client node opens n connections per request
+        se, ce_ = F(p), F(m * n)  # seeds.md §6 A3: a client node opens n connections per request
         sx, cx = p * s / n, m * s
         ca, cb = F(p), p * s / n
     else:
         assert g is not None
         G = ceil_div(p, g)
         k_conn = ceil_div(n, g)  # servers one request touches
-        k_par = n // g  # A1: the smallest group bounds the parallel transfer
-        se, ce_ = F(G), F(m * k_conn)  # A2: client side is m⌈n/g⌉ connections
+        k_par = n // g  # seeds.md §6 A1: the smallest group bounds the parallel transfer
+        se, ce_ = F(G), F(m * k_conn)  # seeds.md §6 A2: client side is m⌈n/g⌉ connections
         sx, cx = G * s / k_par, m * s
         ca, cb = F(G), G * s / k_par
     sides = {"T_e": side(se, ce_), "T_x": side(sx, cx)}
@@ -130,8 +130,8 @@ def grid() -> list[tuple[str, int, int, int, int | None, int, bool, str]]:
     return out
 
 
-# DIGEST §2.9: four rows costed under the three layouts by the printed table, in ms to 4 decimals.
-DIGEST_29 = [
+# docs/seeds.md §2.9: four rows costed under the three layouts by the printed table, in ms to 4 decimals.
+WORKED_ROWS = [
     # (tag, params, random, p, n, g, m, s, {layout: ms})
     ("eth-rand-p8", "ETH", True, 8, 16, 8, 1, 256 * KIB, {"1-DV": 4.7667, "1-DH": 6.8833, "2-D": 4.0250}),
     ("eth-seq-p64", "ETH", False, 64, 16, 8, 2, MIB, {"1-DV": 68.2667, "1-DH": 92.2667, "2-D": 69.8667}),
@@ -143,16 +143,17 @@ DIGEST_29 = [
 EXTRA_HAND = [
     ("hand-2d-printed-client-bound", "printed", "2-D", 64, 16, 5, 8, MIB, False, "ETH",
      "003 Table 2, 2-D row p>g, m>⌈p/g⌉/⌈n/g⌉: ⌈64/8⌉=8, ⌈16/8⌉=2, 5>4 so T_e = m⌈p/g⌉e = 5·8·0.3 ms = 12 ms "
-     "(the printed typo, DIGEST §6 A2), T_x = msv = 5/120 s = 41.6667 ms, T_s = 8·0.1 ms, T_rw = 8/(2·120) s "
+     "(the printed typo, docs/seeds.md §6 A2), T_x = msv = 5/120 s = 41.6667 ms, T_s = 8·0.1 ms, T_rw = 8/(2·120) s "
      "= 33.3333 ms; total 87.8 ms.", 87.8),
     ("hand-2d-corrected-client-bound", "corrected", "2-D", 64, 16, 5, 8, MIB, False, "ETH",
-     "Same inputs under the max form: T_e = max(⌈p/g⌉, m⌈n/g⌉)e = max(8, 10)·0.3 ms = 3 ms (A2 fixed), "
+     "Same inputs under the max form: T_e = max(⌈p/g⌉, m⌈n/g⌉)e = max(8, 10)·0.3 ms = 3 ms "
+     "(docs/seeds.md §6 A2 fixed), "
      "T_x = max(8/2, 5)·s·v = 41.6667 ms, storage as printed; total 78.8 ms.", 78.8),
     ("hand-1dh-corrected-p1", "corrected", "1-DH", 1, 16, 1, None, 4 * KIB, True, "ETH",
-     "Max form for DIGEST §2.9 row 4 (A3): T_e = max(p, mn)e = 16·0.3 ms = 4.8 ms, T_x = max(s/16, s)v "
+     "Max form for docs/seeds.md §2.9 row 4 (§6 A3): T_e = max(p, mn)e = 16·0.3 ms = 4.8 ms, T_x = max(s/16, s)v "
      "= 4096/(120·2^20) s = 0.032552 ms, T_s = 0.3 ms, T_rw = s·β/16 = 0.0020345 ms; total 5.1346 ms.", 5.1346),
     ("hand-2d-corrected-g-not-dividing-n", "corrected", "2-D", 40, 10, 3, 3, MIB, False, "ETH",
-     "g=3 ∤ n=10 (A1): ⌈p/g⌉=14, ⌈n/g⌉=4 connections, ⌊n/g⌋=3 parallel; T_e = max(14, 3·4)e = 4.2 ms, "
+     "g=3 ∤ n=10 (docs/seeds.md §6 A1): ⌈p/g⌉=14, ⌈n/g⌉=4 connections, ⌊n/g⌋=3 parallel; T_e = max(14, 3·4)e = 4.2 ms, "
      "T_x = max(14/3, 3)·s·v = 14/360 s = 38.8889 ms, T_s = 14·0.1 ms = 1.4 ms, T_rw = 38.8889 ms; "
      "total 83.3778 ms.", 83.3778),
 ]
@@ -179,11 +180,11 @@ def main() -> None:
         cases.append(case)
         return cid
 
-    for tag, pname, random, p, n, g, m, s, ms in DIGEST_29:
+    for tag, pname, random, p, n, g, m, s, ms in WORKED_ROWS:
         for layout, value in ms.items():
             cid = add("printed", layout, p, n, m, g if layout == "2-D" else None, s, random, pname,
                       f"digest-2.9-{tag}-{layout}")
-            hand.append({"id": cid, "checked_against": f"DIGEST §2.9 row {tag}: {layout} = {value} ms "
+            hand.append({"id": cid, "checked_against": f"docs/seeds.md §2.9 row {tag}: {layout} = {value} ms "
                          "(003 Table 2 as printed, 003 Table 3 parameters)", "ms": value})
     for cid, variant, layout, p, n, m, g, s, random, pname, note, ms in EXTRA_HAND:
         add(variant, layout, p, n, m, g, s, random, pname, cid)

@@ -169,7 +169,7 @@ static void test_route(void)
                     .p = 8, .n = 16, .m = 1, .nrep = 3,
                     .layout = {PFS_L_1DH, PFS_L_1DV, PFS_L_2D}, .g = {0, 0, 8}};
     double c[PFS_MAX_REPLICAS];
-    /* DIGEST §2.9 row 1 (p=8, n=16, g=8, m=1, 256 KiB random): 2-D 4.025 < 1-DV 4.7667 < 1-DH ms */
+    /* docs/seeds.md §2.9 row 1 (p=8, n=16, g=8, m=1, 256 KiB random): 2-D 4.025 < 1-DV 4.7667 < 1-DH ms */
     int best = pfs_route(&r, 12345, 256 << 10, 1, 7, c);
     CHECK(best == 2, "2-D expected, got %d (costs %g %g %g)", best, c[0], c[1], c[2]);
     pfs_cost want;
@@ -183,7 +183,7 @@ static void test_route(void)
     t.layout[0] = t.layout[1] = t.layout[2] = PFS_L_1DV;
     CHECK(pfs_route(&t, 0, 4096, 0, 7, c) == 0, "tie -> index 0");
     CHECK(pfs_route(&t, 0, 4096, 0, 6, c) == 1, "tie among allowed -> lowest allowed");
-    /* by-strip classification (DIGEST §3.2): 16 servers, 16 KiB / 256 KiB / 4 MiB strips */
+    /* by-strip classification (docs/seeds.md §3.2): 16 servers, 16 KiB / 256 KiB / 4 MiB strips */
     pfs_router a = r;
     a.layout[0] = a.layout[1] = a.layout[2] = PFS_L_AUTO;
     a.strip[0] = 16 << 10;
@@ -200,7 +200,7 @@ static void test_route(void)
     pfs_route(&a, (4 << 20) - 10, 20, 0, 7, c); /* straddles a 4 MiB boundary: 2 servers -> 2-D g=8 */
     pfs_cost_eval(PFS_V_CORRECTED, PFS_L_2D, &a.params, 8, 16, 1, 8, 20, 0, &twod);
     CHECK(c[2] == twod.total, "straddling request classified as 2-D");
-    /* the printed variant is selectable and differs where the seeds' table does (DIGEST §2.9 row 4) */
+    /* the printed variant is selectable and differs where the seeds' table does (docs/seeds.md §2.9 row 4) */
     pfs_router p1 = {.variant = PFS_V_PRINTED, .params = r.params, .p = 1, .n = 16, .m = 1, .nrep = 2,
                      .layout = {PFS_L_1DV, PFS_L_1DH}};
     CHECK(pfs_route(&p1, 0, 4096, 1, 3, c) == 1, "printed: 1-DH wins at p=1, 4 KiB");

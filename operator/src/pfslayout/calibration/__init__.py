@@ -15,16 +15,20 @@ from pfslayout.calibration.measurements import (
     parse_probe,
 )
 from pfslayout.calibration.per_server import ServerFit, fit_server, server_grid, with_servers
+from pfslayout.calibration.profiles import DEFAULT_PROFILE, PROFILES, GridProfile, profile_grid
 from pfslayout.calibration.synthetic import model_time, simulate_probe
 
 __all__ = [
+    "DEFAULT_PROFILE",
     "GRID_FORMAT",
     "MEASUREMENT_FORMATS",
     "PARAMS",
     "PROBE_FORMAT",
+    "PROFILES",
     "Cell",
     "FitResult",
     "GridCell",
+    "GridProfile",
     "Identifiability",
     "Measurements",
     "ProbeGrid",
@@ -39,6 +43,7 @@ __all__ = [
     "model_time",
     "parse_ior",
     "parse_probe",
+    "profile_grid",
     "server_grid",
     "simulate_probe",
     "useful_groups",

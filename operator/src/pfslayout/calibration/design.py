@@ -19,12 +19,19 @@ PARAMS = ("e", "v", "alpha_seq", "alpha_rand", "beta")
 
 
 class CellLike(Protocol):
-    layout: str
-    g: int | None
-    p: int
-    m: int
-    request_size: int
-    requests_per_rank: int
+    # read-only members, so frozen dataclasses and pydantic models both satisfy it
+    @property
+    def layout(self) -> str: ...
+    @property
+    def g(self) -> int | None: ...
+    @property
+    def p(self) -> int: ...
+    @property
+    def m(self) -> int: ...
+    @property
+    def request_size(self) -> int: ...
+    @property
+    def requests_per_rank(self) -> int: ...
 
     @property
     def random(self) -> bool: ...

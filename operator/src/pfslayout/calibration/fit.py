@@ -135,7 +135,7 @@ def _fit_global(measurements: Measurements, *, variant: str, weighting: str) -> 
     rel = np.abs(residual) / np.where(y > 0, y, np.nan)
     identified = set(design.identified)
     stderr = _stderr(Aw / scale, y * w - (Aw / scale) @ xs, scale, identified)
-    params = CostParams(**{p: float(v) for p, v in zip(PARAMS, x)})
+    params = CostParams.model_validate({p: float(v) for p, v in zip(PARAMS, x)})
     at_bound = tuple(p for p, v in zip(PARAMS, x) if p in identified and v == 0.0)
     return FitResult(params=params, variant=variant, weighting=weighting, servers=measurements.servers, r2=r2,
                      rmse=float(np.sqrt(np.mean(residual**2))),
@@ -148,7 +148,7 @@ def _fit_global(measurements: Measurements, *, variant: str, weighting: str) -> 
 def _stderr(As: np.ndarray, res: np.ndarray, scale: np.ndarray, identified: set[str]) -> dict[str, float | None]:
     """Ordinary least-squares standard errors at the solution (ignoring the bound), per identified
     parameter; None when not identified or when there are no residual degrees of freedom."""
-    out: dict[str, float | None] = {p: None for p in PARAMS}
+    out: dict[str, float | None] = dict.fromkeys(PARAMS)
     cols = [j for j, p in enumerate(PARAMS) if p in identified]
     dof = As.shape[0] - len(cols)
     if not cols or dof <= 0:

@@ -150,7 +150,7 @@ def _greedy_d_optimal(rows: np.ndarray, budget: int) -> list[int]:
 def _relative_rows(cells: Sequence[GridCell], servers: int, variant: str, reference: CostParams) -> np.ndarray:
     A = design_matrix(cells, servers, variant)
     ref = np.array([getattr(reference, p) for p in PARAMS])
-    return A / (A @ ref)[:, None]  # the fit's relative weighting, at reference parameter values
+    return np.asarray(A / (A @ ref)[:, None])  # the fit's relative weighting, at reference parameter values
 
 
 def design_grid(servers: int, nodes: int, ranks_per_node: int, *, sizes: Sequence[int] = DEFAULT_SIZES,

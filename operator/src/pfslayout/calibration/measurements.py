@@ -132,7 +132,7 @@ def parse_probe(doc: Any, path: str = "probe") -> Measurements:
         probe = _ProbeDoc.model_validate(doc)
     except ValidationError as err:
         first = err.errors()[0]
-        raise InputError(f"{path}: {field_path(first['loc'])}", _problem(first)) from None
+        raise InputError(f"{path}: {field_path(first['loc'])}", _problem(dict(first))) from None
     plat = probe.platform
     n = plat.servers
     cells: list[Cell] = []

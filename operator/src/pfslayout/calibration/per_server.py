@@ -117,6 +117,6 @@ def with_servers(base: CostParams, fits: list[ServerFit], servers: int) -> CostP
     if bad:
         raise InputError("--server-measurements", f"server index {bad[0]} is outside 0..{servers - 1}",
                          f"index the {servers} servers from 0")
-    overrides = [ServerParams(**{k: v for k, v in by_index[i].values.items() if v is not None}) if i in by_index
-                 else ServerParams() for i in range(servers)]
+    overrides = [ServerParams.model_validate({k: v for k, v in by_index[i].values.items() if v is not None})
+                 if i in by_index else ServerParams() for i in range(servers)]
     return base.model_copy(update={"servers": overrides})

@@ -17,7 +17,7 @@ def model_time(cell: Any, servers: int, params: CostParams, variant: str = "corr
     """Seconds of one repetition of ``cell`` under the model: requests_per_rank × per-request cost."""
     per_request = cost(cell.layout, cell.p, servers, cell.m, cell.request_size, cell.g, random=cell.random,
                        params=params, variant=variant).total
-    return cell.requests_per_rank * float(per_request)
+    return float(cell.requests_per_rank * float(per_request))
 
 
 def simulate_probe(grid: ProbeGrid, params: CostParams, *, noise: float = 0.02, seed: int = 0,

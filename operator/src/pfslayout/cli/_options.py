@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-ParamsOption = Annotated[Optional[str], typer.Option(
+ParamsOption = Annotated[str | None, typer.Option(
     "--params", help="parameters file (JSON/YAML), or 'ethernet'/'infiniband' for the seeds")]
 VariantOption = Annotated[str, typer.Option("--variant", help="printed or corrected")]

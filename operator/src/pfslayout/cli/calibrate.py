@@ -8,7 +8,8 @@ back as ``--params`` to ``cost`` and ``plan``. ``--design`` instead prints the p
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any, Optional
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -65,15 +66,21 @@ def _targets(specs: list[str]) -> dict[str, str]:
 
 
 def design(servers: int | None, nodes: int, ranks_per_node: int, sizes: str | None, max_configs: int | None,
-           targets: list[str], backend: str, variant: str) -> dict[str, Any]:
-    from pfslayout.calibration import design_grid
+           targets: list[str], backend: str, variant: str, profile: str | None = None) -> dict[str, Any]:
+    from pfslayout.calibration import design_grid, profile_grid
 
     if servers is None:
         raise InputError("--servers", "is required with --design", "pass the number of data servers")
-    kwargs: dict[str, Any] = {"max_configs": max_configs, "variant": variant}
-    if sizes:
-        kwargs["sizes"] = [_size(s) for s in sizes.split(",")]
-    grid = design_grid(servers, nodes, ranks_per_node, **kwargs)
+    size_list = [_size(s) for s in sizes.split(",")] if sizes else None
+    if profile is not None:
+        # a named grid (OrangeFSCluster spec.calibration.profile); --sizes/--max-configs still override it
+        grid = profile_grid(profile, servers, nodes, ranks_per_node, variant=variant, sizes=size_list,
+                            max_configs=max_configs)
+    else:
+        kwargs: dict[str, Any] = {"max_configs": max_configs, "variant": variant}
+        if size_list:
+            kwargs["sizes"] = size_list
+        grid = design_grid(servers, nodes, ranks_per_node, **kwargs)
     doc = grid.to_dict()
     if targets:
         doc["pfsprobe_grids"] = grid.pfsprobe_grids(_targets(targets), backend=backend)
@@ -108,7 +115,7 @@ def _human(result: dict[str, Any]) -> None:
     table = Table(title=f"Calibrated cost parameters ({quality['variant']} model, n={quality['servers']} servers)")
     for col in ("parameter", "value", "±stderr", "reads as", "identified"):
         table.add_column(col, justify="left" if col in ("parameter", "reads as") else "right")
-    reads = {
+    reads: dict[str, Callable[[float], str]] = {
         "e": lambda x: f"{x * 1e3:.4g} ms per connection",
         "v": lambda x: f"{1 / x / MIB:.4g} MiB/s network" if x > 0 else "unbounded",
         "alpha_seq": lambda x: f"{x * 1e3:.4g} ms per sequential start",
@@ -122,7 +129,8 @@ def _human(result: dict[str, Any]) -> None:
     out.print(table)
     out.print(
         f"cells {quality['cells']}   R² {_fmt(quality['r2'])}   RMSE {_fmt(quality['rmse_s'])} s   "
-        f"relative error median {_fmt(quality['median_relative_error'], 3)}, max {_fmt(quality['max_relative_error'], 3)}   "
+        f"relative error median {_fmt(quality['median_relative_error'], 3)}, "
+        f"max {_fmt(quality['max_relative_error'], 3)}   "
         f"rank {quality['rank']}/5, condition {_fmt(quality['condition'], 3)}"
     )
     worst = sorted(result["cells"], key=lambda c: -abs(c["relative_error"] or 0.0))[:5]
@@ -154,14 +162,15 @@ def _human(result: dict[str, Any]) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("calibrate")
     def calibrate(
-        measurements: Annotated[Optional[list[str]], typer.Option(
-            "--measurements", help="pfsprobe/1 JSON or IOR JSON output to fit (repeat to fit several together)")] = None,
-        fmt: Annotated[Optional[str], typer.Option("--format", help="probe or ior (default: detect)")] = None,
-        servers: Annotated[Optional[int], typer.Option(
+        measurements: Annotated[list[str] | None, typer.Option(
+            "--measurements",
+                help="pfsprobe/1 JSON or IOR JSON output to fit (repeat to fit several together)")] = None,
+        fmt: Annotated[str | None, typer.Option("--format", help="probe or ior (default: detect)")] = None,
+        servers: Annotated[int | None, typer.Option(
             "--servers", help="data servers (IOR input and --design)")] = None,
-        layout: Annotated[Optional[str], typer.Option(
+        layout: Annotated[str | None, typer.Option(
             "--layout", help="layout of IOR's test directory (default: from its path, e.g. .../2-D-g2/...)")] = None,
-        g: Annotated[Optional[int], typer.Option("--g", help="2-D group count for --layout 2-D")] = None,
+        g: Annotated[int | None, typer.Option("--g", help="2-D group count for --layout 2-D")] = None,
         variant: Annotated[str, typer.Option("--variant", help="cost model: printed or corrected")] = "corrected",
         weighting: Annotated[str, typer.Option(
             "--weighting", help="relative (minimise relative error, default) or absolute")] = "relative",
@@ -169,14 +178,18 @@ def register(app: typer.Typer) -> None:
             "--design", help="print the probe grid to measure instead of fitting")] = False,
         nodes: Annotated[int, typer.Option("--nodes", help="client nodes (--design)")] = 1,
         ranks_per_node: Annotated[int, typer.Option("--ranks-per-node", help="ranks per node (--design)")] = 1,
-        sizes: Annotated[Optional[str], typer.Option(
+        sizes: Annotated[str | None, typer.Option(
             "--sizes", help="request sizes (--design), e.g. 4K,64K,1M,4M")] = None,
-        max_configs: Annotated[Optional[int], typer.Option(
-            "--max-configs", help="keep this many D-optimal configurations (--design; default: full factorial)")] = None,
-        target: Annotated[Optional[list[str]], typer.Option(
+        max_configs: Annotated[int | None, typer.Option(
+            "--max-configs",
+                help="keep this many D-optimal configurations (--design; default: full factorial)")] = None,
+        target: Annotated[list[str] | None, typer.Option(
             "--target", help="LAYOUT[:G]=DIR realising a layout, repeatable (--design: emit pfsprobe grids)")] = None,
         backend: Annotated[str, typer.Option("--backend", help="pfsprobe backend for --target grids")] = "posix",
-        server_measurements: Annotated[Optional[list[str]], typer.Option(
+        profile: Annotated[str | None, typer.Option(
+            "--profile", help="named grid (--design): quick or standard, as OrangeFSCluster "
+            "spec.calibration.profile; default: the full factorial over --sizes")] = None,
+        server_measurements: Annotated[list[str] | None, typer.Option(
             "--server-measurements", help="INDEX=FILE: a pfsprobe/1 probe pinned to server INDEX (servers = 1); "
             "fits that server's alpha and beta (repeatable)")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
@@ -186,7 +199,8 @@ def register(app: typer.Typer) -> None:
             if measurements is not None:
                 raise InputError("--design", "cannot be combined with --measurements",
                                  "design a grid first, measure it, then fit with --measurements")
-            doc = design(servers, nodes, ranks_per_node, sizes, max_configs, target or [], backend, variant)
+            doc = design(servers, nodes, ranks_per_node, sizes, max_configs, target or [], backend, variant,
+                         profile)
             print_json(doc) if as_json else _human_design(doc)
             return
         if not measurements:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,7 +14,7 @@ from pfslayout.costmodel import resolve_params
 
 
 def run(layout: str, p: int, n: int, m: int, s: int, g: int | None, random: bool, params: str | None,
-        variant: str) -> dict:
+        variant: str) -> dict[str, Any]:
     prm = resolve_params(params)
     if layout != "2-D" and g is not None:
         g = None  # g only shapes 2-D; accepted elsewhere so one command line can loop over layouts
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         n: Annotated[int, typer.Option("--n", help="data servers")],
         m: Annotated[int, typer.Option("--m", help="processes on one client node")],
         s: Annotated[int, typer.Option("--s", help="request size, bytes")],
-        g: Annotated[Optional[int], typer.Option("--g", help="storage groups (2-D only)")] = None,
+        g: Annotated[int | None, typer.Option("--g", help="storage groups (2-D only)")] = None,
         random: Annotated[bool, typer.Option("--random", help="random access (alpha_rand)")] = False,
         params: ParamsOption = None,
         variant: VariantOption = "corrected",

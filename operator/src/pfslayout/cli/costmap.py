@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,7 +11,7 @@ from pfslayout.cli._options import VariantOption
 from pfslayout.cli._output import console, print_json
 from pfslayout.costmodel import SEEDS, resolve_params
 from pfslayout.costmodel.costmap import CostMap, cost_map
-from pfslayout.costmodel.table import check_variant
+from pfslayout.costmodel.formulas import check_variant
 from pfslayout.errors import InputError
 
 COLOURS = {"1-DV": "#4477aa", "1-DH": "#ee6677", "2-D": "#228833"}
@@ -59,7 +59,10 @@ def run(n: int, png: str | None, clients: int | None, params: str | None, varian
     check_variant(variant)
     prm = resolve_params(params)
     cm = cost_map(n, clients, prm, variant, random, g)
-    name = params if params is not None and str(params).lower() in SEEDS else (Path(params).name if params else "ethernet")
+    if params is not None and str(params).lower() in SEEDS:
+        name = params
+    else:
+        name = Path(params).name if params else "ethernet"
     title = (f"Cheapest layout per request: n={n} servers, {cm.clients} client nodes, {name} parameters,\n"
              f"{variant} model, {'random' if random else 'sequential'} access"
              + (f", 2-D with g={g}" if g else ", 2-D with the best divisor g of n"))
@@ -75,14 +78,14 @@ def register(app: typer.Typer) -> None:
     @app.command("cost-map")
     def costmap(
         n: Annotated[int, typer.Option("--n", help="data servers")],
-        png: Annotated[Optional[str], typer.Option("--png", help="write the picture here")] = None,
-        clients: Annotated[Optional[int], typer.Option(
+        png: Annotated[str | None, typer.Option("--png", help="write the picture here")] = None,
+        clients: Annotated[int | None, typer.Option(
             "--clients", help="client nodes; m = ceil(p/clients) (default 3n, the seeds' ratio)")] = None,
-        params: Annotated[Optional[str], typer.Option(
+        params: Annotated[str | None, typer.Option(
             "--params", help="parameters file, or 'ethernet'/'infiniband' (default ethernet)")] = None,
         variant: VariantOption = "corrected",
         random: Annotated[bool, typer.Option("--random", help="random access (alpha_rand)")] = False,
-        g: Annotated[Optional[int], typer.Option("--g", help="fix the 2-D group count")] = None,
+        g: Annotated[int | None, typer.Option("--g", help="fix the 2-D group count")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print the grid as one JSON document")] = False,
     ) -> None:
         """Draw which of 1-DH, 1-DV, 2-D is cheapest over (p, s), like 003 Fig. 4."""

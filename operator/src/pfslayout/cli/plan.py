@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -24,6 +24,8 @@ def run(trace: str | None, fmt: str | None, workload: str | None, servers: int, 
     if workload is not None:
         return plan_workload(load_workloads(workload), servers, prm, variant, delta, groups)
     from pfslayout.traces import load_trace  # imported late: darshan support loads a C library
+
+    assert trace is not None  # exactly one of the two was given
 
     loaded = load_trace(trace, fmt, group="file" if per == "file" else "directory")
     return plan_trace(loaded, servers, prm, variant, delta, per=per, groups=groups)
@@ -48,15 +50,15 @@ def register(app: typer.Typer) -> None:
     @app.command("plan")
     def plan(
         servers: Annotated[int, typer.Option("--servers", help="number of OrangeFS data servers (n)")],
-        trace: Annotated[Optional[str], typer.Option("--trace", help="trace file or shim trace directory")] = None,
-        fmt: Annotated[Optional[str], typer.Option("--format", help="shim, darshan or csv (default: detect)")] = None,
-        workload: Annotated[Optional[str], typer.Option(
+        trace: Annotated[str | None, typer.Option("--trace", help="trace file or shim trace directory")] = None,
+        fmt: Annotated[str | None, typer.Option("--format", help="shim, darshan or csv (default: detect)")] = None,
+        workload: Annotated[str | None, typer.Option(
             "--workload", help="workload description file (JSON/YAML) instead of a trace")] = None,
         params: ParamsOption = None,
         variant: VariantOption = "corrected",
         per: Annotated[str, typer.Option("--per", help="directory, file or both")] = "directory",
         delta: Annotated[float, typer.Option("--delta", help="hybrid threshold on the best two's gap")] = DEFAULT_DELTA,
-        g: Annotated[Optional[list[int]], typer.Option("--g", help="extra 2-D group counts to cost")] = None,
+        g: Annotated[list[int] | None, typer.Option("--g", help="extra 2-D group counts to cost")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
     ) -> None:
         """Choose 1-DH, 1-DV or 2-D per directory/file from the cost model, with OrangeFS hints."""

@@ -9,13 +9,14 @@ host, e.g. on loopback.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 import yaml
 
 from pfslayout.cli._output import print_json
 from pfslayout.errors import InputError
+from pfslayout.manifests import examples
 from pfslayout.manifests.build import desired
 from pfslayout.manifests.common import Context, Owner
 from pfslayout.manifests.config import Address, Topology, fs_conf_for
@@ -33,7 +34,8 @@ def _from_manifest(path: str) -> tuple[str | None, str | None, dict[str, Any]]:
     try:
         docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
     except yaml.YAMLError as err:
-        raise InputError("--from", f"{path} is not YAML ({err.__class__.__name__})", "pass an OrangeFSCluster manifest") from None
+        raise InputError("--from", f"{path} is not YAML ({err.__class__.__name__})",
+            "pass an OrangeFSCluster manifest") from None
     for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "OrangeFSCluster":
             meta = doc.get("metadata") or {}
@@ -88,24 +90,31 @@ def build(*, name: str | None, namespace: str | None, servers: int | None, servi
 
 @render_app.command("fs-conf")
 def fs_conf(
-    name: Annotated[Optional[str], typer.Option("--name", help="OrangeFSCluster name")] = None,
-    servers: Annotated[Optional[int], typer.Option("--servers", help="number of servers (default 4)")] = None,
-    service: Annotated[Optional[str], typer.Option("--service", help="headless Service (default <name>-server)")] = None,
-    namespace: Annotated[Optional[str], typer.Option("--namespace", help="namespace (default 'default')")] = None,
-    metadata_servers: Annotated[Optional[int], typer.Option("--metadata-servers", help="first M servers also hold metadata (default all)")] = None,
-    fs_name: Annotated[Optional[str], typer.Option("--fs-name", help="file-system name (default orangefs)")] = None,
-    fs_id: Annotated[Optional[int], typer.Option("--fs-id", help="FS ID (default derived from namespace/name)")] = None,
-    port: Annotated[Optional[int], typer.Option("--port", help="BMI TCP port (default 3334)")] = None,
-    distribution: Annotated[Optional[str], typer.Option("--distribution", help="simple_stripe, twod_stripe or basic_dist")] = None,
-    strip_size: Annotated[Optional[int], typer.Option("--strip-size", help="strip size in bytes (default 65536)")] = None,
-    num_groups: Annotated[Optional[int], typer.Option("--num-groups", help="twod_stripe groups")] = None,
-    group_strip_factor: Annotated[Optional[int], typer.Option("--group-strip-factor", help="twod_stripe factor")] = None,
-    num_datafiles: Annotated[Optional[int], typer.Option("--num-datafiles", help="DefaultNumDFiles (0 = all)")] = None,
-    cluster_domain: Annotated[str, typer.Option("--cluster-domain", help="Kubernetes cluster domain")] = naming.DEFAULT_CLUSTER_DOMAIN,
-    address: Annotated[Optional[list[str]], typer.Option("--address", help="HOST:PORT of each server in ordinal order, instead of pod DNS names")] = None,
-    storage_root: Annotated[Optional[str], typer.Option("--storage-root", help="per-server storage under DIR/<alias>/ (servers sharing a host)")] = None,
-    manifest: Annotated[Optional[str], typer.Option("--from", help="read name, namespace and spec from an OrangeFSCluster manifest")] = None,
-    mount_path: Annotated[str, typer.Option("--mount-path", help="pvfs2tab mount point (in --json)")] = DEFAULT_MOUNT_PATH,
+    name: Annotated[str | None, typer.Option("--name", help="OrangeFSCluster name")] = None,
+    servers: Annotated[int | None, typer.Option("--servers", help="number of servers (default 4)")] = None,
+    service: Annotated[str | None, typer.Option("--service", help="headless Service (default <name>-server)")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", help="namespace (default 'default')")] = None,
+    metadata_servers: Annotated[int | None, typer.Option("--metadata-servers",
+        help="first M servers also hold metadata (default all)")] = None,
+    fs_name: Annotated[str | None, typer.Option("--fs-name", help="file-system name (default orangefs)")] = None,
+    fs_id: Annotated[int | None, typer.Option("--fs-id", help="FS ID (default derived from namespace/name)")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="BMI TCP port (default 3334)")] = None,
+    distribution: Annotated[str | None, typer.Option("--distribution",
+        help="simple_stripe, twod_stripe or basic_dist")] = None,
+    strip_size: Annotated[int | None, typer.Option("--strip-size", help="strip size in bytes (default 65536)")] = None,
+    num_groups: Annotated[int | None, typer.Option("--num-groups", help="twod_stripe groups")] = None,
+    group_strip_factor: Annotated[int | None, typer.Option("--group-strip-factor", help="twod_stripe factor")] = None,
+    num_datafiles: Annotated[int | None, typer.Option("--num-datafiles", help="DefaultNumDFiles (0 = all)")] = None,
+    cluster_domain: Annotated[str, typer.Option("--cluster-domain",
+        help="Kubernetes cluster domain")] = naming.DEFAULT_CLUSTER_DOMAIN,
+    address: Annotated[list[str] | None, typer.Option("--address",
+        help="HOST:PORT of each server in ordinal order, instead of pod DNS names")] = None,
+    storage_root: Annotated[str | None, typer.Option("--storage-root",
+        help="per-server storage under DIR/<alias>/ (servers sharing a host)")] = None,
+    manifest: Annotated[str | None, typer.Option("--from",
+        help="read name, namespace and spec from an OrangeFSCluster manifest")] = None,
+    mount_path: Annotated[str, typer.Option("--mount-path",
+        help="pvfs2tab mount point (in --json)")] = DEFAULT_MOUNT_PATH,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
 ) -> None:
     """Print the fs.conf the operator would put into the <name>-fs-conf ConfigMap."""
@@ -129,16 +138,20 @@ def fs_conf(
 
 @render_app.command("pvfs2tab")
 def pvfs2tab(
-    name: Annotated[Optional[str], typer.Option("--name", help="OrangeFSCluster name")] = None,
-    servers: Annotated[Optional[int], typer.Option("--servers", help="number of servers (default 4)")] = None,
-    service: Annotated[Optional[str], typer.Option("--service", help="headless Service (default <name>-server)")] = None,
-    namespace: Annotated[Optional[str], typer.Option("--namespace", help="namespace (default 'default')")] = None,
-    fs_name: Annotated[Optional[str], typer.Option("--fs-name", help="file-system name (default orangefs)")] = None,
-    port: Annotated[Optional[int], typer.Option("--port", help="BMI TCP port (default 3334)")] = None,
-    cluster_domain: Annotated[str, typer.Option("--cluster-domain", help="Kubernetes cluster domain")] = naming.DEFAULT_CLUSTER_DOMAIN,
-    address: Annotated[Optional[list[str]], typer.Option("--address", help="HOST:PORT of each server in ordinal order")] = None,
-    manifest: Annotated[Optional[str], typer.Option("--from", help="read name, namespace and spec from an OrangeFSCluster manifest")] = None,
-    mount_path: Annotated[str, typer.Option("--mount-path", help="mount point clients name paths under")] = DEFAULT_MOUNT_PATH,
+    name: Annotated[str | None, typer.Option("--name", help="OrangeFSCluster name")] = None,
+    servers: Annotated[int | None, typer.Option("--servers", help="number of servers (default 4)")] = None,
+    service: Annotated[str | None, typer.Option("--service", help="headless Service (default <name>-server)")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", help="namespace (default 'default')")] = None,
+    fs_name: Annotated[str | None, typer.Option("--fs-name", help="file-system name (default orangefs)")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="BMI TCP port (default 3334)")] = None,
+    cluster_domain: Annotated[str, typer.Option("--cluster-domain",
+        help="Kubernetes cluster domain")] = naming.DEFAULT_CLUSTER_DOMAIN,
+    address: Annotated[list[str] | None, typer.Option("--address",
+        help="HOST:PORT of each server in ordinal order")] = None,
+    manifest: Annotated[str | None, typer.Option("--from",
+        help="read name, namespace and spec from an OrangeFSCluster manifest")] = None,
+    mount_path: Annotated[str, typer.Option("--mount-path",
+        help="mount point clients name paths under")] = DEFAULT_MOUNT_PATH,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
 ) -> None:
     """Print the pvfs2tab line the operator would put into the <name>-pvfs2tab ConfigMap."""
@@ -156,9 +169,12 @@ def pvfs2tab(
 @render_app.command("manifests")
 def manifests(
     manifest: Annotated[str, typer.Option("--from", help="an OrangeFSCluster manifest")],
-    namespace: Annotated[Optional[str], typer.Option("--namespace", help="namespace (default: the manifest's, else 'default')")] = None,
-    uid: Annotated[str, typer.Option("--uid", help="owner UID written into ownerReferences")] = "00000000-0000-0000-0000-000000000000",
-    cluster_domain: Annotated[str, typer.Option("--cluster-domain", help="Kubernetes cluster domain")] = naming.DEFAULT_CLUSTER_DOMAIN,
+    namespace: Annotated[str | None, typer.Option("--namespace",
+        help="namespace (default: the manifest's, else 'default')")] = None,
+    uid: Annotated[str, typer.Option("--uid",
+        help="owner UID written into ownerReferences")] = "00000000-0000-0000-0000-000000000000",
+    cluster_domain: Annotated[str, typer.Option("--cluster-domain",
+        help="Kubernetes cluster domain")] = naming.DEFAULT_CLUSTER_DOMAIN,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document (a v1 List)")] = False,
 ) -> None:
     """Print every object the operator would apply for a new OrangeFSCluster, as YAML (or a JSON List)."""
@@ -172,6 +188,25 @@ def manifests(
         print_json({"apiVersion": "v1", "kind": "List", "items": list(want.objects)})
         return
     print(yaml.safe_dump_all(list(want.objects), sort_keys=False), end="")
+
+
+@render_app.command("examples")
+def render_examples(
+    directory: Annotated[str, typer.Option("--dir", help="the example manifests")] = "policies",
+    check: Annotated[bool, typer.Option("--check", help="compare only; exit 1 listing what differs")] = False,
+) -> None:
+    """Write the golden rendering of every example manifest into <dir>/expected/<name>/ (or --check it)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError("--dir", f"{directory} is not a directory", "run from the repository root or pass --dir")
+    if check:
+        problems = [p for ex in examples.examples(root) for p in examples.differences(ex)]
+        problems += [f"{d}: its example is gone; run `{examples.REGENERATE}`" for d in examples.stale_directories(root)]
+        for line in problems:
+            print(line)
+        raise typer.Exit(1 if problems else 0)
+    for path in examples.write_examples(root):
+        print(path)
 
 
 def register(app: typer.Typer) -> None:

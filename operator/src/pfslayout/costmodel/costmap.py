@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ class CostMap:
     variant: str
     random: bool
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"n": self.n, "clients": self.clients, "p": self.p, "s": self.s, "m": self.m,
                 "winner": self.winner, "best_g": self.best_g, "totals": self.totals, "variant": self.variant,
                 "random": self.random}

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pfslayout.costmodel.formulas import Coefficients, CostBreakdown, unchecked_coefficients, validate
 from pfslayout.costmodel.params import CostParams
-from pfslayout.costmodel.table import _coefficients_unchecked, validate
 
 _DENSE_LIMIT = 1 << 22  # largest dense (p, m, random) key table before falling back to np.unique
 _CHUNK = 1 << 16
@@ -111,11 +111,11 @@ class Totals:
         return self.T_s + self.T_rw
 
 
-def _unit_coefficients(layout: str, groups: Groups, n: int, g: int | None, variant: str):
+def _unit_coefficients(layout: str, groups: Groups, n: int, g: int | None, variant: str) -> Coefficients:
     ones = np.ones(len(groups))
     gg = None if g is None else np.full(len(groups), g, dtype=np.int64)
     validate(layout, groups.p if len(groups) else 1, n, groups.m if len(groups) else 1, 1.0, g, variant)
-    return _coefficients_unchecked(layout, groups.p, n, groups.m, ones, gg, variant)
+    return unchecked_coefficients(layout, groups.p, n, groups.m, ones, gg, variant)
 
 
 def layout_totals(layout: str, groups: Groups, n: int, g: int | None, params: CostParams,
@@ -168,11 +168,9 @@ def per_request_totals(layout: str, groups: Groups, s: np.ndarray, n: int, g: in
 
 
 def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: np.ndarray, g: int | None,
-                          random: np.ndarray, params: CostParams, variant: str):
+                          random: np.ndarray, params: CostParams, variant: str) -> CostBreakdown:
     """``cost()`` for long arrays with a single g: the four terms per request from per-group coefficient
     tables (one gather per term, chunked), instead of a dozen full-length temporaries. Inputs validated."""
-    from pfslayout.costmodel.table import CostBreakdown
-
     groups = group_requests(p, m, s, random, with_key=True)
     c = _unit_coefficients(layout, groups, n, g, variant)
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
@@ -188,6 +186,7 @@ def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: 
     terms = [np.empty(N) for _ in range(4)]
     total = np.empty(N)
     key = groups.key
+    assert key is not None  # built with_key=True above
     for lo in range(0, N, _CHUNK):
         hi = min(lo + _CHUNK, N)
         k = key[lo:hi]

@@ -1,7 +1,7 @@
 """Cost-model parameters: the five platform constants of seeds 000/003 and the parameters file.
 
 Units are SI throughout: seconds and bytes. The seeds print v and beta as 1/(120 MB) and 1/(1000 MB); we
-read MB as MiB (DIGEST §6 A7) because their request sizes are powers of two, so the seeds' constants
+read MB as MiB (docs/seeds.md §6 A7) because their request sizes are powers of two, so the seeds' constants
 below are seconds per byte with MB = 2**20 bytes.
 """
 
@@ -84,7 +84,8 @@ class CostParams(BaseModel):
 
 # 003 Table 3 (= 000 Table 4). alpha and beta are the same on both networks.
 SEED_ETHERNET = CostParams(e=0.0003, v=1.0 / (120 * MIB), alpha_seq=0.0001, alpha_rand=0.0003, beta=1.0 / (120 * MIB))
-SEED_INFINIBAND = CostParams(e=0.0002, v=1.0 / (1000 * MIB), alpha_seq=0.0001, alpha_rand=0.0003, beta=1.0 / (120 * MIB))
+SEED_INFINIBAND = CostParams(e=0.0002, v=1.0 / (1000 * MIB), alpha_seq=0.0001, alpha_rand=0.0003,
+                             beta=1.0 / (120 * MIB))
 
 SEEDS: dict[str, CostParams] = {"ethernet": SEED_ETHERNET, "infiniband": SEED_INFINIBAND}
 

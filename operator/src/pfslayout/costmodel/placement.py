@@ -1,6 +1,6 @@
 """Seed 002 (Wang & Kaeli, CLUSTER'05): chunk placement cost and heterogeneous load balancing.
 
-DIGEST §2.7, §2.10, §3.6 and the §6-C resolutions: C1 j = 0..N−1 and the objective is a makespan;
+docs/seeds.md §2.7, §2.10, §3.6 and the §6-C resolutions: C1 j = 0..N−1 and the objective is a makespan;
 C2 the cost matrix is T[c][d] = S_c/B_d + [d not local to c] S_c/NB; C3 the greedy pass adds the full
 assigned cost (network included) to the column — only this reproduces Fig. 2's makespan 4; C4 index order
 by default, LPT as an option; C5 the fine-grained premise is S_j/B_j > S_i/B_i.
@@ -42,7 +42,7 @@ def ilp_makespan(X: np.ndarray, C1: np.ndarray, C2: np.ndarray) -> float:
 
 
 def cost_matrix(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray) -> np.ndarray:
-    """T[c][d] = S_c/B_d + (d is not owner[c]'s local disk) S_c/NB (DIGEST §6 C2). owner −1 = no local disk."""
+    """T[c][d] = S_c/B_d + (d is not owner[c]'s local disk) S_c/NB (docs/seeds.md §6 C2). owner −1 = no local disk."""
     S = np.asarray(S, dtype=float)
     B = np.asarray(B, dtype=float)
     _positive("S", S)
@@ -51,7 +51,7 @@ def cost_matrix(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray) -> n
         raise InputError("NB", "network bandwidth must be positive")
     owner = np.asarray(owner, dtype=np.int64)
     local = owner[:, None] == np.arange(B.size)[None, :]
-    return S[:, None] / B[None, :] + np.where(local, 0.0, S[:, None] / NB)
+    return np.asarray(S[:, None] / B[None, :] + np.where(local, 0.0, S[:, None] / NB))
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class Placement:
 
 
 def coarse_balance(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray, order: str = "index") -> Placement:
-    """Greedy min-cost assignment (002 §4.3.1, DIGEST §3.6(b)); ties go to the lowest disk index."""
+    """Greedy min-cost assignment (002 §4.3.1, docs/seeds.md §3.6(b)); ties go to the lowest disk index."""
     own = cost_matrix(S, B, NB, owner)  # each chunk's own cost on each disk
     T = own.copy()  # own cost plus the work already queued on that disk
     chunks = np.arange(T.shape[0])
@@ -78,8 +78,8 @@ def coarse_balance(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray, o
         assignment[c] = d
         unassigned[c] = False
         loads[d] += own[c, d]
-        # C3: later chunks on d wait for this one's full cost, network part included (its own cost, not
-        # the accumulated column, which would count earlier chunks twice)
+        # docs/seeds.md §6 C3: later chunks on d wait for this one's full cost, network part included (its
+        # own cost, not the accumulated column, which would count earlier chunks twice)
         T[unassigned, d] += own[c, d]
     return Placement(assignment=assignment, loads=loads.tolist(), makespan=float(loads.max()))
 
@@ -101,7 +101,7 @@ def fine_split(S_i: float, B_i: float, S_j: float, B_j: float, NB: float) -> flo
 
 
 def fine_balance(S: np.ndarray, B: np.ndarray, NB: float, eps: float = 1e-9, max_iter: int = 10_000) -> np.ndarray:
-    """Repeatedly move Eq. (2)'s amount from the slowest to the fastest-finishing disk (DIGEST §3.6(c)).
+    """Repeatedly move Eq. (2)'s amount from the slowest to the fastest-finishing disk (docs/seeds.md §3.6(c)).
 
     The pairing and stopping rule are ours. Loads are bytes; returns the balanced loads.
     """
@@ -145,4 +145,4 @@ def strip_sizes(bandwidth: np.ndarray, row_bytes: int, align: int = 4096) -> lis
             break
         if units[idx] > 1:
             units[idx] -= 1
-    return (units * align).tolist()
+    return [int(u) * align for u in units]

@@ -1,5 +1,5 @@
 """Seed 004 (Liu, Zhuang, Chen 2015): shuffle cost of two-phase collective reads, acceptable delay,
-the HIO window ordering, and the NIO/SIO/HIO analytical model (DIGEST §2.8, §3.7, §6-D).
+the HIO window ordering, and the NIO/SIO/HIO analytical model (docs/seeds.md §2.8, §3.7, §6-D).
 
 Units: message sizes in bytes, throughputs in bytes/s, times in seconds (or in units of t for the
 analytical model, which is what the paper prints).
@@ -7,9 +7,9 @@ analytical model, which is what the paper prints).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from pfslayout.errors import InputError
 def shuffle_cost(intra: Sequence[float], inter: Sequence[float], B_a: float, B_e: float, gamma: float) -> float:
     """004 Eq. (1): the slowest single exchange plus latency, T = max(m_ai/B_a, m_ej/B_e) + γ.
 
-    The max runs over all messages (DIGEST §6 D2: the printed 0 < i excludes index 0 by mistake)."""
+    The max runs over all messages (docs/seeds.md §6 D2: the printed 0 < i excludes index 0 by mistake)."""
     if not (B_a > 0 and B_e > 0):
         raise InputError("B_a" if not B_a > 0 else "B_e", "throughput must be positive")
     worst = max([x / B_a for x in intra] + [x / B_e for x in inter], default=0.0)
@@ -28,7 +28,7 @@ def shuffle_cost(intra: Sequence[float], inter: Sequence[float], B_a: float, B_e
 
 def is_intra_printed(a_id: int, p_id: int, n_c: int) -> bool:
     """004 Eq. (2) as printed (a_id % n_c == p_id % n_c). Right for round-robin placement only if n_c is
-    the number of nodes (DIGEST §6 D1); use ``is_intra`` with a real rank→node map instead."""
+    the number of nodes (docs/seeds.md §6 D1); use ``is_intra`` with a real rank→node map instead."""
     return a_id % n_c == p_id % n_c
 
 
@@ -75,7 +75,7 @@ def serve_makespan(order: Sequence[Request]) -> float:
 
 
 def hio_order(window: Sequence[Request], threshold: float = 0.2) -> list[Request]:
-    """Order one window (DIGEST §3.7, clean bubble variant of Algorithm 1, §6 D4):
+    """Order one window (docs/seeds.md §3.7, clean bubble variant of Algorithm 1, §6 D4):
     if Σshuffle/Σread > threshold sort by AD ascending (slowest aggregators first), else by app id; then
     one pass swapping a request behind its successor while its slack exceeds the successor's read."""
     reads = sum(r.read for r in window)
@@ -91,7 +91,7 @@ def hio_order(window: Sequence[Request], threshold: float = 0.2) -> list[Request
     return w
 
 
-def fig3_example(t: float = 1.0) -> dict[str, float]:
+def fig3_example(t: float = 1.0) -> dict[str, float | list[str]]:
     """004 Fig. 3: aggregators p0, p2, p4 on one node, 6t service each; p0 and p2 shuffle 6t, p4 none.
     Returns the FIFO (p4, p0, p2) makespan, the HIO order's makespan and p4's acceptable delay."""
     shuffles = {"p0": 6 * t, "p2": 6 * t, "p4": 0.0}

@@ -1,6 +1,6 @@
 """Seed 001 (PDSW'09): the storage-only layout model — each server access costs α + sβ, no network terms.
 
-Formulas from DIGEST §2.6 with the §6 A9 resolution: 001's two p < n expressions ("α+sβ" for 1-DH and
+Formulas from docs/seeds.md §2.6 with the §6 A9 resolution: 001's two p < n expressions ("α+sβ" for 1-DH and
 "α + ⌈s/n⌉β" for 2-D) contradict its own Eq. (1) and are not used; everything is derived from the
 per-server cost α + sβ instead.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pfslayout.costmodel.table import ArrayLike, check_layout
+from pfslayout.costmodel.formulas import ArrayLike, check_layout
 from pfslayout.errors import InputError
 
 

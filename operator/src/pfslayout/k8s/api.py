@@ -34,9 +34,9 @@ _KINDS: dict[str, tuple[type, str]] = {
 def load_config() -> None:
     """In a pod: the ServiceAccount. Elsewhere: $KUBECONFIG (the e2e gives a RBAC-limited one)."""
     if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
-        config.load_incluster_config()
+        config.load_incluster_config()  # type: ignore[no-untyped-call]  # the client ships no annotations here
     else:
-        config.load_kube_config()
+        config.load_kube_config()  # type: ignore[no-untyped-call]
 
 
 def _json(resp: Any) -> dict[str, Any]:

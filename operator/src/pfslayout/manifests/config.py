@@ -20,7 +20,7 @@ class Topology:
     metadata_servers: int
 
     @classmethod
-    def of(cls, spec: OrangeFSClusterSpec) -> "Topology":
+    def of(cls, spec: OrangeFSClusterSpec) -> Topology:
         return cls(spec.servers.count, spec.servers.effective_metadata_count)
 
 
@@ -33,7 +33,7 @@ class Address:
     port: int
 
     @classmethod
-    def parse(cls, text: str, what: str = "--address") -> "Address":
+    def parse(cls, text: str, what: str = "--address") -> Address:
         host, sep, port = text.rpartition(":")
         if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
             raise InputError(what, f"{text!r} is not HOST:PORT", "write e.g. 127.0.0.1:3334")

@@ -1,4 +1,4 @@
-"""Typed OrangeFSCluster spec, mirroring `crds/orangefsclusters.yaml` (H4's schema, the contract).
+"""Typed OrangeFSCluster spec, mirroring `crds/orangefsclusters.yaml` (the CRD schema is the contract).
 
 The API server already applied the schema's defaults and CEL rules before the operator sees an object;
 the same defaults live here so the CLI and the tests build identical specs without a cluster, and the
@@ -107,7 +107,7 @@ class OrangeFSClusterSpec(_Model):
     tolerations: list[Toleration] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _cross_field(self) -> "OrangeFSClusterSpec":
+    def _cross_field(self) -> OrangeFSClusterSpec:
         # The CRD's CEL rules, repeated: a clear InputError beats a server that refuses its config.
         n = self.servers.count
         if self.servers.effective_metadata_count > n:

@@ -20,8 +20,17 @@ from pfslayout.manifests import common as c
 from pfslayout.manifests import objects as objs
 from pfslayout.manifests.build import Desired, desired
 from pfslayout.manifests.config import Topology, fs_conf_for
-from pfslayout.manifests.reconcile import (PHASES, Observed, compute_status, job_state, endpoints, plan,
-                                          pods_ready_by_ordinal, read_applied)
+from pfslayout.manifests.reconcile import (
+    PHASES,
+    Observed,
+    Plan,
+    compute_status,
+    endpoints,
+    job_state,
+    plan,
+    pods_ready_by_ordinal,
+    read_applied,
+)
 from pfslayout.manifests.spec import OrangeFSClusterSpec, parse_spec
 from pfslayout.orangefs import naming
 
@@ -50,7 +59,7 @@ def cluster_domain() -> str:
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -208,6 +217,8 @@ def mark_terminating(kube: Kube, body: dict[str, Any], post: Post) -> list[str]:
     """On delete: phase Terminating, and what will happen to the data (children go by owner references)."""
     meta = body["metadata"]
     owner = _owner(body)
+    policy: str
+    storage: str
     try:
         spec = parse_spec(body.get("spec"))
         policy, storage = spec.reclaim_policy, spec.storage.type
@@ -271,7 +282,8 @@ def wipe_hostpath(kube: Kube, body: dict[str, Any], post: Post, elapsed_s: float
             post(body, "Normal", "WipeScheduled", f"Job {job_name} will remove {name}'s hostPath data on {node}")
     jobs = kube.list("Job", owner.namespace, selector_string(c.selector(owner, objs.WIPE)))
     if elapsed_s > WIPE_DEADLINE_S:
-        post(body, "Warning", "WipeTimedOut", f"gave up after {WIPE_DEADLINE_S}s: hostPath data may remain on the nodes")
+        post(body, "Warning", "WipeTimedOut",
+            f"gave up after {WIPE_DEADLINE_S}s: hostPath data may remain on the nodes")
         return ["wipe timed out"]
     if kube.get("StatefulSet", owner.namespace, sts_name) is not None:
         kube.delete("StatefulSet", owner.namespace, sts_name, propagation="Background")

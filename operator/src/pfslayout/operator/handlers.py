@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import kopf
 
@@ -28,7 +29,7 @@ def kube() -> Kube:
 
 
 def post(body: dict[str, Any], type_: str, reason: str, message: str) -> None:
-    kopf.event(body, type=type_, reason=reason, message=message[:1024])
+    kopf.event(cast(kopf.Body, body), type=type_, reason=reason, message=message[:1024])
 
 
 def _reconcile(body: kopf.Body, logger: Any) -> None:
@@ -39,7 +40,8 @@ def _reconcile(body: kopf.Body, logger: Any) -> None:
         raise kopf.PermanentError(str(err)) from err
     for kind, name, action in outcome.changes:
         logger.info(f"{kind} {name} {action}")
-    logger.info(f"phase {outcome.status['phase']}, {outcome.status['readyServers']}/{outcome.status['servers']} servers Ready")
+    st = outcome.status
+    logger.info(f"phase {st['phase']}, {st['readyServers']}/{st['servers']} servers Ready")
 
 
 @kopf.on.create(c.GROUP, c.VERSION, c.PLURAL, id="reconcile", backoff=BACKOFF_S)
@@ -92,7 +94,7 @@ def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None
                labels={"app.kubernetes.io/managed-by": c.MANAGED_BY, "app.kubernetes.io/component": "server",
                        c.CLUSTER_LABEL: kopf.PRESENT})
 @metrics.instrumented(KIND, "statefulset-event")
-def on_server_statefulset(event: dict[str, Any], body: kopf.Body, logger: Any, **_: Any) -> None:
+def on_server_statefulset(event: Mapping[str, Any], body: kopf.Body, logger: Any, **_: Any) -> None:
     """Server readiness changes show up on the StatefulSet's status: mirror them into the owner's status,
     and re-create the set when someone deleted it while its OrangeFSCluster lives on."""
     meta = body.get("metadata") or {}

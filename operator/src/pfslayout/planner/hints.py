@@ -1,4 +1,4 @@
-"""Layout → OrangeFS directory hints (DIGEST §3.2, §7; orangefs facts §3).
+"""Layout → OrangeFS directory hints (docs/seeds.md §3.2, §7).
 
 * 1-DH: all n servers, a small strip so a typical request touches every server.
 * 1-DV: file per process → one datafile per file; shared file → strip = the common request size.

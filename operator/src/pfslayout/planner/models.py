@@ -7,6 +7,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Sharing = Literal["file-per-process", "shared"]
+LayoutName = Literal["1-DV", "1-DH", "2-D"]
+TargetKind = Literal["directory", "file", "workload"]
+Mode = Literal["static", "hybrid"]
 
 
 class SizeBin(BaseModel):
@@ -17,7 +20,7 @@ class SizeBin(BaseModel):
 
 
 class WorkloadDescription(BaseModel):
-    """What a user knows about an application without a trace (DESIGN 'auto' rules)."""
+    """What a user knows about an application without a trace (a LayoutPolicy `auto` rule's workload)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -48,7 +51,7 @@ class WorkloadDescription(BaseModel):
 class CandidateCost(BaseModel):
     """One candidate layout's predicted total over the workload, and its split (seconds)."""
 
-    layout: Literal["1-DV", "1-DH", "2-D"]
+    layout: LayoutName
     g: int | None = None
     label: str
     T_e: float
@@ -81,7 +84,7 @@ class Replica(BaseModel):
 
 
 class HybridRecommendation(BaseModel):
-    """A replica set instead of one static layout (DIGEST §3.4, §6 B3)."""
+    """A replica set instead of one static layout (docs/seeds.md §3.4, §6 B3)."""
 
     replicas: list[Replica]
     predicted_total: float = Field(description="Σ per request of the cheapest replica's cost, seconds")
@@ -91,7 +94,7 @@ class HybridRecommendation(BaseModel):
 
 class Decision(BaseModel):
     target: str
-    kind: Literal["directory", "file", "workload"]
+    kind: TargetKind
     sharing: Sharing
     requests: int
     bytes: int
@@ -103,7 +106,7 @@ class Decision(BaseModel):
     choice_layout: Literal["1-DV", "1-DH", "2-D"]
     choice_g: int | None
     margin: float | None = Field(description="(second best − best) / best; None with one candidate")
-    mode: Literal["static", "hybrid"]
+    mode: Mode
     hints: Hints
     hybrid: HybridRecommendation | None = None
     explanation: str

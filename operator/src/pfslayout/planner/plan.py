@@ -1,10 +1,10 @@
-"""Static layout choice per directory / file (003 §4, DIGEST §3.1) and hybrid replica sets (§3.4, §6 B3).
+"""Static layout choice per directory / file (003 §4, docs/seeds.md §3.1) and hybrid replica sets (§3.4, §6 B3).
 
 Pure functions: a derived ``Trace`` or a ``WorkloadDescription`` in, a ``Plan`` out.
 
 Candidates are 1-DH, 1-DV and 2-D for every *useful* g: the divisors of n strictly between 1 and n.
 g = 1 is 1-DH again and g = n is 1-DV again (their formulas coincide), and g ∤ n is not proposed: OrangeFS
-groups would be uneven and the journal and conference tables disagree there (DIGEST §6 A1). Extra g
+groups would be uneven and the journal and conference tables disagree there (docs/seeds.md §6 A1). Extra g
 values can be asked for explicitly; they are costed with the corrected variant's ⌊n/g⌋ parallel width.
 """
 
@@ -15,23 +15,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from pfslayout.costmodel.fast import Groups, group_requests, layout_totals, per_request_totals
+from pfslayout.costmodel.formulas import check_variant
 from pfslayout.costmodel.params import SEED_ETHERNET, CostParams
-from pfslayout.costmodel.table import check_variant
 from pfslayout.errors import InputError
 from pfslayout.planner.hints import hints_for
 from pfslayout.planner.models import (
     CandidateCost,
     Decision,
     HybridRecommendation,
+    LayoutName,
+    Mode,
     Plan,
     Replica,
     Sharing,
+    TargetKind,
     WorkloadDescription,
 )
 from pfslayout.traces.model import OP_READ, Trace
 
 DEFAULT_DELTA = 0.10
-HYBRID_MIN_READ_FRACTION = 0.5  # hybrid replicas suit read-mostly data (DIGEST §6 B2)
+HYBRID_MIN_READ_FRACTION = 0.5  # hybrid replicas suit read-mostly data (docs/seeds.md §6 B2)
 MAX_REPLICAS = 3
 
 
@@ -63,15 +66,16 @@ def _check_common(n: int, variant: str, delta: float, groups: list[int] | None) 
     return base, sorted(set(extra))
 
 
-def _candidates(n: int, gs: list[int]) -> list[tuple[str, int | None]]:
-    return [("1-DH", None), ("1-DV", None)] + [("2-D", g) for g in gs]
+def _candidates(n: int, gs: list[int]) -> list[tuple[LayoutName, int | None]]:
+    static: list[tuple[LayoutName, int | None]] = [("1-DH", None), ("1-DV", None)]
+    return static + [("2-D", g) for g in gs]
 
 
 def _label(layout: str, g: int | None) -> str:
     return f"2-D(g={g})" if layout == "2-D" else layout
 
 
-def _cost_groups(groups: Groups, n: int, cands: list[tuple[str, int | None]], params: CostParams,
+def _cost_groups(groups: Groups, n: int, cands: list[tuple[LayoutName, int | None]], params: CostParams,
                  variant: str) -> list[CandidateCost]:
     out = []
     for layout, g in cands:
@@ -86,7 +90,7 @@ class _Workload:
     """The planner's view of one target: grouped requests plus what the hints need."""
 
     target: str
-    kind: str
+    kind: TargetKind
     sharing: Sharing
     groups: Groups
     sizes: np.ndarray  # per request (for the hybrid per-request minimum)
@@ -100,7 +104,7 @@ class _Workload:
 
 
 def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float,
-            cands: list[tuple[str, int | None]]) -> Decision:
+            cands: list[tuple[LayoutName, int | None]]) -> Decision:
     costs = _cost_groups(w.groups, n, cands, params, variant)
     ranked = sorted(costs, key=lambda c: c.total)  # stable: ties keep 1-DH, 1-DV, 2-D order
     best = ranked[0]
@@ -111,7 +115,7 @@ def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float
     parts = [f"{c.label}: {c.total:.6g} s (network {c.network:.6g} s, storage {c.storage:.6g} s)" for c in ranked]
     explanation = (f"{w.target}: {w.requests} requests, dominant size {w.dominant_size} B, {w.sharing}; "
                    f"predicted totals under the {variant} model — " + "; ".join(parts) + ". ")
-    mode = "static"
+    mode: Mode = "static"
     hybrid = None
     if margin is not None and margin < delta:
         close = [c for c in ranked if c.total <= best.total * (1 + delta)]
@@ -168,7 +172,8 @@ def _hybrid(w: _Workload, n: int, params: CostParams, variant: str,
                 for i in chosen]
     return HybridRecommendation(replicas=replicas, predicted_total=current, storage_factor=len(replicas),
                                 reason="best layouts within delta of each other on read-mostly, mixed requests "
-                                       "(DIGEST §6 B3); each request goes to the cheapest copy, writes sync lazily")
+                                       "(docs/seeds.md §6 B3); each request goes to the cheapest copy, "
+                                       "writes sync lazily")
 
 
 def _plan(workloads: list[_Workload], n: int, params: CostParams, variant: str, delta: float,
@@ -180,7 +185,7 @@ def _plan(workloads: list[_Workload], n: int, params: CostParams, variant: str, 
                 decisions=decisions)
 
 
-def _trace_workload(trace: Trace, sel: np.ndarray, target: str, kind: str, shared: bool) -> _Workload:
+def _trace_workload(trace: Trace, sel: np.ndarray, target: str, kind: TargetKind, shared: bool) -> _Workload:
     assert trace.p is not None and trace.m is not None and trace.sequential is not None
     size = trace.size[sel]
     rnd = ~trace.sequential[sel]
@@ -194,7 +199,7 @@ def _trace_workload(trace: Trace, sel: np.ndarray, target: str, kind: str, share
                      random_fraction=float(np.mean(rnd)) if size.size else 0.0, dominant_size=dominant)
 
 
-def _target_workloads(trace: Trace, fid: np.ndarray, keys: list[str], kind: str,
+def _target_workloads(trace: Trace, fid: np.ndarray, keys: list[str], kind: TargetKind,
                       ranks_per_file: np.ndarray) -> list[_Workload]:
     """Split the requests by target (one sort, no per-target scan of the trace) into workloads."""
     targets, target_of_file = np.unique(np.array(keys, dtype=str), return_inverse=True)
@@ -223,6 +228,7 @@ def plan_trace(trace: Trace, n: int, params: CostParams = SEED_ETHERNET, variant
     if not trace.derived:
         raise InputError("--trace", "p, m and sequential are not derived",
                          "load it with pfslayout.traces.load_trace (or call traces.derive)")
+    assert trace.p is not None and trace.m is not None  # what `derived` checked, for the type checker
     if np.any(trace.p < 1) or np.any(trace.m < 1) or np.any(trace.m > trace.p):
         raise InputError("--trace", "derived p/m are inconsistent (need 1 <= m <= p)")
     if np.any(trace.size < 0):
@@ -267,7 +273,7 @@ def _workload_from_description(desc: WorkloadDescription) -> _Workload:
                     dense_size=g.dense_size)
     dominant = int(sizes[np.lexsort((sizes, weights))[-1]])
     return _Workload(target=desc.name, kind="workload", sharing=desc.sharing, groups=groups, sizes=rows_s,
-                     requests=reqs, nbytes=int(round(float((share * sizes).sum() * reqs))),
+                     requests=reqs, nbytes=round(float((share * sizes).sum() * reqs)),
                      read_fraction=desc.read_fraction, random_fraction=rf, dominant_size=dominant, weights=rows_w,
                      files=desc.processes if desc.sharing == "file-per-process" else 1)
 

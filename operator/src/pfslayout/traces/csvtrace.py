@@ -52,12 +52,12 @@ def _read_fast(path: Path) -> Trace:
     _check_shape(path, len(names))
     numeric = [name for name in _NUMERIC if name in col]
     texts = [name for name in ("op", "file", "node", "collective") if name in col]
-    common = {"delimiter": ",", "skiprows": 1, "comments": None, "quotechar": '"', "encoding": "utf-8"}
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "input contained no data" and the like → careful path
         nums = np.loadtxt(path, usecols=[col[c] for c in numeric], dtype=[(c, _NUMERIC[c]) for c in numeric],
-                          ndmin=1, **common)
-        strs = np.loadtxt(path, usecols=[col[c] for c in texts], dtype=str, ndmin=2, **common)
+                          ndmin=1, delimiter=",", skiprows=1, comments=None, quotechar='"', encoding="utf-8")
+        strs = np.loadtxt(path, usecols=[col[c] for c in texts], dtype=str, ndmin=2, delimiter=",", skiprows=1,
+                          comments=None, quotechar='"', encoding="utf-8")
     if nums.shape[0] == 0 or strs.shape[0] != nums.shape[0]:
         raise ValueError("row count")
     # line numbers are exact when every row is one line (else validation failure → careful path)
@@ -96,7 +96,8 @@ def _read_careful(path: Path) -> Trace:
                 rows.append(row)
                 lines.append(reader.line_num)
         except (csv.Error, UnicodeDecodeError) as err:
-            raise InputError(f"{path}:{reader.line_num}", f"is not readable CSV ({err})", "save it as UTF-8 CSV") from None
+            raise InputError(f"{path}:{reader.line_num}", f"is not readable CSV ({err})",
+                "save it as UTF-8 CSV") from None
     if header is None:
         raise InputError(str(path), "is empty: no header and no requests", _FIX_HEADER)
     names = [h.strip().lower() for h in header]
@@ -121,7 +122,7 @@ def _read_careful(path: Path) -> Trace:
         "start": _floats(path, line_arr, "start", text("start")),
         "end": _floats(path, line_arr, "end", text("end")),
     }
-    texts = {name: text(name) for name in ("op", "file", "node", "collective") if name in col}
+    texts: dict[str, np.ndarray] = {name: text(name) for name in ("op", "file", "node", "collective") if name in col}
     return _build(path, line_arr, numbers, texts, raw_file=np.asarray(cols[col["file"]], dtype=str))
 
 
@@ -186,7 +187,7 @@ def _parses(parse: Callable[[str], object], value: str) -> bool:
 def _numbers(path: Path, lines: np.ndarray, column: str, values: np.ndarray, dtype: type,
              parse: Callable[[str], object], problem: str) -> np.ndarray:
     try:
-        out = values.astype(dtype)
+        out: np.ndarray = values.astype(dtype)
     except (ValueError, OverflowError):
         # the vectorised conversion does not say which value failed: find the first one, by its line
         _first_bad(path, lines, column, values, lambda value: _parses(parse, value), problem)
@@ -227,7 +228,7 @@ def _bools(path: Path, lines: np.ndarray, column: str, values: np.ndarray) -> np
 
 
 def _node_of_rank(path: Path, lines: np.ndarray, rank: np.ndarray, node: np.ndarray) -> np.ndarray:
-    names, node_id = np.unique(node, return_inverse=True)
+    _, node_id = np.unique(node, return_inverse=True)
     node_id = node_id.reshape(-1)
     out = np.full(int(rank.max()) + 1, -1, dtype=np.int32)
     out[rank] = node_id

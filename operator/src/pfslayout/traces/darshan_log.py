@@ -65,4 +65,6 @@ def read_darshan_log(path: str | Path, module: str | None = None) -> Trace:
     node_of_rank = np.full(max(max(node_by_rank) + 1, nprocs), -1, dtype=np.int32)
     for rank, node in node_by_rank.items():
         node_of_rank[rank] = node
-    return Trace(files=list(files), node_of_rank=node_of_rank, nprocs=nprocs, **arrays)
+    return Trace(rank=arrays["rank"], op=arrays["op"], offset=arrays["offset"], size=arrays["size"],
+                 start=arrays["start"], end=arrays["end"], file_id=arrays["file_id"], files=list(files),
+                 node_of_rank=node_of_rank, nprocs=nprocs)

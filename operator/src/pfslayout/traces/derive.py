@@ -1,5 +1,5 @@
 """Per-request model inputs from a raw trace: concurrency p, ranks per node m, sequential vs random,
-and per file the dominant request size (DIGEST §3.5, §6 A4/A5).
+and per file the dominant request size (docs/seeds.md §3.5, §6 A4/A5).
 
 Everything is vectorised (sorts, ``searchsorted``, cumulative maxima); there is no Python loop over
 requests, files or ranks, so a trace of millions of requests derives in seconds.
@@ -34,7 +34,8 @@ def derive(trace: Trace, *, group: str = "directory", m_of: str = "issuing-node"
     """Fill ``p``, ``m``, ``sequential``, ``dominant_size``, ``file_set`` and ``file_sets`` in place; returns
     the trace. ``group`` picks the file set concurrency is counted over: ``directory`` or ``file``.
     ``m_of``: ``issuing-node`` (default) counts the overlapping ranks on the request's own node;
-    ``busiest-node`` the largest count on any node (DIGEST §6 A4's wording; one more count per node)."""
+    ``busiest-node`` the largest count on any node (the other reading of docs/seeds.md §6 A4; one more count
+    per node)."""
     if group not in GROUPS:
         raise InputError("group", f"unknown file-set grouping {group!r}", f"use one of {', '.join(GROUPS)}")
     if m_of not in M_OF:
@@ -168,7 +169,7 @@ def _distinct_overlaps(key: np.ndarray, rank: np.ndarray, s: np.ndarray, e: np.n
     same = p_kr[1:] == p_kr[:-1]
     gx = p_end[:-1][same]
     gy = p_start[1:][same]
-    return overlaps - _count_inside(gx, gy, a, b)
+    return np.asarray(overlaps - _count_inside(gx, gy, a, b))
 
 
 def _sorted_search(haystack: np.ndarray, needles: np.ndarray, side: str) -> np.ndarray:

@@ -21,7 +21,8 @@ def detect_format(path: str | Path) -> str:
     if path.is_dir():
         return "shim"
     if not path.exists():
-        raise InputError("--trace", f"{path} does not exist", "pass a CSV file, a Darshan log or a shim trace directory")
+        raise InputError("--trace", f"{path} does not exist",
+            "pass a CSV file, a Darshan log or a shim trace directory")
     with path.open("rb") as f:
         head = f.read(64)
     if head.startswith(MAGIC) or path.suffix == SUFFIX:

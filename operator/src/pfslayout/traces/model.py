@@ -2,7 +2,7 @@
 
 Columnar numpy arrays, one entry per I/O request, so a whole trace is costed without a Python loop per
 request. Readers (CSV, shim binary, Darshan DXT) fill the raw columns; ``derive`` fills the model inputs
-(p, m, sequential) that the cost model needs per request (DIGEST §3.5).
+(p, m, sequential) that the cost model needs per request (docs/seeds.md §3.5).
 """
 
 from __future__ import annotations

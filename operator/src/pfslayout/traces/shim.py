@@ -189,8 +189,8 @@ def read_shim_trace_dir(path: str | Path) -> Trace:
     for rf in ranks:
         rec = rf.records
         local = np.full(max(rf.table, default=-1) + 1, -1, dtype=np.int64)
-        for fid, name in rf.table.items():
-            local[fid] = files.setdefault(name, len(files))
+        for table_id, name in rf.table.items():
+            local[table_id] = files.setdefault(name, len(files))
         fid = rec["file_id"].astype(np.int64)
         mapped = np.full(fid.shape, -1, dtype=np.int64)
         known = fid < local.size

@@ -1,0 +1,61 @@
+"""Named calibration grids: what `OrangeFSCluster.spec.calibration.profile` (`quick`, `standard`) means.
+
+A profile fixes the parts of the probe grid that trade time for precision — request sizes, how many
+configurations are measured, requests per rank and repetitions — while the platform (servers, client
+nodes, ranks per node) comes from the cluster. ``standard`` is exactly CostCalibration's default
+``spec.grid`` (crds/kinds.py); ``quick`` keeps the two sizes that separate per-request from per-byte terms
+and the most informative configurations. Both are checked to identify all five parameters on 2 or more
+servers (operator/tests/unit/test_calibration_profiles.py), and the CRD's enum and defaults are checked
+against this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pfslayout.calibration.grid import DEFAULT_SIZES, ProbeGrid, design_grid
+from pfslayout.errors import InputError
+
+KIB = 1 << 10
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class GridProfile:
+    name: str
+    sizes: tuple[int, ...]
+    max_configs: int | None  # None: the full factorial
+    requests_per_rank: int
+    repetitions: int
+
+    def grid_spec(self) -> dict[str, Any]:
+        """The CostCalibration ``spec.grid`` fields this profile stands for (CRD names)."""
+        spec: dict[str, Any] = {"requestSizes": list(self.sizes), "requestsPerRank": self.requests_per_rank,
+                                "repetitions": self.repetitions}
+        if self.max_configs is not None:
+            spec["maxConfigs"] = self.max_configs
+        return spec
+
+
+PROFILES: dict[str, GridProfile] = {
+    "quick": GridProfile("quick", sizes=(4 * KIB, MIB), max_configs=12, requests_per_rank=8, repetitions=3),
+    "standard": GridProfile("standard", sizes=tuple(DEFAULT_SIZES), max_configs=None, requests_per_rank=16,
+                            repetitions=5),
+}
+DEFAULT_PROFILE = "quick"
+
+
+def get_profile(name: str) -> GridProfile:
+    if name not in PROFILES:
+        raise InputError("--profile", f"unknown calibration profile {name!r}", f"use {' or '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def profile_grid(profile: str, servers: int, nodes: int, ranks_per_node: int, *, variant: str = "corrected",
+                 sizes: list[int] | None = None, max_configs: int | None = None) -> ProbeGrid:
+    """The probe grid of a profile on this platform; explicit sizes or max_configs override the profile's."""
+    p = get_profile(profile)
+    return design_grid(servers, nodes, ranks_per_node, sizes=sizes or p.sizes,
+                       max_configs=max_configs if max_configs is not None else p.max_configs,
+                       requests_per_rank=p.requests_per_rank, repetitions=p.repetitions, variant=variant)

@@ -1,0 +1,124 @@
+/* MPI_Init / MPI_Init_thread (read the config, node placement, the trace epoch) and MPI_Finalize (last
+ * drains, the trace file, the stats file). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "shim_internal.h"
+
+static void release_dtype(pfs_qentry *e)
+{
+    MPI_Datatype dt;
+    memcpy(&dt, e->dtype, sizeof dt);
+    PMPI_Type_free(&dt);
+    e->has_dtype = 0;
+}
+
+static void shim_init(void)
+{
+    PMPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &g_world_size);
+    pfs_qentry_release = release_dtype;
+    const char *path = getenv("PFSLAYOUT_SHIM_CONFIG");
+    if (!path || !*path)
+        return;
+    char err[600];
+    if (pfs_config_load(path, &g_cfg, err, sizeof err) != 0) {
+        if (g_world_rank == 0)
+            say("%s; the job runs without the shim (pass-through)", err);
+        return;
+    }
+    g_active = g_cfg.nrules > 0 || g_cfg.trace_enabled;
+    const char *sd = getenv("PFSLAYOUT_SHIM_STATS");
+    if (sd && *sd)
+        g_stats_dir = strdup(sd);
+    else if (g_cfg.stats_dir)
+        g_stats_dir = strdup(g_cfg.stats_dir);
+    if (!g_active)
+        return;
+    /* node placement, for the trace header and for m of file-per-process replica sets */
+    MPI_Comm node;
+    g_node_lowest = g_world_rank;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        PMPI_Comm_size(node, &g_node_size);
+        PMPI_Allreduce(&g_world_rank, &g_node_lowest, 1, MPI_INT, MPI_MIN, node);
+        PMPI_Comm_free(&node);
+    }
+    if (g_cfg.trace_enabled && pfs_trace_init(&g_trace, g_cfg.trace_max_records) == 0) {
+        const int nsize = g_node_size, lowest = g_node_lowest;
+        double epoch = pfs_now();
+        PMPI_Bcast(&epoch, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        g_trace.rank = (uint32_t)g_world_rank;
+        g_trace.comm_size = (uint32_t)g_world_size;
+        g_trace.node_id = (uint32_t)lowest;
+        g_trace.ranks_on_node = (uint32_t)nsize;
+        g_trace.epoch = epoch;
+        g_trace_on = 1;
+    }
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS)
+        shim_init();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS)
+        shim_init();
+    return rc;
+}
+
+
+static uint64_t g_trace_written = UINT64_MAX; /* record count at the last write; none yet */
+
+/* At the last close the trace is rewritten only when it has doubled since the last write, so a job that
+ * opens and closes many files pays O(total) for these safety copies; MPI_Finalize always writes. */
+void write_trace(int at_finalize)
+{
+    if (!g_trace_on)
+        return;
+    const uint64_t n = __atomic_load_n(&g_trace.n, __ATOMIC_RELAXED);
+    if (g_trace_written != UINT64_MAX && (at_finalize ? n == g_trace_written : n < 2 * g_trace_written))
+        return;
+    if (pfs_trace_write(&g_trace, g_cfg.trace_dir, g_cfg.job_id) != 0)
+        say("rank %d: cannot write the trace into %s: %s", g_world_rank, g_cfg.trace_dir, strerror(errno));
+    else
+        g_trace_written = n;
+}
+
+
+int MPI_Finalize(void)
+{
+    if (g_active) {
+        /* files still open at finalize (an erroneous program): bring this rank's replicas up to date but
+         * keep the markers, since other ranks' state is unknown */
+        for (size_t i = 0; i < TBL; i++) {
+            pfs_file *f = g_tbl[i].val;
+            if (f && f != TOMB && f->hybrid && f->q_ready) {
+                drain(f);
+                pfs_syncq_destroy(&f->q);
+                f->q_ready = 0;
+            }
+        }
+        write_trace(1);
+        if (g_stats_dir && g_world_rank >= 0) {
+            char path[PATH_MAX];
+            mkdir(g_stats_dir, 0777);
+            snprintf(path, sizeof path, "%s/stats.rank-%06d.json", g_stats_dir, g_world_rank);
+            json_t *doc = json_pack("{s:s, s:i, s:i, s:o}", "format", "pfsshim-stats/1", "rank", g_world_rank, "size",
+                                    g_world_size, "files", g_stats ? g_stats : json_array());
+            g_stats = NULL;
+            if (!doc || json_dump_file(doc, path, JSON_INDENT(1)) != 0)
+                say("rank %d: cannot write %s: %s", g_world_rank, path, strerror(errno));
+            json_decref(doc);
+        }
+    }
+    return PMPI_Finalize();
+}

@@ -1,0 +1,53 @@
+/* The shim's config parser against the configs pfslayout renders (operator/tests/vectors/shim-configs.json,
+ * written by generate_shim_configs.py from pfslayout.shimconfig): every `accepted` config parses; every
+ * `refused` one is refused with an error line that starts with the field the vector names. */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "pfsshim.h"
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s shim-configs.json\n", argv[0]);
+        return 2;
+    }
+    json_error_t jerr;
+    json_t *doc = json_load_file(argv[1], 0, &jerr);
+    CHECK(doc != NULL, "cannot read %s: %s", argv[1], jerr.text);
+    if (!doc)
+        return check_done("test_config_vectors");
+    CHECK(strcmp(json_string_value(json_object_get(doc, "format")), "pfslayout-shim-config-vectors/1") == 0,
+          "unknown vector format");
+    json_t *acc = json_object_get(doc, "accepted"), *ref = json_object_get(doc, "refused");
+    CHECK(json_array_size(acc) >= 20 && json_array_size(ref) >= 10, "expected the full vector set");
+    char err[512];
+    for (size_t i = 0; i < json_array_size(acc); i++) {
+        json_t *v = json_array_get(acc, i);
+        const char *name = json_string_value(json_object_get(v, "name"));
+        pfs_config cfg;
+        int rc = pfs_config_parse_text(json_string_value(json_object_get(v, "text")), &cfg, err, sizeof err);
+        CHECK(rc == 0, "accepted[%zu] %s: the shim refuses what pfslayout rendered: %s", i, name, err);
+        if (rc == 0)
+            pfs_config_free(&cfg);
+    }
+    for (size_t i = 0; i < json_array_size(ref); i++) {
+        json_t *v = json_array_get(ref, i);
+        const char *name = json_string_value(json_object_get(v, "name"));
+        const char *field = json_string_value(json_object_get(v, "field"));
+        pfs_config cfg;
+        err[0] = 0;
+        int rc = pfs_config_parse_text(json_string_value(json_object_get(v, "text")), &cfg, err, sizeof err);
+        CHECK(rc != 0, "refused[%zu] %s: the shim accepts what pfslayout refuses", i, name);
+        if (rc == 0) {
+            pfs_config_free(&cfg);
+            continue;
+        }
+        size_t n = strlen(field);
+        CHECK(strncmp(err, field, n) == 0 && err[n] == ':', "refused[%zu] %s: error names another field: %s "
+              "(expected %s)", i, name, err, field);
+    }
+    json_decref(doc);
+    return check_done("test_config_vectors");
+}

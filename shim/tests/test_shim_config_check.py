@@ -1,0 +1,58 @@
+"""Every config pfslayout renders is accepted by the shim's own parser (`pfsshim-check`), and what the
+typed model refuses the shim refuses too, naming the same field — in both MPI builds of shim/build.sh."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from shim_helpers import BUILD_DIR, FLAVOURS
+
+from pfslayout.shimconfig import render_shim_config
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATOR = ROOT / "operator" / "tests" / "vectors" / "generate_shim_configs.py"
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("generate_shim_configs", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GEN = _generator()
+
+
+@pytest.fixture(params=FLAVOURS)
+def checker(request: pytest.FixtureRequest) -> Path:
+    path = BUILD_DIR / request.param / "src" / "pfsshim-check"
+    if not path.exists():
+        pytest.skip(f"{path} is not built; run shim/build.sh (e2e/test-all.sh does)")
+    return path
+
+
+def _check(checker: Path, text: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "shim.json"
+    config.write_text(text)
+    return subprocess.run([str(checker), str(config)], capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_every_rendered_config_is_accepted(checker: Path, tmp_path: Path) -> None:
+    configs = GEN.accepted()
+    assert len(configs) >= 20
+    for name, cfg in configs:
+        res = _check(checker, render_shim_config(cfg), tmp_path)
+        assert res.returncode == 0 and res.stdout.count("\n") == 1 and ": ok (" in res.stdout, (name, res.stdout)
+
+
+def test_what_the_model_refuses_the_shim_refuses(checker: Path, tmp_path: Path) -> None:
+    for case in GEN.refused():
+        res = _check(checker, json.dumps(case["doc"]), tmp_path)
+        assert res.returncode == 2, (case["name"], res.stdout)
+        assert res.stdout.count("\n") == 1 and f"shim.json: {case['field']}: " in res.stdout, (case["name"], res.stdout)
