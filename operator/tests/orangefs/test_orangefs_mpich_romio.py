@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from ofs_loopback import OrangeFS, ServerGroup, free_ports
 from test_orangefs_loopback import MOUNT, datafiles, init_and_start, render, tool
 

@@ -187,7 +187,7 @@ def manifests(
     if as_json:
         print_json({"apiVersion": "v1", "kind": "List", "items": list(want.objects)})
         return
-    print(yaml.safe_dump_all(list(want.objects), sort_keys=False), end="")
+    print(examples.dump_objects(list(want.objects)), end="")
 
 
 @render_app.command("examples")

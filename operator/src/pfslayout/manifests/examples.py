@@ -28,6 +28,18 @@ REGENERATE = "pfslayout render examples"
 EXAMPLE_UID = "00000000-0000-0000-0000-000000000000"
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Writes every object in full: builders share sub-dicts (one probe, one mount list), which the
+    default dumper would turn into `&id001` anchors that a reader has to chase."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump_objects(objects: list[dict[str, Any]]) -> str:
+    return yaml.dump_all(objects, Dumper=_PlainDumper, sort_keys=False)
+
+
 def _documents(path: Path) -> list[dict[str, Any]]:
     try:
         docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
@@ -49,7 +61,7 @@ def _orangefs_cluster(doc: dict[str, Any], where: str) -> dict[str, str]:
     want = desired(Context(spec, Owner(name, namespace, EXAMPLE_UID), naming.DEFAULT_CLUSTER_DOMAIN),
                    plan(spec, namespace, name, None))
     return {"fs.conf": want.fs_conf_text,
-            "objects.yaml": yaml.safe_dump_all(list(want.objects), sort_keys=False)}
+            "objects.yaml": dump_objects(list(want.objects))}
 
 
 def _as_read(doc: dict[str, Any]) -> dict[str, str]:
