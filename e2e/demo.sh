@@ -33,6 +33,11 @@ k() { "$KUBECTL" --request-timeout=30s "$@"; }
 place() { "$venv/bin/python" e2e/tests/real.py place "$mode"; }
 mapfile -t placement < <("$venv/bin/python" -c 'import sys; sys.path.insert(0, "e2e/tests"); import real; print("\n".join(real.chart_values(sys.argv[1])))' "$mode")
 
+# The image's tag stays `dev` when it is rebuilt: its build key as a pod annotation rolls the operator.
+build_key=$(awk '$1 ~ /operator:dev$/ {n = split($2, p, "/"); sub(/\.tar$/, "", p[n]); print p[n]}' \
+  "$STATE_DIR/node/images.list" 2>/dev/null || true)
+[ -n "$build_key" ] && placement+=(--set-string "podAnnotations.pfslayout\.io/image-build=$build_key")
+
 chart=charts/pfs-layout-operator
 step "helm install $RELEASE ($chart) into $OPERATOR_NAMESPACE, the operator from its image"
 "$HELM" upgrade --install "$RELEASE" "$chart" -n "$OPERATOR_NAMESPACE" --create-namespace \
@@ -41,7 +46,7 @@ step "helm install $RELEASE ($chart) into $OPERATOR_NAMESPACE, the operator from
 
 shopt -s nullglob
 policies=(policies/*.yaml)
-[ ${#policies[@]} -gt 0 ] || fail "no example manifests in policies/ yet (policies/orangefs-small.yaml comes with issue #3)"
+[ ${#policies[@]} -gt 0 ] || fail "no example manifests in policies/ yet (the OrangeFSCluster examples live there)"
 step "applying ${policies[*]} in namespace $DEMO_NAMESPACE"
 k create namespace "$DEMO_NAMESPACE" --dry-run=client -o yaml | k apply -f - >/dev/null
 for f in "${policies[@]}"; do place < "$f" | k -n "$DEMO_NAMESPACE" apply -f -; done

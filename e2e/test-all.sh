@@ -17,6 +17,10 @@ e2e/setup/host-packages.sh
 step "python environment"
 venv=$(e2e/setup/python-env.sh)
 export PATH="$venv/bin:$PATH"
+# The venv is shared by every checkout on the machine (keyed by pyproject.toml) and its editable install
+# points at whichever checkout linked it last; this checkout's sources come first for this run and every
+# process it starts.
+export PYTHONPATH="$root/operator/src${PYTHONPATH:+:$PYTHONPATH}"
 
 step "OrangeFS and MPICH (ROMIO ufs+pvfs2) from source, cached under ~/.cache by version and content hash"
 # Built once per machine; the OrangeFS tier and the images use the same trees. Without any source (no
