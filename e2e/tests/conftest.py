@@ -1,6 +1,6 @@
-"""Fixtures of the end-to-end tier: the test cluster (one per session), a fresh namespace per test, and
-RBAC-limited kubeconfigs for ServiceAccounts (how the operator runs as a local process with the chart's
-identity on the local control plane)."""
+"""Fixtures of the end-to-end tier: the test cluster (one per session), a fresh namespace per test,
+RBAC-limited kubeconfigs for ServiceAccounts, and the operator (one per module that asks for it: a local
+process with the chart's identity on the local control plane, the chart's Deployment on kind)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 
 import pytest
 import yaml
+from crd_release import CHART, RELEASE, RELEASE_NS
+from local_operator import Operator, in_cluster_operator, local_operator
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SH = REPO / "e2e" / "cluster.sh"
@@ -276,3 +278,21 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
         yield name
     finally:
         cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    """The chart installed and the operator running with the chart ServiceAccount's identity, for one
+    test module. Modules that run the operator in-cluster themselves must not use it alongside."""
+    if cluster.mode == "kind":
+        # kind: the chart's Deployment runs the operator image built from images/ (e2e/cluster.sh).
+        cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+                     "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
+                     "--wait", "--timeout", "300s", timeout=360)
+        yield in_cluster_operator(cluster, cluster.service_account_kubeconfig(RELEASE_NS, RELEASE))
+        return
+    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+                 "--wait", "--timeout", "180s", timeout=240)
+    kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
+    with local_operator(cluster, kubeconfig, tmp_path_factory.mktemp("operator")) as op:
+        yield op

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from pfslayout.errors import InputError
-from pfslayout.manifests.config import Address, Topology, fs_conf_for
-from pfslayout.manifests.spec import parse_spec
+from pfslayout.kinds.orangefscluster.fsconf import Address, Topology, fs_conf_for
+from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.orangefs import handles, naming
 from pfslayout.orangefs.commands import server_args, storage_init_script
 from pfslayout.orangefs.fsconf import Distribution, FsConf, ServerEntry, parse_fs_conf, render_fs_conf

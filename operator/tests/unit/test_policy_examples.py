@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pfslayout.manifests import examples
+from pfslayout.kinds import examples
 
 pytestmark = pytest.mark.unit
 

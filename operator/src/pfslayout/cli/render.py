@@ -1,6 +1,6 @@
 """`pfslayout render fs-conf|pvfs2tab|manifests` -- what the operator would render, on stdout.
 
-Both go through `pfslayout.manifests.config.fs_conf_for`, the function the operator uses, so for the
+Both go through `pfslayout.kinds.orangefscluster.fsconf.fs_conf_for`, the function the operator uses, so for the
 same name, namespace and spec the output is byte-identical to the operator's ConfigMap.
 `--address HOST:PORT` (once per server) and `--storage-root DIR` make a config for servers sharing one
 host, e.g. on loopback.
@@ -16,12 +16,10 @@ import yaml
 
 from pfslayout.cli._output import print_json
 from pfslayout.errors import InputError
-from pfslayout.manifests import examples
-from pfslayout.manifests.build import desired
-from pfslayout.manifests.common import Context, Owner
-from pfslayout.manifests.config import Address, Topology, fs_conf_for
-from pfslayout.manifests.reconcile import plan
-from pfslayout.manifests.spec import parse_spec
+from pfslayout.kinds import examples
+from pfslayout.kinds.orangefscluster.desired import desired_for_new
+from pfslayout.kinds.orangefscluster.fsconf import Address, Topology, fs_conf_for
+from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.orangefs import naming
 from pfslayout.orangefs.fsconf import FsConf, render_fs_conf
 from pfslayout.orangefs.pvfs2tab import DEFAULT_MOUNT_PATH, render_pvfs2tab
@@ -183,7 +181,7 @@ def manifests(
         raise InputError("--from", f"{manifest} has an OrangeFSCluster without metadata.name", "give it a name")
     ns = namespace or m_ns or "default"
     spec = parse_spec(raw)
-    want = desired(Context(spec, Owner(name, ns, uid), cluster_domain), plan(spec, ns, name, None))
+    want = desired_for_new(spec, name, ns, uid, cluster_domain)
     if as_json:
         print_json({"apiVersion": "v1", "kind": "List", "items": list(want.objects)})
         return

@@ -1,7 +1,8 @@
-"""Thin Kubernetes I/O: server-side apply, get, delete, list, status patch -- on plain dicts.
+"""Thin Kubernetes I/O on built-in kinds: server-side apply, get, delete, list -- on plain dicts.
 
 Objects travel as dicts (what the pure builders produce and the tests compare), never as client model
-classes. Only the verbs the chart's ClusterRole grants are used: apply is a PATCH (plus create when
+classes. Custom objects (any kind, by group/version/plural) are reached through `Kube.custom`
+(`custom.CustomObjects`). Only the verbs the chart's ClusterRole grants are used: apply is a PATCH (plus create when
 absent), never a PUT.
 """
 
@@ -15,9 +16,10 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from pfslayout.k8s.custom import CustomObjects
+
 FIELD_MANAGER = "pfs-layout-operator"
 APPLY = "application/apply-patch+yaml"
-MERGE = "application/merge-patch+json"
 
 # kind -> (API class, method suffix of read_/patch_/delete_/list_namespaced_*)
 _KINDS: dict[str, tuple[type, str]] = {
@@ -53,6 +55,7 @@ class Kube:
     def __init__(self, api_client: client.ApiClient | None = None, timeout: float = 30.0) -> None:
         self.api_client = api_client or client.ApiClient()
         self.timeout = timeout
+        self.custom = CustomObjects(self.api_client, timeout)
 
     def _api(self, kind: str) -> tuple[Any, str]:
         cls, suffix = _KINDS[kind]
@@ -99,28 +102,3 @@ class Kube:
         resp = getattr(api, f"list_namespaced_{suffix}")(namespace, label_selector=label_selector,
                                                          _preload_content=False, _request_timeout=self.timeout)
         return list(_json(resp).get("items") or [])
-
-    def get_custom(self, group: str, version: str, plural: str, namespace: str, name: str
-                   ) -> dict[str, Any] | None:
-        api = client.CustomObjectsApi(self.api_client)
-        try:
-            return _json(api.get_namespaced_custom_object(group, version, namespace, plural, name,
-                                                          _preload_content=False, _request_timeout=self.timeout))
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-
-    def patch_status(self, group: str, version: str, plural: str, namespace: str, name: str,
-                     status: dict[str, Any]) -> dict[str, Any]:
-        # A merge patch: custom resources do not support strategic merge, and lists (conditions) are
-        # always sent whole.
-        api = client.CustomObjectsApi(self.api_client)
-        resp = api.patch_namespaced_custom_object_status(
-            group, version, namespace, plural, name, {"status": status}, _content_type=MERGE,
-            _preload_content=False, _request_timeout=self.timeout)
-        return _json(resp)
-
-
-def selector_string(labels: dict[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

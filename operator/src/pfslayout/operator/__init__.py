@@ -1,6 +1,6 @@
 """The Kopf operator: `kopf run --standalone --all-namespaces -m pfslayout.operator`.
 
-Importing the package registers the start-up settings and every handler with Kopf.
+Importing the package registers the start-up settings and every kind's handlers with Kopf.
 """
 
 from pfslayout.operator import handlers, settings  # noqa: F401  (registers with Kopf)

@@ -8,44 +8,68 @@ from __future__ import annotations
 
 from typing import Any
 
-from pfslayout.manifests import common as c
-from pfslayout.manifests.config import Topology
+from pfslayout.k8s.meta import canonical_json, content_hash
+from pfslayout.kinds.orangefscluster import meta as m
+from pfslayout.kinds.orangefscluster.fsconf import Topology
 from pfslayout.orangefs import commands, naming
+
+# The OrangeFS image's non-root user (images/orangefs); fsGroup makes emptyDir/PVC storage writable.
+SERVER_UID = 10001
+SERVER_GID = 10001
+
+CONFIG_DIR = "/etc/orangefs"
+FS_CONF_KEY = "fs.conf"
+PVFS2TAB_DIR = "/etc/pvfs2tab"
+PVFS2TAB_KEY = "pvfs2tab"
+STORAGE_DIR = "/var/lib/orangefs"
 
 SERVER = "server"
 CLIENT = "client"
 CONFIG = "config"
 
 
-def fs_conf_configmap(ctx: c.Context, fs_conf: str) -> dict[str, Any]:
+def pod_security_context(fs_group: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"runAsNonRoot": True, "runAsUser": SERVER_UID, "runAsGroup": SERVER_GID,
+                           "seccompProfile": {"type": "RuntimeDefault"}}
+    if fs_group:
+        out["fsGroup"] = SERVER_GID
+    return out
+
+
+def container_security_context() -> dict[str, Any]:
+    return {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]}}
+
+
+def fs_conf_configmap(ctx: m.Context, fs_conf: str) -> dict[str, Any]:
     owner = ctx.owner
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": c.metadata(owner, naming.fs_conf_configmap(owner.name), CONFIG,
-                               {c.CONFIG_HASH_ANNOTATION: c.content_hash(fs_conf)}),
-        "data": {c.FS_CONF_KEY: fs_conf},
+        "metadata": m.metadata(owner, naming.fs_conf_configmap(owner.name), CONFIG,
+                               {m.CONFIG_HASH_ANNOTATION: content_hash(fs_conf)}),
+        "data": {FS_CONF_KEY: fs_conf},
     }
 
 
-def pvfs2tab_configmap(ctx: c.Context, pvfs2tab: str) -> dict[str, Any]:
+def pvfs2tab_configmap(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
     owner = ctx.owner
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": c.metadata(owner, naming.pvfs2tab_configmap(owner.name), CONFIG),
-        "data": {c.PVFS2TAB_KEY: pvfs2tab},
+        "metadata": m.metadata(owner, naming.pvfs2tab_configmap(owner.name), CONFIG),
+        "data": {PVFS2TAB_KEY: pvfs2tab},
     }
 
 
-def headless_service(ctx: c.Context) -> dict[str, Any]:
+def headless_service(ctx: m.Context) -> dict[str, Any]:
     owner = ctx.owner
     return {
         "apiVersion": "v1", "kind": "Service",
-        "metadata": c.metadata(owner, naming.server_service(owner.name), SERVER),
+        "metadata": m.metadata(owner, naming.server_service(owner.name), SERVER),
         "spec": {
             "clusterIP": "None",
             # Servers dial each other (precreate) while starting, before any is Ready.
             "publishNotReadyAddresses": True,
-            "selector": c.selector(owner, SERVER),
+            "selector": m.selector(owner, SERVER),
             "ports": [{"name": "bmi-tcp", "port": ctx.spec.ports.tcp, "targetPort": ctx.spec.ports.tcp,
                        "protocol": "TCP"}],
         },
@@ -56,9 +80,9 @@ def _pod_name_env() -> dict[str, Any]:
     return {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
 
 
-def _storage_volume_and_mount(ctx: c.Context) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _storage_volume_and_mount(ctx: m.Context) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     st = ctx.spec.storage
-    mount: dict[str, Any] = {"name": "storage", "mountPath": c.STORAGE_DIR}
+    mount: dict[str, Any] = {"name": "storage", "mountPath": STORAGE_DIR}
     if st.type == "pvc":
         return None, mount  # from volumeClaimTemplates
     if st.type == "hostPath":
@@ -74,17 +98,17 @@ def _storage_volume_and_mount(ctx: c.Context) -> tuple[dict[str, Any] | None, di
     return {"name": "storage", "emptyDir": empty}, mount
 
 
-def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied: dict[str, Any]
+def server_statefulset(ctx: m.Context, topology: Topology, fs_conf: str, applied: dict[str, Any]
                        ) -> dict[str, Any]:
     spec, owner = ctx.spec, ctx.owner
     sts_name = naming.server_statefulset(owner.name)
-    conf_path = f"{c.CONFIG_DIR}/{c.FS_CONF_KEY}"
+    conf_path = f"{CONFIG_DIR}/{FS_CONF_KEY}"
     storage_volume, storage_mount = _storage_volume_and_mount(ctx)
-    config_mount = {"name": "config", "mountPath": c.CONFIG_DIR, "readOnly": True}
+    config_mount = {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}
     tmp_mount = {"name": "tmp", "mountPath": "/tmp"}
     mounts = [config_mount, storage_mount, tmp_mount]
     image = {"image": spec.image, "imagePullPolicy": spec.image_pull_policy}
-    init_script = commands.storage_init_script(conf_path, f"{c.STORAGE_DIR}/meta", f"{c.STORAGE_DIR}/data",
+    init_script = commands.storage_init_script(conf_path, f"{STORAGE_DIR}/meta", f"{STORAGE_DIR}/data",
                                                '"$POD_NAME"')
     init_containers: list[dict[str, Any]] = []
     if spec.storage.type in ("hostPath", "pvc"):
@@ -93,7 +117,7 @@ def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied
         # root-owned directories, and the kubelet applies fsGroup to neither.
         init_containers.append({
             "name": "storage-owner", **image,
-            "command": ["chown", f"{c.SERVER_UID}:{c.SERVER_GID}", c.STORAGE_DIR],
+            "command": ["chown", f"{SERVER_UID}:{SERVER_GID}", STORAGE_DIR],
             "env": [_pod_name_env()], "volumeMounts": [storage_mount],
             "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
                                 "readOnlyRootFilesystem": True,
@@ -103,7 +127,7 @@ def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied
         "name": "init-storage", **image,
         "command": ["sh", "-c", init_script],
         "env": [_pod_name_env()], "volumeMounts": mounts,
-        "securityContext": c.container_security_context(),
+        "securityContext": container_security_context(),
     })
     port = spec.ports.tcp
     probe = {"tcpSocket": {"port": port}, "periodSeconds": 10, "failureThreshold": 3}
@@ -116,7 +140,7 @@ def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied
         "readinessProbe": {**probe, "initialDelaySeconds": 2},
         "livenessProbe": {**probe, "initialDelaySeconds": 30},
         "volumeMounts": mounts,
-        "securityContext": c.container_security_context(),
+        "securityContext": container_security_context(),
     }
     if spec.servers.resources is not None and spec.servers.resources.as_k8s():
         server["resources"] = spec.servers.resources.as_k8s()
@@ -129,7 +153,7 @@ def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied
     pod_spec: dict[str, Any] = {
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
-        "securityContext": c.pod_security_context(),
+        "securityContext": pod_security_context(),
         "terminationGracePeriodSeconds": 30,
         "initContainers": init_containers,
         "containers": [server],
@@ -145,12 +169,12 @@ def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied
         # Servers do not depend on each other's start order; start (and add) them together.
         "podManagementPolicy": "Parallel",
         "updateStrategy": {"type": "RollingUpdate"},
-        "selector": {"matchLabels": c.selector(owner, SERVER)},
+        "selector": {"matchLabels": m.selector(owner, SERVER)},
         "template": {
             "metadata": {
-                "labels": c.labels(owner, SERVER),
+                "labels": m.labels(owner, SERVER),
                 # A new fs.conf (servers added, distribution changed) restarts the servers with it.
-                "annotations": {c.CONFIG_HASH_ANNOTATION: c.content_hash(fs_conf)},
+                "annotations": {m.CONFIG_HASH_ANNOTATION: content_hash(fs_conf)},
             },
             "spec": pod_spec,
         },
@@ -162,7 +186,7 @@ def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied
             claim["storageClassName"] = spec.storage.storage_class_name
         sts_spec["volumeClaimTemplates"] = [{
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": "storage", "labels": c.labels(owner, SERVER)},
+            "metadata": {"name": "storage", "labels": m.labels(owner, SERVER)},
             "spec": claim,
         }]
         policy = "Delete" if spec.reclaim_policy == "Delete" else "Retain"
@@ -171,14 +195,14 @@ def server_statefulset(ctx: c.Context, topology: Topology, fs_conf: str, applied
         sts_spec["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": policy, "whenScaled": policy}
     return {
         "apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": c.metadata(owner, sts_name, SERVER, {c.APPLIED_ANNOTATION: c.canonical_json(applied)}),
+        "metadata": m.metadata(owner, sts_name, SERVER, {m.APPLIED_ANNOTATION: canonical_json(applied)}),
         "spec": sts_spec,
     }
 
 
-def client_deployment(ctx: c.Context, pvfs2tab: str) -> dict[str, Any]:
+def client_deployment(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
     spec, owner = ctx.spec, ctx.owner
-    pvfs2tab_path = f"{c.PVFS2TAB_DIR}/{c.PVFS2TAB_KEY}"
+    pvfs2tab_path = f"{PVFS2TAB_DIR}/{PVFS2TAB_KEY}"
     container: dict[str, Any] = {
         "name": "toolbox",
         "image": spec.client.image or spec.image,
@@ -187,16 +211,16 @@ def client_deployment(ctx: c.Context, pvfs2tab: str) -> dict[str, Any]:
         # same image and mounts).
         "command": ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"],
         "env": [{"name": "PVFS2TAB_FILE", "value": pvfs2tab_path}],
-        "volumeMounts": [{"name": "pvfs2tab", "mountPath": c.PVFS2TAB_DIR, "readOnly": True},
+        "volumeMounts": [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True},
                          {"name": "tmp", "mountPath": "/tmp"}],
-        "securityContext": c.container_security_context(),
+        "securityContext": container_security_context(),
     }
     if spec.client.resources is not None and spec.client.resources.as_k8s():
         container["resources"] = spec.client.resources.as_k8s()
     pod_spec: dict[str, Any] = {
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
-        "securityContext": c.pod_security_context(fs_group=False),
+        "securityContext": pod_security_context(fs_group=False),
         "containers": [container],
         "volumes": [{"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(owner.name)}},
                     {"name": "tmp", "emptyDir": {}}],
@@ -207,13 +231,13 @@ def client_deployment(ctx: c.Context, pvfs2tab: str) -> dict[str, Any]:
         pod_spec["tolerations"] = [t.as_k8s() for t in spec.tolerations]
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": c.metadata(owner, naming.client_deployment(owner.name), CLIENT),
+        "metadata": m.metadata(owner, naming.client_deployment(owner.name), CLIENT),
         "spec": {
             "replicas": spec.client.replicas,
-            "selector": {"matchLabels": c.selector(owner, CLIENT)},
+            "selector": {"matchLabels": m.selector(owner, CLIENT)},
             "template": {
-                "metadata": {"labels": c.labels(owner, CLIENT),
-                             "annotations": {c.CONFIG_HASH_ANNOTATION: c.content_hash(pvfs2tab)}},
+                "metadata": {"labels": m.labels(owner, CLIENT),
+                             "annotations": {m.CONFIG_HASH_ANNOTATION: content_hash(pvfs2tab)}},
                 "spec": pod_spec,
             },
         },
@@ -223,7 +247,7 @@ def client_deployment(ctx: c.Context, pvfs2tab: str) -> dict[str, Any]:
 WIPE = "wipe"
 
 
-def wipe_job(ctx: c.Context, pod_name: str, node: str, suspend: bool) -> dict[str, Any]:
+def wipe_job(ctx: m.Context, pod_name: str, node: str, suspend: bool) -> dict[str, Any]:
     """Removes one server's hostPath directory (`<path>/<pod name>`) on the node it ran on.
 
     Created suspended while the servers still run (the Jobs remember which node held which server),
@@ -254,11 +278,11 @@ def wipe_job(ctx: c.Context, pod_name: str, node: str, suspend: bool) -> dict[st
         pod_spec["tolerations"] = [t.as_k8s() for t in spec.tolerations]
     return {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": c.metadata(owner, f"{owner.name}-wipe-{ordinal}", WIPE),
+        "metadata": m.metadata(owner, f"{owner.name}-wipe-{ordinal}", WIPE),
         "spec": {
             "suspend": suspend,
             "backoffLimit": 2,
             "activeDeadlineSeconds": 300,
-            "template": {"metadata": {"labels": c.labels(owner, WIPE)}, "spec": pod_spec},
+            "template": {"metadata": {"labels": m.labels(owner, WIPE)}, "spec": pod_spec},
         },
     }

@@ -111,7 +111,7 @@ def test_bad_metrics_address_names_the_variable(addr: str) -> None:
 
 
 def test_events_for_every_state_change_and_only_then() -> None:
-    from pfslayout.operator.clusters import _post_transitions
+    from pfslayout.operator.reconcilers.orangefscluster import _post_transitions
 
     def cond(type_: str, status: str, reason: str, message: str = "m") -> dict[str, str]:
         return {"type": type_, "status": status, "reason": reason, "message": message}

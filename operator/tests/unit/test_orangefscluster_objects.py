@@ -9,21 +9,21 @@ import pytest
 import yaml
 
 from pfslayout.errors import InputError
-from pfslayout.manifests import common as c
-from pfslayout.manifests.build import desired
-from pfslayout.manifests.reconcile import plan
-from pfslayout.manifests.spec import parse_spec
+from pfslayout.kinds.orangefscluster import meta as c
+from pfslayout.kinds.orangefscluster.decisions import decide
+from pfslayout.kinds.orangefscluster.desired import desired
+from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.orangefs.fsconf import parse_fs_conf
 
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[3]
-OWNER = c.Owner("demo", "lab", "0b6f7a1e-0000-4000-8000-000000000001")
+OWNER = c.owner("demo", "lab", "0b6f7a1e-0000-4000-8000-000000000001")
 
 
 def build(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     spec = parse_spec(raw)
-    p = plan(spec, OWNER.namespace, OWNER.name, None)
+    p = decide(spec, OWNER.namespace, OWNER.name, None)
     d = desired(c.Context(spec, OWNER), p)
     return {f"{o['kind']}/{o['metadata']['name']}": o for o in d.objects}
 
@@ -142,7 +142,7 @@ def test_client_toolbox_mounts_pvfs2tab_and_can_be_disabled() -> None:
     assert {"name": "PVFS2TAB_FILE", "value": "/etc/pvfs2tab/pvfs2tab"} in box["env"]
     assert by_name(pod["volumes"], "pvfs2tab")["configMap"]["name"] == "demo-pvfs2tab"
     spec = parse_spec({**EMPTY, "client": {"enabled": False}})
-    d = desired(c.Context(spec, OWNER), plan(spec, "lab", "demo", None))
+    d = desired(c.Context(spec, OWNER), decide(spec, "lab", "demo", None))
     assert "Deployment" not in {o["kind"] for o in d.objects}
     assert d.absent == (("Deployment", "demo-client"),)
 
@@ -219,7 +219,7 @@ def test_typed_spec_defaults_match_the_crd(path: str, attr: Any) -> None:
 
 
 def test_wipe_job_is_pinned_to_the_node_and_removes_only_the_pods_directory() -> None:
-    from pfslayout.manifests.objects import wipe_job
+    from pfslayout.kinds.orangefscluster.objects import wipe_job
     spec = parse_spec({"servers": {"count": 2}, "reclaimPolicy": "Delete",
                        "storage": {"type": "hostPath", "hostPath": {"path": "/data/ofs"}}})
     job = wipe_job(c.Context(spec, OWNER), "demo-server-1", "node-7", suspend=True)

@@ -1,40 +1,30 @@
-"""Kopf entry points for OrangeFSCluster. Each is a few lines over `clusters.py` and the pure modules."""
+"""Kopf entry points for OrangeFSCluster: decorators over `reconcilers.orangefscluster`, a few lines each."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import kopf
 
 from pfslayout import metrics
 from pfslayout.errors import InputError
-from pfslayout.k8s.api import Kube
-from pfslayout.manifests import common as c
-from pfslayout.operator import clusters
+from pfslayout.kinds import MANAGED_BY
+from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
+from pfslayout.kinds.orangefscluster.meta import CLUSTER_LABEL
+from pfslayout.operator.reconcilers import orangefscluster as reconciler
+from pfslayout.operator.runtime import kube, post
 from pfslayout.operator.settings import seconds
 
-KIND = c.KIND
+KIND = OFS.kind
 RESYNC_S = seconds("PFSLAYOUT_RESYNC_SECONDS", 300)
 # Kopf waits 60 s before retrying a handler that raised; an API hiccup should cost seconds, not a minute.
 BACKOFF_S = seconds("PFSLAYOUT_RETRY_SECONDS", 5)
-_kube: Kube | None = None
-
-
-def kube() -> Kube:
-    global _kube
-    if _kube is None:
-        _kube = Kube()  # after startup() loaded the configuration
-    return _kube
-
-
-def post(body: dict[str, Any], type_: str, reason: str, message: str) -> None:
-    kopf.event(cast(kopf.Body, body), type=type_, reason=reason, message=message[:1024])
 
 
 def _reconcile(body: kopf.Body, logger: Any) -> None:
     try:
-        outcome = clusters.reconcile(kube(), dict(body), post)
+        outcome = reconciler.reconcile(kube(), dict(body), post)
     except InputError as err:
         # Retrying cannot fix a bad spec; the status already names the field.
         raise kopf.PermanentError(str(err)) from err
@@ -44,25 +34,26 @@ def _reconcile(body: kopf.Body, logger: Any) -> None:
     logger.info(f"phase {st['phase']}, {st['readyServers']}/{st['servers']} servers Ready")
 
 
-@kopf.on.create(c.GROUP, c.VERSION, c.PLURAL, id="reconcile", backoff=BACKOFF_S)
+@kopf.on.create(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S)
 @metrics.instrumented(KIND, "create")
 def on_create(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.update(c.GROUP, c.VERSION, c.PLURAL, id="reconcile", backoff=BACKOFF_S)
+@kopf.on.update(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S)
 @metrics.instrumented(KIND, "update")
 def on_update(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.resume(c.GROUP, c.VERSION, c.PLURAL, id="reconcile", backoff=BACKOFF_S)
+@kopf.on.resume(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S)
 @metrics.instrumented(KIND, "resume")
 def on_resume(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.timer(c.GROUP, c.VERSION, c.PLURAL, id="resync", interval=RESYNC_S, idle=RESYNC_S / 2, initial_delay=RESYNC_S)
+@kopf.timer(OFS.group, OFS.version, OFS.plural, id="resync", interval=RESYNC_S, idle=RESYNC_S / 2,
+            initial_delay=RESYNC_S)
 @metrics.instrumented(KIND, "resync")
 def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
     """Undo drift nobody announced (a child edited or deleted by hand): the same idempotent apply."""
@@ -71,42 +62,42 @@ def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.delete(c.GROUP, c.VERSION, c.PLURAL, id="cleanup", backoff=BACKOFF_S)
+@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="cleanup", backoff=BACKOFF_S)
 @metrics.instrumented(KIND, "delete")
 def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
-    for note in clusters.mark_terminating(kube(), dict(body), post):
+    for note in reconciler.mark_terminating(kube(), dict(body), post):
         logger.info(note)
 
 
-@kopf.on.delete(c.GROUP, c.VERSION, c.PLURAL, id="wipe-hostpath")
+@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="wipe-hostpath")
 @metrics.instrumented(KIND, "delete-wipe")
 def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None:
     """Runs after `cleanup`; only does something for hostPath storage with reclaimPolicy Delete."""
     try:
-        notes = clusters.wipe_hostpath(kube(), dict(body), post, runtime.total_seconds())
-    except clusters.Waiting as wait:
+        notes = reconciler.wipe_hostpath(kube(), dict(body), post, runtime.total_seconds())
+    except reconciler.Waiting as wait:
         raise kopf.TemporaryError(str(wait), delay=2) from None
     for note in notes:
         logger.info(note)
 
 
 @kopf.on.event("apps", "v1", "statefulsets",
-               labels={"app.kubernetes.io/managed-by": c.MANAGED_BY, "app.kubernetes.io/component": "server",
-                       c.CLUSTER_LABEL: kopf.PRESENT})
+               labels={"app.kubernetes.io/managed-by": MANAGED_BY, "app.kubernetes.io/component": "server",
+                       CLUSTER_LABEL: kopf.PRESENT})
 @metrics.instrumented(KIND, "statefulset-event")
 def on_server_statefulset(event: Mapping[str, Any], body: kopf.Body, logger: Any, **_: Any) -> None:
     """Server readiness changes show up on the StatefulSet's status: mirror them into the owner's status,
     and re-create the set when someone deleted it while its OrangeFSCluster lives on."""
     meta = body.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(c.CLUSTER_LABEL)
+    name = (meta.get("labels") or {}).get(CLUSTER_LABEL)
     namespace = meta.get("namespace")
     if not name or not namespace:
         return
-    owner = kube().get_custom(c.GROUP, c.VERSION, c.PLURAL, namespace, name)
+    owner = kube().custom.get(OFS, namespace, name)
     if owner is None or (owner.get("metadata") or {}).get("deletionTimestamp"):
         return
     if event.get("type") == "DELETED":
         logger.info(f"server StatefulSet of {namespace}/{name} was deleted; re-creating it")
-        clusters.reconcile(kube(), owner, post)
+        reconciler.reconcile(kube(), owner, post)
         return
-    clusters.refresh_status(kube(), owner, post)
+    reconciler.refresh_status(kube(), owner, post)

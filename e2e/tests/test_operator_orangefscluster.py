@@ -1,121 +1,30 @@
-"""OrangeFSCluster lifecycle on a real API server: the chart installed, the operator running as a local
-process (`kopf run ... -m pfslayout.operator`) with the chart ServiceAccount's RBAC-limited token,
-`policies/orangefs-small.yaml` applied, every object and the status checked, scaled up, a refused
-scale-down and its confirmation, fields the API server refuses, Events, metrics, deletion and clean-up
-(PVCs kept with Retain, removed with Delete). On the local control plane kwok makes the pods Ready."""
+"""The operator reconciling OrangeFSClusters on a real API server: the chart installed, the operator
+running as a local process (the `operator` fixture, e2e/tests/local_operator.py) with the chart
+ServiceAccount's RBAC-limited token, `policies/orangefs-small.yaml` applied, every object and the status
+checked, scaled up, a refused scale-down and its confirmation, fields the API server refuses, Events,
+metrics, deletion and clean-up (PVCs kept with Retain, removed with Delete). On the local control plane
+kwok makes the pods Ready."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from crd_release import RELEASE_NS
+from local_operator import Operator
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "pfs-layout-operator"
 SMALL = REPO / "policies" / "orangefs-small.yaml"
-RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"  # as in test_chart_install.py
 OFS = "orangefsclusters.pfslayout.io"
 READY_TIMEOUT = 90
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def http_get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 - loopback only
-            return resp.status, resp.read().decode()
-    except OSError as err:
-        return 0, str(err)
-
-
-@dataclass
-class Operator:
-    """The operator under test: a local process (local control plane), or the chart's Deployment (kind,
-    reached through the API server's service proxy). `proc` is None in-cluster."""
-
-    proc: subprocess.Popen[bytes] | None
-    log: Path | None
-    health_url: str
-    metrics_url: str
-    kubeconfig: Path
-    cluster: Any = None
-
-    def log_tail(self, n: int = 60) -> str:
-        if self.log is None:
-            return self.cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", f"--tail={n}",
-                                        check=False).stdout
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
-
-    def alive(self) -> bool:
-        return self.proc is None or self.proc.poll() is None
-
-    def get(self, url: str) -> tuple[int, str]:
-        if self.proc is not None:
-            return http_get(url)
-        out = self.cluster.kubectl("get", "--raw", url, check=False)
-        return (200 if out.returncode == 0 else 0), out.stdout or out.stderr
-
-
-def in_cluster_mode(cluster) -> bool:  # noqa: ANN001
-    return getattr(cluster, "mode", "local") == "kind"
-
-
-@pytest.fixture(scope="module")
-def operator(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:  # noqa: ANN001
-    kubeconfig = None
-    if in_cluster_mode(cluster):
-        # kind: the chart's Deployment runs the operator image built from images/ (e2e/cluster.sh).
-        cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                     "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                     "--wait", "--timeout", "300s", timeout=360)
-        proxy = f"/api/v1/namespaces/{RELEASE_NS}/services/{RELEASE}"
-        yield Operator(None, None, f"{proxy}:health/proxy/healthz", f"{proxy}:metrics/proxy/metrics",
-                       cluster.service_account_kubeconfig(RELEASE_NS, RELEASE), cluster)
-        return
-    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 "--wait", "--timeout", "180s", timeout=240)
-    kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
-    health, metrics = free_port(), free_port()
-    log = tmp_path_factory.mktemp("operator") / "kopf.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
-    env.update(KUBECONFIG=str(kubeconfig), PFSLAYOUT_METRICS_ADDR=f"127.0.0.1:{metrics}", PYTHONUNBUFFERED="1")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces",
-             f"--liveness=http://127.0.0.1:{health}/healthz", "-m", "pfslayout.operator"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log.parent, start_new_session=True)
-    op = Operator(proc, log, f"http://127.0.0.1:{health}/healthz", f"http://127.0.0.1:{metrics}/metrics", kubeconfig,
-                  cluster)
-    try:
-        cluster.wait_until(lambda: proc.poll() is None and http_get(op.health_url)[0] == 200,
-                           "the operator's liveness endpoint", timeout=60, interval=0.5)
-        yield op
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
 
 
 def get_ofs(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001

@@ -17,11 +17,9 @@ from typing import Any
 import yaml
 
 from pfslayout.errors import InputError
-from pfslayout.manifests.build import desired
-from pfslayout.manifests.common import Context, Owner
-from pfslayout.manifests.reconcile import plan
-from pfslayout.manifests.spec import parse_spec
-from pfslayout.orangefs import naming
+from pfslayout.kinds import ORANGEFS_CLUSTER
+from pfslayout.kinds.orangefscluster.desired import desired_for_new
+from pfslayout.kinds.orangefscluster.spec import parse_spec
 
 EXPECTED = "expected"
 REGENERATE = "pfslayout render examples"
@@ -58,8 +56,7 @@ def _orangefs_cluster(doc: dict[str, Any], where: str) -> dict[str, str]:
         raise InputError(f"{where}: metadata.name", "is required", "give the OrangeFSCluster a name")
     namespace = meta.get("namespace") or "default"
     spec = parse_spec(doc.get("spec") or {})
-    want = desired(Context(spec, Owner(name, namespace, EXAMPLE_UID), naming.DEFAULT_CLUSTER_DOMAIN),
-                   plan(spec, namespace, name, None))
+    want = desired_for_new(spec, name, namespace, EXAMPLE_UID)
     return {"fs.conf": want.fs_conf_text,
             "objects.yaml": dump_objects(list(want.objects))}
 
@@ -75,7 +72,7 @@ def render_example(path: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, doc in enumerate(docs):
         where = f"{path}: document {i}"
-        files = _orangefs_cluster(doc, where) if doc["kind"] == "OrangeFSCluster" else _as_read(doc)
+        files = _orangefs_cluster(doc, where) if doc["kind"] == ORANGEFS_CLUSTER.kind else _as_read(doc)
         if len(docs) > 1:
             prefix = f"{doc['kind'].lower()}-{(doc.get('metadata') or {}).get('name', i)}."
             files = {prefix + k: v for k, v in files.items()}

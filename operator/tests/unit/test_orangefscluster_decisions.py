@@ -7,20 +7,12 @@ from typing import Any
 
 import pytest
 
-from pfslayout.manifests import common as c
-from pfslayout.manifests.config import Topology, fs_conf_for
-from pfslayout.manifests.reconcile import (
-    Observed,
-    applied_record,
-    compute_status,
-    endpoints,
-    phase_of,
-    plan,
-    pods_ready_by_ordinal,
-    read_applied,
-    ready_servers,
-)
-from pfslayout.manifests.spec import parse_spec
+from pfslayout.k8s.workloads import pods_ready_by_ordinal
+from pfslayout.kinds.orangefscluster import meta as c
+from pfslayout.kinds.orangefscluster.decisions import applied_record, decide, read_applied
+from pfslayout.kinds.orangefscluster.fsconf import Topology, fs_conf_for
+from pfslayout.kinds.orangefscluster.spec import parse_spec
+from pfslayout.kinds.orangefscluster.status import Observed, compute_status, endpoints, phase_of, ready_servers
 from pfslayout.orangefs import naming
 
 pytestmark = pytest.mark.unit
@@ -53,19 +45,19 @@ def sts(replicas: int, ready: int, *, updated: int | None = None, generation: in
 
 
 def test_first_reconcile_applies_the_spec() -> None:
-    p = plan(spec(4, 2), NS, NAME, None)
+    p = decide(spec(4, 2), NS, NAME, None)
     assert p.apply and p.topology == Topology(4, 2)
     assert p.applied["fsId"] == naming.derive_fs_id(NS, NAME)
 
 
 def test_scale_up_and_more_metadata_servers_are_applied() -> None:
-    p = plan(spec(6, 3), NS, NAME, applied(4, 2))
+    p = decide(spec(6, 3), NS, NAME, applied(4, 2))
     assert p.apply and p.topology == Topology(6, 3)
     assert p.applied["servers"] == 6
 
 
 def test_scale_down_is_refused_without_consent_and_keeps_what_runs() -> None:
-    p = plan(spec(2), NS, NAME, applied(4))
+    p = decide(spec(2), NS, NAME, applied(4))
     assert not p.apply
     assert p.topology == Topology(4, 4)
     assert p.applied == applied(4)
@@ -75,22 +67,22 @@ def test_scale_down_is_refused_without_consent_and_keeps_what_runs() -> None:
 
 
 def test_scale_down_needs_consent_for_exactly_the_new_count() -> None:
-    assert not plan(spec(2), NS, NAME, applied(4), {c.CONFIRM_SCALE_DOWN_ANNOTATION: "3"}).apply
-    p = plan(spec(2), NS, NAME, applied(4), {c.CONFIRM_SCALE_DOWN_ANNOTATION: "2"})
+    assert not decide(spec(2), NS, NAME, applied(4), {c.CONFIRM_SCALE_DOWN_ANNOTATION: "3"}).apply
+    p = decide(spec(2), NS, NAME, applied(4), {c.CONFIRM_SCALE_DOWN_ANNOTATION: "2"})
     assert p.apply and p.topology == Topology(2, 2)
 
 
 def test_fewer_metadata_servers_is_a_scale_down_too() -> None:
-    p = plan(spec(4, 2), NS, NAME, applied(4))
+    p = decide(spec(4, 2), NS, NAME, applied(4))
     assert [r.reason for r in p.refusals] == ["ScaleDownRefused"]
     assert "metadata servers 4 -> 2" in p.refusals[0].message
 
 
 def test_immutable_fields_changed_behind_the_crds_back_are_refused() -> None:
-    p = plan(spec(4, fs={"name": "other"}), NS, NAME, applied(4))
+    p = decide(spec(4, fs={"name": "other"}), NS, NAME, applied(4))
     assert [r.reason for r in p.refusals] == ["ImmutableFieldChanged"]
     assert p.refusals[0].message.startswith("spec.fs.name: cannot change from 'orangefs' to 'other'")
-    p = plan(spec(4, ports={"tcp": 4000}), NS, NAME, applied(4))
+    p = decide(spec(4, ports={"tcp": 4000}), NS, NAME, applied(4))
     assert [r.reason for r in p.refusals] == ["ImmutableFieldChanged"]
 
 
@@ -110,7 +102,7 @@ def test_phases() -> None:
     assert phase_of(t, Observed(sts(4, 4, updated=2)), (), "Ready") == "Provisioning"
     assert phase_of(t, Observed(sts(4, 4, generation=2, observed=1)), (), "Ready") == "Provisioning"
     assert phase_of(t, Observed(sts(4, 3)), (), "Ready") == "Degraded"
-    assert phase_of(t, Observed(sts(4, 4)), (plan(spec(2), NS, NAME, applied(4)).refusals), "Ready") == "Degraded"
+    assert phase_of(t, Observed(sts(4, 4)), (decide(spec(2), NS, NAME, applied(4)).refusals), "Ready") == "Degraded"
     assert phase_of(t, Observed(sts(4, 4)), (), "Ready", error="bad") == "Failed"
 
 
@@ -171,7 +163,7 @@ def test_condition_transition_time_moves_only_when_status_changes() -> None:
 
 
 def test_status_reports_refusal_and_invalid_spec() -> None:
-    refusals = plan(spec(1), NS, NAME, applied(2)).refusals
+    refusals = decide(spec(1), NS, NAME, applied(2)).refusals
     st = status_for(Observed(sts(2, 2), {0: True, 1: True}), refusals=refusals)
     cs = conds(st)
     assert st["phase"] == "Degraded" and st["servers"] == 2
@@ -183,7 +175,7 @@ def test_status_reports_refusal_and_invalid_spec() -> None:
 
 
 def test_job_state() -> None:
-    from pfslayout.manifests.reconcile import job_state
+    from pfslayout.k8s.workloads import job_state
     assert job_state(None) == "missing"
     assert job_state({"spec": {"suspend": True}, "status": {}}) == "suspended"
     assert job_state({"spec": {"suspend": False}, "status": {"active": 1}}) == "running"

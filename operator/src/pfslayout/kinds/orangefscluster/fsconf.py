@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pfslayout.errors import InputError
-from pfslayout.manifests.spec import OrangeFSClusterSpec
+from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.orangefs import naming
 from pfslayout.orangefs.fsconf import Distribution, FsConf, ServerEntry
 

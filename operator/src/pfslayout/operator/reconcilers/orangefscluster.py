@@ -1,6 +1,6 @@
-"""OrangeFSCluster reconciliation: fetch, call the pure plan/build/status functions, write, post Events.
+"""OrangeFSCluster reconciliation: fetch, call the pure decisions and builders, write, post Events.
 
-Kept free of Kopf decorators so the handlers module stays a list of thin entry points. Events go through
+Kept free of Kopf decorators so the handler module stays a list of thin entry points. Events go through
 the `post` callable (Kopf's `kopf.event` in the operator).
 """
 
@@ -8,50 +8,32 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pfslayout import metrics
 from pfslayout.errors import InputError
-from pfslayout.k8s.api import Kube, selector_string
-from pfslayout.manifests import common as c
-from pfslayout.manifests import objects as objs
-from pfslayout.manifests.build import Desired, desired
-from pfslayout.manifests.config import Topology, fs_conf_for
-from pfslayout.manifests.reconcile import (
-    PHASES,
-    Observed,
-    Plan,
-    compute_status,
-    endpoints,
-    job_state,
-    plan,
-    pods_ready_by_ordinal,
-    read_applied,
-)
-from pfslayout.manifests.spec import OrangeFSClusterSpec, parse_spec
+from pfslayout.k8s.api import Kube
+from pfslayout.k8s.meta import Owner, owner_of, selector_string
+from pfslayout.k8s.workloads import job_state, pods_ready_by_ordinal
+from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
+from pfslayout.kinds.orangefscluster import meta as m
+from pfslayout.kinds.orangefscluster import objects as objs
+from pfslayout.kinds.orangefscluster import status as st
+from pfslayout.kinds.orangefscluster.decisions import ApplyDecision, decide, read_applied
+from pfslayout.kinds.orangefscluster.desired import Desired, desired
+from pfslayout.kinds.orangefscluster.fsconf import Topology, fs_conf_for
+from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec, parse_spec
+from pfslayout.operator.reconcilers.events import Post, post_all
+from pfslayout.operator.reconcilers.locks import object_lock
 from pfslayout.orangefs import naming
 
-Post = Callable[[dict[str, Any], str, str, str], None]  # (body, type, reason, message)
-
-KIND = c.KIND
-
-# Kopf runs the OrangeFSCluster handlers and the StatefulSet event handler concurrently; one lock per
-# cluster makes each see the status the other wrote (no duplicate transition Events, no lost updates).
-_locks: dict[tuple[str, str], threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-def cluster_lock(namespace: str, name: str) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault((namespace, name), threading.Lock())
+KIND = OFS.kind
 
 
 def _fresh(kube: Kube, body: dict[str, Any]) -> dict[str, Any] | None:
     meta = body["metadata"]
-    return kube.get_custom(c.GROUP, c.VERSION, c.PLURAL, meta["namespace"], meta["name"])
+    return kube.custom.get(OFS, meta["namespace"], meta["name"])
 
 
 def cluster_domain() -> str:
@@ -65,51 +47,31 @@ def now() -> str:
 @dataclass(frozen=True)
 class Outcome:
     status: dict[str, Any]
-    plan: Plan | None
+    decision: ApplyDecision | None
     changes: tuple[tuple[str, str, str], ...]  # (kind, name, action)
 
 
-def _owner(body: dict[str, Any]) -> c.Owner:
-    meta = body["metadata"]
-    return c.Owner(meta["name"], meta["namespace"], meta["uid"])
+def _owner(body: dict[str, Any]) -> Owner:
+    return owner_of(OFS, body)
 
 
-def _observe(kube: Kube, owner: c.Owner, statefulset: dict[str, Any] | None) -> Observed:
+def _observe(kube: Kube, owner: Owner, statefulset: dict[str, Any] | None) -> st.Observed:
     if statefulset is None:
-        return Observed(None, {})
-    pods = kube.list("Pod", owner.namespace, selector_string(c.selector(owner, objs.SERVER)))
-    return Observed(statefulset, pods_ready_by_ordinal(pods, naming.server_statefulset(owner.name)))
+        return st.Observed(None, {})
+    pods = kube.list("Pod", owner.namespace, selector_string(m.selector(owner, objs.SERVER)))
+    return st.Observed(statefulset, pods_ready_by_ordinal(pods, naming.server_statefulset(owner.name)))
 
 
-def _endpoint_block(spec: OrangeFSClusterSpec, owner: c.Owner, topology: Topology, observed: Observed
+def _endpoint_block(spec: OrangeFSClusterSpec, owner: Owner, topology: Topology, observed: st.Observed
                     ) -> dict[str, Any]:
     conf = fs_conf_for(spec, owner.name, owner.namespace, topology, cluster_domain=cluster_domain())
-    return endpoints(conf, observed, spec.client.mount_path, naming.server_service(owner.name),
-                     naming.fs_conf_configmap(owner.name), naming.pvfs2tab_configmap(owner.name))
-
-
-_WARNING_REASONS = {"ScaleDownRefused", "ImmutableFieldChanged", "InvalidSpec"}
+    return st.endpoints(conf, observed, spec.client.mount_path, naming.server_service(owner.name),
+                        naming.fs_conf_configmap(owner.name), naming.pvfs2tab_configmap(owner.name))
 
 
 def _post_transitions(post: Post, body: dict[str, Any], old: dict[str, Any], new: dict[str, Any]) -> None:
     """An Event for every state change: the phase, and each condition whose status or reason moved."""
-    if old.get("phase") != new.get("phase"):
-        bad = new["phase"] in ("Degraded", "Failed")
-        post(body, "Warning" if bad else "Normal", f"Phase{new['phase']}",
-             f"phase {old.get('phase') or '(none)'} -> {new['phase']}: "
-             f"{new.get('readyServers', 0)}/{new.get('servers', 0)} servers Ready")
-    before = {x["type"]: x for x in old.get("conditions") or []}
-    troubled = new.get("phase") in ("Degraded", "Failed")
-    posted: set[tuple[str, str]] = set()
-    for cond in new.get("conditions") or []:
-        prev = before.get(cond["type"])
-        if (cond["reason"], cond["message"]) in posted:
-            continue  # e.g. Ready and SpecApplied both saying ScaleDownRefused: one Event is enough
-        if prev is None or prev.get("status") != cond["status"] or prev.get("reason") != cond["reason"]:
-            posted.add((cond["reason"], cond["message"]))
-            bad = cond["status"] != "True" and (troubled or cond["reason"] in _WARNING_REASONS)
-            post(body, "Warning" if bad else "Normal", cond["reason"],
-                 f"{cond['type']}={cond['status']}: {cond['message']}")
+    post_all(post, body, st.events(old, new))
 
 
 def _write_status(kube: Kube, post: Post, body: dict[str, Any], status: dict[str, Any]) -> None:
@@ -117,16 +79,16 @@ def _write_status(kube: Kube, post: Post, body: dict[str, Any], status: dict[str
     old = body.get("status") or {}
     comparable = {k: v for k, v in old.items() if k in status}
     if comparable != status:
-        kube.patch_status(c.GROUP, c.VERSION, c.PLURAL, meta["namespace"], meta["name"], status)
+        kube.custom.patch_status(OFS, meta["namespace"], meta["name"], status)
     _post_transitions(post, body, old, status)
-    metrics.set_phase(meta["namespace"], meta["name"], status["phase"], PHASES)
+    metrics.set_phase(meta["namespace"], meta["name"], status["phase"], st.PHASES)
     metrics.READY_SERVERS.labels(meta["namespace"], meta["name"]).set(status.get("readyServers", 0))
 
 
 def reconcile(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
     """Bring the children of one OrangeFSCluster to its spec (or hold them, when a change is refused)."""
     meta = body["metadata"]
-    with cluster_lock(meta["namespace"], meta["name"]):
+    with object_lock(OFS, meta["namespace"], meta["name"]):
         fresh = _fresh(kube, body)
         if fresh is not None and (fresh.get("metadata") or {}).get("uid") == meta.get("uid"):
             body = fresh
@@ -140,19 +102,19 @@ def _reconcile_locked(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
     try:
         spec = parse_spec(body.get("spec"))
     except InputError as err:
-        status = compute_status(generation=generation, topology=Topology(0, 0), refusals=(), observed=Observed(),
-                                previous=body.get("status"), now=now(), fs_id=None, endpoint_block=None,
-                                error=str(err))
+        status = st.compute_status(generation=generation, topology=Topology(0, 0), refusals=(),
+                                   observed=st.Observed(), previous=body.get("status"), now=now(), fs_id=None,
+                                   endpoint_block=None, error=str(err))
         _write_status(kube, post, body, status)
         raise
     sts_name = naming.server_statefulset(owner.name)
     current = kube.get("StatefulSet", owner.namespace, sts_name)
-    the_plan = plan(spec, owner.namespace, owner.name, read_applied(current), meta.get("annotations") or {},
-                    generation)
+    decision = decide(spec, owner.namespace, owner.name, read_applied(current), meta.get("annotations") or {},
+                      generation)
     changes: list[tuple[str, str, str]] = []
     sts = current
-    if the_plan.apply:
-        want: Desired = desired(c.Context(spec, owner, cluster_domain()), the_plan)
+    if decision.apply:
+        want: Desired = desired(m.Context(spec, owner, cluster_domain()), decision)
         for obj in want.objects:
             result = kube.apply(obj)
             name = obj["metadata"]["name"]
@@ -167,21 +129,21 @@ def _reconcile_locked(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
             metrics.OBJECT_CHANGES.labels(KIND, kind, action).inc()
             post(body, "Normal", action.capitalize(), f"{kind} {name} {action}")
         before = read_applied(current)
-        if before and before.get("servers") != the_plan.topology.servers:
-            post(body, "Normal", "Scaled", f"servers {before.get('servers')} -> {the_plan.topology.servers}")
+        if before and before.get("servers") != decision.topology.servers:
+            post(body, "Normal", "Scaled", f"servers {before.get('servers')} -> {decision.topology.servers}")
     observed = _observe(kube, owner, sts)
-    status = compute_status(
-        generation=generation, topology=the_plan.topology, refusals=the_plan.refusals, observed=observed,
-        previous=body.get("status"), now=now(), fs_id=int(the_plan.applied["fsId"]),
-        endpoint_block=_endpoint_block(spec, owner, the_plan.topology, observed))
+    status = st.compute_status(
+        generation=generation, topology=decision.topology, refusals=decision.refusals, observed=observed,
+        previous=body.get("status"), now=now(), fs_id=int(decision.applied["fsId"]),
+        endpoint_block=_endpoint_block(spec, owner, decision.topology, observed))
     _write_status(kube, post, body, status)
-    return Outcome(status, the_plan, tuple(changes))
+    return Outcome(status, decision, tuple(changes))
 
 
 def refresh_status(kube: Kube, body: dict[str, Any], post: Post) -> dict[str, Any] | None:
     """Recompute the status from the StatefulSet and its pods, without applying anything."""
     meta = body["metadata"]
-    with cluster_lock(meta["namespace"], meta["name"]):
+    with object_lock(OFS, meta["namespace"], meta["name"]):
         fresh = _fresh(kube, body)
         if fresh is None or (fresh.get("metadata") or {}).get("uid") != meta.get("uid"):
             return None
@@ -201,14 +163,14 @@ def _refresh_locked(kube: Kube, body: dict[str, Any], post: Post) -> dict[str, A
     sts = kube.get("StatefulSet", owner.namespace, naming.server_statefulset(owner.name))
     applied = read_applied(sts)
     generation = int(meta.get("generation") or 0)
-    the_plan = plan(spec, owner.namespace, owner.name, applied, meta.get("annotations") or {}, generation)
-    if applied is None or (the_plan.apply and applied.get("generation") != generation):
+    decision = decide(spec, owner.namespace, owner.name, applied, meta.get("annotations") or {}, generation)
+    if applied is None or (decision.apply and applied.get("generation") != generation):
         return None  # the spec moved on and the reconcile handler has yet to apply it; it writes the status
     observed = _observe(kube, owner, sts)
-    status = compute_status(
-        generation=generation, topology=the_plan.topology, refusals=the_plan.refusals,
-        observed=observed, previous=body.get("status"), now=now(), fs_id=int(the_plan.applied["fsId"]),
-        endpoint_block=_endpoint_block(spec, owner, the_plan.topology, observed))
+    status = st.compute_status(
+        generation=generation, topology=decision.topology, refusals=decision.refusals,
+        observed=observed, previous=body.get("status"), now=now(), fs_id=int(decision.applied["fsId"]),
+        endpoint_block=_endpoint_block(spec, owner, decision.topology, observed))
     _write_status(kube, post, body, status)
     return status
 
@@ -226,12 +188,12 @@ def mark_terminating(kube: Kube, body: dict[str, Any], post: Post) -> list[str]:
         policy, storage = "Retain", "unknown"
     old = body.get("status") or {}
     status = {"phase": "Terminating"}
-    kube.patch_status(c.GROUP, c.VERSION, c.PLURAL, meta["namespace"], meta["name"], status)
+    kube.custom.patch_status(OFS, meta["namespace"], meta["name"], status)
     _post_transitions(post, body, old, {**old, **status, "conditions": old.get("conditions") or []})
     notes = []
     if storage == "pvc":
         claims = kube.list("PersistentVolumeClaim", owner.namespace,
-                           selector_string(c.selector(owner, objs.SERVER)))
+                           selector_string(m.selector(owner, objs.SERVER)))
         names = sorted(x["metadata"]["name"] for x in claims)
         if policy == "Delete":
             notes.append(f"reclaimPolicy Delete: the StatefulSet controller deletes {len(names)} claims {names}")
@@ -244,7 +206,7 @@ def mark_terminating(kube: Kube, body: dict[str, Any], post: Post) -> list[str]:
         notes.append("emptyDir storage goes with the pods")
     for note in notes:
         post(body, "Normal", "Deleting", note)
-    metrics.forget(meta["namespace"], meta["name"], PHASES)
+    metrics.forget(meta["namespace"], meta["name"], st.PHASES)
     return notes
 
 
@@ -270,9 +232,9 @@ def wipe_hostpath(kube: Kube, body: dict[str, Any], post: Post, elapsed_s: float
         return []
     if spec.storage.type != "hostPath" or spec.reclaim_policy != "Delete":
         return []
-    ctx = c.Context(spec, owner, cluster_domain())
+    ctx = m.Context(spec, owner, cluster_domain())
     sts_name = naming.server_statefulset(owner.name)
-    pods = kube.list("Pod", owner.namespace, selector_string(c.selector(owner, objs.SERVER)))
+    pods = kube.list("Pod", owner.namespace, selector_string(m.selector(owner, objs.SERVER)))
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
         name = pod["metadata"]["name"]
@@ -280,7 +242,7 @@ def wipe_hostpath(kube: Kube, body: dict[str, Any], post: Post, elapsed_s: float
         if node and kube.get("Job", owner.namespace, job_name) is None:
             kube.apply(objs.wipe_job(ctx, name, node, suspend=True))
             post(body, "Normal", "WipeScheduled", f"Job {job_name} will remove {name}'s hostPath data on {node}")
-    jobs = kube.list("Job", owner.namespace, selector_string(c.selector(owner, objs.WIPE)))
+    jobs = kube.list("Job", owner.namespace, selector_string(m.selector(owner, objs.WIPE)))
     if elapsed_s > WIPE_DEADLINE_S:
         post(body, "Warning", "WipeTimedOut",
             f"gave up after {WIPE_DEADLINE_S}s: hostPath data may remain on the nodes")

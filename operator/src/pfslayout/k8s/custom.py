@@ -1,0 +1,50 @@
+"""API I/O on custom objects of any kind, addressed by `CustomResource` (group, version, plural).
+
+Dicts in, dicts out, like `api.Kube`. Status goes through the status subresource as a merge patch:
+custom resources do not support strategic merge, and lists (conditions) are always sent whole.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from pfslayout.k8s.resource import CustomResource
+
+MERGE = "application/merge-patch+json"
+
+
+def _json(resp: Any) -> dict[str, Any]:
+    return json.loads(resp.data) if resp.data else {}
+
+
+class CustomObjects:
+    def __init__(self, api_client: client.ApiClient, timeout: float = 30.0) -> None:
+        self.api = client.CustomObjectsApi(api_client)
+        self.timeout = timeout
+
+    def get(self, resource: CustomResource, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return _json(self.api.get_namespaced_custom_object(
+                resource.group, resource.version, namespace, resource.plural, name,
+                _preload_content=False, _request_timeout=self.timeout))
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def list(self, resource: CustomResource, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
+        resp = self.api.list_namespaced_custom_object(
+            resource.group, resource.version, namespace, resource.plural, label_selector=label_selector,
+            _preload_content=False, _request_timeout=self.timeout)
+        return list(_json(resp).get("items") or [])
+
+    def patch_status(self, resource: CustomResource, namespace: str, name: str, status: dict[str, Any]
+                     ) -> dict[str, Any]:
+        resp = self.api.patch_namespaced_custom_object_status(
+            resource.group, resource.version, namespace, resource.plural, name, {"status": status},
+            _content_type=MERGE, _preload_content=False, _request_timeout=self.timeout)
+        return _json(resp)

@@ -1,0 +1,53 @@
+"""Labels, annotations and owner of the objects an OrangeFSCluster owns, and the builders' Context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pfslayout.k8s import meta
+from pfslayout.kinds import GROUP, MANAGED_BY, ORANGEFS_CLUSTER
+from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
+from pfslayout.orangefs import naming
+
+CLUSTER_LABEL = f"{GROUP}/cluster"
+CONFIG_HASH_ANNOTATION = f"{GROUP}/config-hash"
+APPLIED_ANNOTATION = f"{GROUP}/applied"
+# Consent to lose data: its value must equal the target `spec.servers.count` (see decisions.py).
+CONFIRM_SCALE_DOWN_ANNOTATION = f"{GROUP}/confirm-scale-down"
+
+
+def owner(name: str, namespace: str, uid: str) -> meta.Owner:
+    """The OrangeFSCluster `namespace/name` as its children see it."""
+    return meta.Owner(ORANGEFS_CLUSTER, name, namespace, uid)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything the builders need: the typed spec, its owner and environment facts."""
+
+    spec: OrangeFSClusterSpec
+    owner: meta.Owner
+    cluster_domain: str = naming.DEFAULT_CLUSTER_DOMAIN
+
+
+def labels(owner: meta.Owner, component: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "orangefs",
+        "app.kubernetes.io/instance": owner.name,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        "app.kubernetes.io/part-of": "pfs-layout-operator",
+        CLUSTER_LABEL: owner.name,
+    }
+
+
+def selector(owner: meta.Owner, component: str) -> dict[str, str]:
+    # Selectors are immutable on StatefulSets and Deployments: keep them to labels that never change.
+    return {"app.kubernetes.io/instance": owner.name, "app.kubernetes.io/component": component,
+            CLUSTER_LABEL: owner.name}
+
+
+def metadata(owner: meta.Owner, name: str, component: str, annotations: dict[str, str] | None = None
+             ) -> dict[str, Any]:
+    return meta.object_metadata(owner, name, labels(owner, component), annotations)

@@ -1,0 +1,124 @@
+"""The status of an OrangeFSCluster and the Events its changes deserve (pure).
+
+Phases: `Pending` (no StatefulSet yet), `Provisioning` (servers starting or rolling), `Ready`,
+`Degraded` (was serving and lost servers, or a change was refused), `Failed` (invalid spec),
+`Terminating`. Conditions: `Ready`, `ServersAvailable`, `SpecApplied`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pfslayout.k8s.conditions import Event, EventPolicy, condition, transition_events
+from pfslayout.kinds.orangefscluster.decisions import Refusal
+from pfslayout.kinds.orangefscluster.fsconf import Topology
+
+PHASES = ("Pending", "Provisioning", "Ready", "Degraded", "Failed", "Terminating")
+
+# A False condition warns in a troubled phase, and for these reasons in any phase.
+EVENT_POLICY = EventPolicy(troubled_phases=frozenset({"Degraded", "Failed"}),
+                           warning_reasons=frozenset({"ScaleDownRefused", "ImmutableFieldChanged", "InvalidSpec"}))
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the StatefulSet and its pods say. `statefulset=None` means it does not exist (yet)."""
+
+    statefulset: dict[str, Any] | None = None
+    pods_ready: dict[int, bool] = field(default_factory=dict)
+
+
+def _rollout_done(sts: dict[str, Any], replicas: int) -> bool:
+    st = sts.get("status") or {}
+    gen = (sts.get("metadata") or {}).get("generation")
+    return (gen is None or st.get("observedGeneration", 0) >= gen) \
+        and st.get("replicas", 0) == replicas \
+        and st.get("updatedReplicas", 0) == replicas \
+        and (not st.get("updateRevision") or st.get("currentRevision") == st.get("updateRevision"))
+
+
+def ready_servers(observed: Observed, topology: Topology) -> int:
+    """Ready servers among the ordinals the topology runs (pods of removed ordinals do not count)."""
+    if observed.statefulset is None:
+        return 0
+    if observed.pods_ready:
+        return sum(1 for i, ok in observed.pods_ready.items() if ok and i < topology.servers)
+    return min(topology.servers, int((observed.statefulset.get("status") or {}).get("readyReplicas", 0) or 0))
+
+
+def phase_of(topology: Topology, observed: Observed, refusals: tuple[Refusal, ...], previous: str | None,
+             error: str | None = None) -> str:
+    if error:
+        return "Failed"
+    if observed.statefulset is None:
+        return "Pending"
+    ready = ready_servers(observed, topology)
+    rolled = _rollout_done(observed.statefulset, topology.servers)
+    if ready >= topology.servers and rolled:
+        return "Degraded" if refusals else "Ready"
+    if rolled and previous in ("Ready", "Degraded"):
+        return "Degraded"  # was serving, lost servers without any change of ours in flight
+    return "Provisioning"
+
+
+def endpoints(fs_conf: Any, observed: Observed, mount_path: str, service: str, fs_conf_cm: str,
+              pvfs2tab_cm: str) -> dict[str, Any]:
+    return {
+        "uri": fs_conf.pvfs2tab_uri(),
+        "mountPath": mount_path,
+        "service": service,
+        "fsConfConfigMap": fs_conf_cm,
+        "pvfs2tabConfigMap": pvfs2tab_cm,
+        "servers": [{"ordinal": s.ordinal, "alias": s.alias, "url": s.url, "metadata": s.metadata,
+                     "ready": bool(observed.pods_ready.get(s.ordinal, False))} for s in fs_conf.servers],
+    }
+
+
+def compute_status(*, generation: int, topology: Topology, refusals: tuple[Refusal, ...], observed: Observed,
+                   previous: dict[str, Any] | None, now: str, fs_id: int | None,
+                   endpoint_block: dict[str, Any] | None, error: str | None = None) -> dict[str, Any]:
+    previous = previous or {}
+    old_conditions = previous.get("conditions") or []
+    phase = phase_of(topology, observed, refusals, previous.get("phase"), error)
+    ready = ready_servers(observed, topology)
+    if error:
+        ready_reason, ready_msg = "InvalidSpec", error
+    elif refusals:
+        ready_reason, ready_msg = refusals[0].reason, refusals[0].message
+    elif phase == "Ready":
+        ready_reason, ready_msg = "AllServersReady", f"{ready}/{topology.servers} servers Ready"
+    elif phase == "Pending":
+        ready_reason, ready_msg = "Pending", "server StatefulSet not created yet"
+    elif phase == "Degraded":
+        ready_reason, ready_msg = "ServersNotReady", f"{ready}/{topology.servers} servers Ready"
+    else:
+        ready_reason, ready_msg = "Provisioning", f"{ready}/{topology.servers} servers Ready; rolling out"
+    available = observed.statefulset is not None and ready >= topology.servers
+    conditions = [
+        condition("Ready", phase == "Ready", ready_reason, ready_msg, generation, now, old_conditions),
+        condition("ServersAvailable", available, "AllServersReady" if available else "ServersNotReady",
+                  f"{ready}/{topology.servers} servers Ready", generation, now, old_conditions),
+        condition("SpecApplied", not refusals and not error,
+                  "InvalidSpec" if error else (refusals[0].reason if refusals else "Applied"),
+                  error or ("; ".join(r.message for r in refusals) if refusals
+                            else "the current spec is applied"), generation, now, old_conditions),
+    ]
+    status: dict[str, Any] = {
+        "phase": phase,
+        "servers": topology.servers,
+        "readyServers": ready,
+        "conditions": conditions,
+        "observedGeneration": generation,
+    }
+    if fs_id is not None:
+        status["fsId"] = fs_id
+    if endpoint_block is not None:
+        status["endpoints"] = endpoint_block
+    return status
+
+
+def events(old: dict[str, Any], new: dict[str, Any]) -> list[Event]:
+    """The Events that moving from status `old` to `new` deserves (none when nothing changed)."""
+    summary = f"{new.get('readyServers', 0)}/{new.get('servers', 0)} servers Ready"
+    return transition_events(old, new, EVENT_POLICY, summary)

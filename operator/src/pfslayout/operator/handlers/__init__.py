@@ -1,0 +1,3 @@
+"""Kopf handler modules, one per kind; importing this package registers them all with Kopf."""
+
+from pfslayout.operator.handlers import orangefscluster  # noqa: F401  (registers with Kopf)
