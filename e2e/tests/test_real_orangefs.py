@@ -19,13 +19,11 @@ from typing import Any
 
 import pytest
 import yaml
+from crd_release import CHART, RELEASE, RELEASE_NS, REPO
 from real import assert_real_pods, chart_values, image_build, place
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "pfs-layout-operator"
-RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
 OFS = "orangefsclusters.pfslayout.io"
 MOUNT = "/mnt/orangefs"
 READY_TIMEOUT = 240
