@@ -284,7 +284,7 @@ node_ready() {
 
 node_up() {
   [ "$REAL_NODE" = 1 ] || return 0
-  node_preflight
+  # node_preflight ran before the control plane started (local.sh), so a refusal starts nothing.
   mkdir -p "$NODE_DIR"
   echo "$STATE_DIR" > "$NODE_OWNER"
   node_save_sysctls
