@@ -202,8 +202,11 @@ def orangefs_cluster_status() -> Schema:
             "pvfs2tabConfigMap": string("ConfigMap holding `pvfs2tab` (mount it and set `PVFS2TAB_FILE`)."),
             "servers": array("Every server's alias and address.", server, maxItems=MAX_SERVERS),
         }),
-        "calibrationRef": obj("The CostCalibration created for this cluster, if any.", {
+        "calibrationRef": obj("The CostCalibration whose parameters are current for this cluster: the most "
+                              "recently completed Ready one, else the automatic one while it runs.", {
             "name": string("Name of the CostCalibration."),
+            "configMapName": string("Its ConfigMap with `params.json` (set once it has published)."),
+            "completionTime": string("When its parameters were published.", format="date-time"),
         }),
         "conditions": conditions(),
         "observedGeneration": observed_generation(),
@@ -259,12 +262,33 @@ def cost_calibration_spec() -> Schema:
                                   "`PoorFit` (parameters are still published).", minimum=0, maximum=1,
                                   default=0.8),
         }, default={}),
+        "backend": string("How `pfsprobe` reaches OrangeFS: `pvfs2` (libpvfs2; the probe realises each "
+                          "layout per file with an explicit server list, so placement is exact) or `mpiio` "
+                          "(ROMIO's `pvfs2:` driver, as MPI-IO applications do; files follow the directory "
+                          "hints the operator sets). Per-server probes (`fit.perServer`) always use `mpiio`.",
+                          enum=["pvfs2", "mpiio"], default="pvfs2"),
+        "batch": obj("How the grid is cut into probe MPIJobs. Jobs probing the same servers at once disturb "
+                     "each other's timings, hence one at a time by default.", {
+            "cellsPerJob": integer("Most grid cells one probe MPIJob measures.", minimum=1, maximum=4096,
+                                   default=64),
+            "maxConcurrentJobs": integer("Most probe MPIJobs running at once.", minimum=1, maximum=16,
+                                         default=1),
+        }, default={}),
         "timeoutSeconds": integer("Deadline of each probe Job (`activeDeadlineSeconds`).", minimum=10,
                                   maximum=86400, default=1800),
         "configMapName": string("ConfigMap the fitted parameters are written to (key `params.json`, the "
                                 "`--params` file format); omitted uses `<name>-params`.", maxLength=253,
                                 pattern=DNS_LABEL),
-        "resources": resources("CPU and memory of each probe container."),
+        "historyLimit": integer("Completed runs kept in `status.history` (re-calibrate with a spec change or "
+                                "the annotation `pfslayout.io/recalibrate`).", minimum=1, maximum=50,
+                                default=5),
+        "resources": resources("CPU and memory of each probe container. With a CPU limit, "
+                               "`grid.ranksPerNode` may not exceed it: oversubscribed ranks measure CPU "
+                               "contention, not I/O."),
+        "nodeSelector": node_selector() | {"description": "Node labels the probe pods must match; omitted "
+                                           "uses the OrangeFSCluster's `nodeSelector`."},
+        "tolerations": tolerations() | {"description": "Tolerations of the probe pods; omitted uses the "
+                                        "OrangeFSCluster's `tolerations`."},
     }, required=["clusterRef"])
 
 
@@ -281,37 +305,64 @@ def params_fields(per_server: bool) -> dict[str, Schema]:
     return fields
 
 
+def fit_quality() -> Schema:
+    return obj("Fit quality (the `fit` block of `pfslayout calibrate --json`).", {
+        "rSquared": number("R² of predicted against measured times."),
+        "rmseSeconds": number("Root-mean-square residual, seconds.", minimum=0),
+        "maxRelativeError": number("Largest |measured − predicted| / measured.", minimum=0),
+        "medianRelativeError": number("Median |measured − predicted| / measured.", minimum=0),
+        "cells": integer("Grid cells measured and fitted.", minimum=0),
+        "rank": integer("Rank of the design matrix (5 when every parameter is identified).", minimum=0),
+        "condition": number("Condition number of the column-scaled design matrix (-1: infinite).", minimum=-1),
+        "identified": {"type": "object", "description": "Per parameter, whether the grid identifies it.",
+                       "additionalProperties": {"type": "boolean"}},
+        "standardErrors": {"type": "object", "description": "Per parameter, the linearised 1σ standard "
+                           "error (same unit as the parameter; absent when not identified).",
+                           "additionalProperties": {"type": "number"}},
+        "warnings": array("Fit warnings, e.g. a parameter pinned at 0.", string("One warning."),
+                          maxItems=32),
+    })
+
+
 def cost_calibration_status() -> Schema:
+    run_params = obj("The five parameters of that run.", params_fields(False))
+    history = obj("One completed run.", {
+        "run": integer("Run number.", minimum=1),
+        "observedGeneration": integer("Spec generation the run measured.", minimum=0),
+        "completionTime": string("When it was published.", format="date-time"),
+        "reason": string("Its `Ready` reason (`Fitted`, `PoorFit`, `ProbeFailed`, …)."),
+        "params": run_params,
+        "rSquared": number("Fit R²."),
+        "medianRelativeError": number("Median relative error of the fit.", minimum=0),
+    })
     return obj("Observed state and the fitted cost-model parameters.", {
-        "phase": string("`Pending`, `Running`, `Succeeded` or `Failed`.",
-                        enum=["Pending", "Running", "Succeeded", "Failed"]),
+        "phase": string("`Pending` (waiting for the cluster), `Running` (probing), `Fitting`, `Succeeded` "
+                        "or `Failed`.", enum=["Pending", "Running", "Fitting", "Succeeded", "Failed"]),
+        "run": integer("The current run: 1 for the first, +1 for every re-calibration.", minimum=0),
         "params": obj("Fitted parameters, in the `--params` file format (seconds and bytes).",
                       params_fields(False) | {
                           "servers": array("Per-server overrides (only with `fit.perServer`).",
                                            obj("One server's parameters.", params_fields(True)),
                                            maxItems=MAX_SERVERS),
                       }),
-        "fit": obj("Fit quality (the `fit` block of `pfslayout calibrate --json`).", {
-            "rSquared": number("R² of predicted against measured times."),
-            "rmseSeconds": number("Root-mean-square residual, seconds.", minimum=0),
-            "maxRelativeError": number("Largest |measured − predicted| / measured.", minimum=0),
-            "medianRelativeError": number("Median |measured − predicted| / measured.", minimum=0),
-            "cells": integer("Grid cells measured and fitted.", minimum=0),
-            "rank": integer("Rank of the design matrix (5 when every parameter is identified).", minimum=0),
-            "condition": number("Condition number of the column-scaled design matrix.", minimum=0),
-            "identified": {"type": "object", "description": "Per parameter, whether the grid identifies it.",
-                           "additionalProperties": {"type": "boolean"}},
-            "warnings": array("Fit warnings, e.g. a parameter pinned at 0.", string("One warning."),
-                              maxItems=32),
+        "fit": fit_quality(),
+        "cells": obj("Grid cells of the current run.", {
+            "total": integer("Cells planned.", minimum=0),
+            "done": integer("Cells measured so far (kept across operator restarts).", minimum=0),
+            "progress": string("`done/total`, for `kubectl get cc`."),
         }),
-        "jobs": obj("Probe Jobs.", {
+        "jobs": obj("Probe MPIJobs of the current run.", {
             "total": integer("Jobs planned.", minimum=0),
             "succeeded": integer("Jobs finished successfully.", minimum=0),
             "failed": integer("Jobs that failed.", minimum=0),
+            "running": integer("Jobs running now.", minimum=0),
         }),
         "configMapName": string("ConfigMap holding `params.json` for the shim and `pfslayout --params`."),
-        "startTime": string("When the first probe Job was created.", format="date-time"),
-        "completionTime": string("When the fit was published.", format="date-time"),
+        "measurementsConfigMap": string("ConfigMap holding the current run's raw `pfsprobe/1` documents, one "
+                                        "key per probe job (`pfslayout calibrate --measurements` reads them)."),
+        "history": array("The last `spec.historyLimit` completed runs, newest last.", history, maxItems=50),
+        "startTime": string("When the current run started.", format="date-time"),
+        "completionTime": string("When the current run's fit was published.", format="date-time"),
         "conditions": conditions(),
         "observedGeneration": observed_generation(),
     })
@@ -551,6 +602,10 @@ KINDS = [
             {"name": "Cluster", "type": "string", "jsonPath": ".spec.clusterRef.name",
              "description": "Calibrated OrangeFSCluster."},
             {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "Run state."},
+            {"name": "Cells", "type": "string", "jsonPath": ".status.cells.progress",
+             "description": "Cells measured / planned in the current run."},
+            {"name": "Run", "type": "integer", "jsonPath": ".status.run", "description": "Current run.",
+             "priority": 1},
             {"name": "R2", "type": "number", "jsonPath": ".status.fit.rSquared", "description": "Fit R²."},
             _ready_column(), _age_column(),
         ],

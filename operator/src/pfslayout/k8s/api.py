@@ -97,6 +97,23 @@ class Kube:
                 return False
             raise
 
+    def pod_log(self, namespace: str, name: str, container: str | None = None, tail_lines: int | None = None
+                ) -> str | None:
+        """A pod's log (`pods/log`, read-only); None when the pod or its log is gone."""
+        kwargs: dict[str, Any] = {"_request_timeout": self.timeout}
+        if container:
+            kwargs["container"] = container
+        if tail_lines:
+            kwargs["tail_lines"] = tail_lines
+        try:
+            resp: Any = client.CoreV1Api(self.api_client).read_namespaced_pod_log(
+                name, namespace, _preload_content=False, **kwargs)
+        except ApiException as err:
+            if err.status in (400, 404):  # 400: the container has not started (or is gone)
+                return None
+            raise
+        return bytes(resp.data).decode("utf-8", errors="replace")
+
     def list(self, kind: str, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         api, suffix = self._api(kind)
         resp = getattr(api, f"list_namespaced_{suffix}")(namespace, label_selector=label_selector,

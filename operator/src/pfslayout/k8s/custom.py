@@ -42,6 +42,29 @@ class CustomObjects:
             _preload_content=False, _request_timeout=self.timeout)
         return list(_json(resp).get("items") or [])
 
+    def create(self, resource: CustomResource, namespace: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Create; None when an object of that name already exists (the caller reads it instead)."""
+        try:
+            return _json(self.api.create_namespaced_custom_object(
+                resource.group, resource.version, namespace, resource.plural, body,
+                _preload_content=False, _request_timeout=self.timeout))
+        except ApiException as err:
+            if err.status == 409:
+                return None
+            raise
+
+    def delete(self, resource: CustomResource, namespace: str, name: str) -> bool:
+        """Delete with background propagation (children go by owner references); False when absent."""
+        try:
+            self.api.delete_namespaced_custom_object(
+                resource.group, resource.version, namespace, resource.plural, name,
+                propagation_policy="Background", _preload_content=False, _request_timeout=self.timeout)
+            return True
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+
     def patch_status(self, resource: CustomResource, namespace: str, name: str, status: dict[str, Any]
                      ) -> dict[str, Any]:
         resp = self.api.patch_namespaced_custom_object_status(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -34,3 +35,40 @@ def job_state(job: dict[str, Any] | None) -> str:
     if (job.get("spec") or {}).get("suspend"):
         return "suspended"
     return "running"
+
+
+# Container states that will not resolve by waiting (the image cannot be had or started).
+STUCK_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
+                           "CreateContainerError", "ErrImageNeverPull", "RunContainerError"})
+
+
+@dataclass(frozen=True)
+class Failure:
+    reason: str  # e.g. "DeadlineExceeded", "ImagePullBackOff", "CommandNotFound"
+    message: str
+
+
+def pod_failure(pods: list[dict[str, Any]], not_found_marker: str | None = None) -> Failure | None:
+    """A pod that cannot succeed: its image cannot be pulled or started, or its command is missing from
+    the image (exit 127, or a termination message carrying `not_found_marker`)."""
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            state = cs.get("state") or {}
+            waiting = state.get("waiting") or {}
+            if waiting.get("reason") in STUCK_REASONS:
+                return Failure(str(waiting["reason"]), f"pod {name}: {waiting.get('message') or waiting['reason']} "
+                               f"(image {cs.get('image')})")
+            term = state.get("terminated") or {}
+            text = str(term.get("message") or "").strip()
+            if term and (term.get("exitCode") == 127 or (not_found_marker and not_found_marker in text)):
+                lines = text.splitlines()
+                line = next((x for x in lines if not_found_marker and not_found_marker in x),
+                            lines[-1] if lines else "")
+                return Failure("CommandNotFound", f"pod {name}: {line or 'exit code 127: command not found'} "
+                               f"(image {cs.get('image')})")
+    return None
+
+
+def tail(log: str, lines: int = 20) -> str:
+    return "\n".join(log.rstrip().splitlines()[-lines:])

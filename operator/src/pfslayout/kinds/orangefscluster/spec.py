@@ -93,6 +93,11 @@ class Toleration(_Model):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
+class Calibration(_Model):
+    auto: bool = True
+    profile: Literal["quick", "standard"] = "quick"
+
+
 class OrangeFSClusterSpec(_Model):
     image: str = DEFAULT_IMAGE
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent", alias="imagePullPolicy")
@@ -103,6 +108,7 @@ class OrangeFSClusterSpec(_Model):
     distribution: DistributionSpec = DistributionSpec()
     reclaim_policy: Literal["Retain", "Delete"] = Field("Retain", alias="reclaimPolicy")
     client: Client = Client()
+    calibration: Calibration = Calibration()
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     tolerations: list[Toleration] = Field(default_factory=list)
 

@@ -1,3 +1,6 @@
 """Kopf handler modules, one per kind; importing this package registers them all with Kopf."""
 
-from pfslayout.operator.handlers import orangefscluster  # noqa: F401  (registers with Kopf)
+from pfslayout.operator.handlers import (
+    costcalibration,  # noqa: F401  (registers with Kopf)
+    orangefscluster,  # noqa: F401  (registers with Kopf)
+)

@@ -16,10 +16,12 @@ from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube
 from pfslayout.k8s.meta import Owner, owner_of, selector_string
 from pfslayout.k8s.workloads import job_state, pods_ready_by_ordinal
+from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.orangefscluster import meta as m
 from pfslayout.kinds.orangefscluster import objects as objs
 from pfslayout.kinds.orangefscluster import status as st
+from pfslayout.kinds.orangefscluster.calibration import auto_calibration, auto_calibration_name, current_calibration
 from pfslayout.kinds.orangefscluster.decisions import ApplyDecision, decide, read_applied
 from pfslayout.kinds.orangefscluster.desired import Desired, desired
 from pfslayout.kinds.orangefscluster.fsconf import Topology, fs_conf_for
@@ -137,6 +139,7 @@ def _reconcile_locked(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
         previous=body.get("status"), now=now(), fs_id=int(decision.applied["fsId"]),
         endpoint_block=_endpoint_block(spec, owner, decision.topology, observed))
     _write_status(kube, post, body, status)
+    _auto_calibrate(kube, post, body, spec, status)
     return Outcome(status, decision, tuple(changes))
 
 
@@ -172,7 +175,44 @@ def _refresh_locked(kube: Kube, body: dict[str, Any], post: Post) -> dict[str, A
         observed=observed, previous=body.get("status"), now=now(), fs_id=int(decision.applied["fsId"]),
         endpoint_block=_endpoint_block(spec, owner, decision.topology, observed))
     _write_status(kube, post, body, status)
+    _auto_calibrate(kube, post, body, spec, status)
     return status
+
+
+def _auto_calibrate(kube: Kube, post: Post, body: dict[str, Any], spec: OrangeFSClusterSpec,
+                    status: dict[str, Any]) -> None:
+    """`calibration.auto`: the first time the cluster is Ready, create its CostCalibration and point
+    `status.calibrationRef` at it (which also records that it was made: it is not re-created)."""
+    if not spec.calibration.auto or status.get("phase") != "Ready":
+        return
+    if ((body.get("status") or {}).get("calibrationRef") or {}).get("name"):
+        return
+    owner = _owner(body)
+    cc = auto_calibration(spec, owner, os.environ.get("PFSLAYOUT_PROBE_IMAGE") or None)
+    name = auto_calibration_name(owner.name)
+    if kube.custom.create(CC, owner.namespace, cc) is not None:
+        post(body, "Normal", "CalibrationCreated",
+             f"CostCalibration {name} ({spec.calibration.profile} profile) calibrates the cost model on this cluster")
+    kube.custom.patch_status(OFS, owner.namespace, owner.name, {"calibrationRef": {"name": name}})
+
+
+def refresh_calibration_ref(kube: Kube, namespace: str, name: str, post: Post) -> dict[str, Any] | None:
+    """Point `status.calibrationRef` of cluster `namespace/name` at its current calibration (called when a
+    CostCalibration of it finishes); an Event when it moves."""
+    with object_lock(OFS, namespace, name):
+        body = kube.custom.get(OFS, namespace, name)
+        if body is None or (body.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        previous = (body.get("status") or {}).get("calibrationRef")
+        ref = current_calibration(name, kube.custom.list(CC, namespace), previous)
+        if ref is not None and ref != previous:
+            kube.custom.patch_status(OFS, namespace, name, {"calibrationRef": {
+                "name": ref["name"], "configMapName": ref.get("configMapName"),
+                "completionTime": ref.get("completionTime")}})
+            if ref.get("completionTime"):
+                post(body, "Normal", "CalibrationCurrent",
+                     f"cost parameters from CostCalibration {ref['name']} (ConfigMap {ref.get('configMapName')})")
+        return ref
 
 
 def mark_terminating(kube: Kube, body: dict[str, Any], post: Post) -> list[str]:

@@ -1,0 +1,170 @@
+"""Builders of a CostCalibration's child objects (pure): the probe MPIJobs, the measurements ConfigMap
+and the parameters ConfigMap.
+
+A probe job is a Kubeflow MPIJob (v2beta1, MPICH): `grid.nodes` workers with `grid.ranksPerNode` slots
+each running sshd, and a launcher whose shell writes each invocation's grid file, runs `pfsprobe`
+under `mpiexec` and prints the `pfsprobe/1` document between two marker lines. The operator reads it
+back from the launcher's log (docs/operator.md, "Results channel").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from typing import Any
+
+from pfslayout.k8s.meta import Owner, object_metadata
+from pfslayout.kinds import GROUP, MANAGED_BY
+from pfslayout.kinds.costcalibration.plan import Invocation, ProbeJob
+from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec
+from pfslayout.kinds.orangefscluster.objects import PVFS2TAB_DIR, PVFS2TAB_KEY
+from pfslayout.kinds.orangefscluster.spec import Toleration
+from pfslayout.orangefs import naming
+
+MPIJOB_API = "kubeflow.org/v2beta1"
+CALIBRATION_LABEL = f"{GROUP}/calibration"
+RUN_LABEL = f"{GROUP}/run"
+JOB_LABEL = f"{GROUP}/probe-job"
+RUN_ANNOTATION = f"{GROUP}/run"
+RUN_FOR_ANNOTATION = f"{GROUP}/run-for"
+PLAN_ANNOTATION = f"{GROUP}/plan"
+RECALIBRATE_ANNOTATION = f"{GROUP}/recalibrate"
+
+BEGIN = "PFSLAYOUT-PROBE-BEGIN"
+END = "PFSLAYOUT-PROBE-END"
+NO_PROBE = "pfslayout-probe: pfsprobe is not in this image"
+PROBE_UID = 10001  # the MPI image's mpiuser (images/mpi)
+SSHD = "/usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"  # the MPI image's worker command (docs/images.md)
+INDEX_KEY = "jobs.json"
+
+
+def labels(name: str, component: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "costcalibration", "app.kubernetes.io/instance": name,
+            "app.kubernetes.io/component": component, "app.kubernetes.io/managed-by": MANAGED_BY,
+            "app.kubernetes.io/part-of": "pfs-layout-operator", CALIBRATION_LABEL: name, **(extra or {})}
+
+
+def short(name: str, room: int) -> str:
+    """`name` cut to `room` characters, keeping it unique with a hash suffix when cut."""
+    if len(name) <= room:
+        return name
+    return f"{name[:room - 5]}-{hashlib.sha256(name.encode()).hexdigest()[:4]}"
+
+
+def mpijob_name(name: str, run: int, index: int) -> str:
+    # The MPI Operator names pods `<job>-worker-<i>` and `<job>-launcher-<5>`: hostnames of at most 63.
+    return f"{short(name, 30)}-r{run}-j{index}"
+
+
+def measurements_configmap_name(name: str) -> str:
+    return f"{short(name, 240)}-measurements"
+
+
+def _check(what: str) -> str:
+    msg = (f"{NO_PROBE} ({what}); set spec.probeImage to an image with pfsprobe, MPICH and sshd, such as "
+           "pfslayout/mpi:dev")
+    return f"command -v pfsprobe >/dev/null 2>&1 || {{ echo {shlex.quote(msg)} >&2; exit 127; }}"
+
+
+def _invocation(inv: Invocation, i: int, ranks: int) -> str:
+    # Rank 0 runs on a worker, not on the launcher: the grid travels in the environment (-genv) and each
+    # rank writes it to its own file; the document comes back on rank 0's stdout, which mpiexec forwards.
+    out = f"/tmp/probe-{i}.json"
+    targets = " ".join(f"--target {shlex.quote(f'{k}={p}')}" for k, p in inv.targets)
+    rank_cmd = ('f=/tmp/pfsprobe-grid-$$.json; printf "%s" "$PFSLAYOUT_GRID" > "$f" && exec pfsprobe --grid "$f" '
+                f"--backend {inv.backend} --servers {inv.servers} {targets} --out -")
+    return "\n".join([
+        f"grid={shlex.quote(json.dumps(inv.grid, separators=(',', ':')))}",
+        f"mpiexec -n {ranks} -genv PVFS2TAB_FILE {PVFS2TAB_DIR}/{PVFS2TAB_KEY} -genv PFSLAYOUT_GRID \"$grid\" "
+        f"sh -c {shlex.quote(rank_cmd)} > {out}",
+        f"echo {BEGIN} {inv.key}", f"cat {out}", "echo", f"echo {END} {inv.key}",
+    ])
+
+
+def launcher_script(job: ProbeJob, ranks: int) -> str:
+    wait_dns = ("for h in $(sed -e 's/[: ].*//' -e '/^#/d' -e '/^$/d' /etc/mpi/hostfile); do "
+                "for i in $(seq 60); do getent hosts \"$h\" >/dev/null && break; sleep 1; done; done")
+    parts = ["set -eu", _check("launcher"), wait_dns]
+    parts += [_invocation(inv, i, ranks) for i, inv in enumerate(job.invocations)]
+    return "\n".join(parts) + "\n"
+
+
+def probe_mpijob(spec: CostCalibrationSpec, owner: Owner, cluster_name: str, run: int, job: ProbeJob,
+                 node_selector: dict[str, str], tolerations: list[Toleration]) -> dict[str, Any]:
+    g = spec.grid
+    name = mpijob_name(owner.name, run, job.index)
+    pod_labels = labels(owner.name, "probe", {RUN_LABEL: str(run), JOB_LABEL: str(job.index)})
+    pod_security = {"runAsUser": PROBE_UID, "runAsGroup": PROBE_UID, "runAsNonRoot": True,
+                    "seccompProfile": {"type": "RuntimeDefault"}}
+    security = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    pvfs2tab = {"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}}
+    mounts = [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}]
+
+    def container(role: str, command: list[str]) -> dict[str, Any]:
+        c: dict[str, Any] = {"name": role, "image": spec.probe_image, "imagePullPolicy": spec.image_pull_policy,
+                             "command": command, "securityContext": security,
+                             "volumeMounts": mounts + ([{"name": "tmp", "mountPath": "/tmp"}]
+                                                       if role == "launcher" else []),
+                             # a failed container's last log lines land in its status: the reason
+                             # survives even where logs cannot be read
+                             "terminationMessagePolicy": "FallbackToLogsOnError"}
+        if spec.resources is not None and spec.resources.as_k8s():
+            c["resources"] = spec.resources.as_k8s()
+        return c
+
+    def pod(role: str, command: list[str]) -> dict[str, Any]:
+        p: dict[str, Any] = {"securityContext": pod_security, "enableServiceLinks": False,
+                             "containers": [container(role, command)],
+                             "volumes": [pvfs2tab] + ([{"name": "tmp", "emptyDir": {}}] if role == "launcher" else [])}
+        if node_selector:
+            p["nodeSelector"] = dict(node_selector)
+        if tolerations:
+            p["tolerations"] = [t.as_k8s() for t in tolerations]
+        if role == "worker" and g.nodes > 1:
+            # grid.nodes stands for client nodes: spread the workers where the cluster allows it.
+            p["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100, "podAffinityTerm": {
+                    "topologyKey": "kubernetes.io/hostname",
+                    "labelSelector": {"matchLabels": {CALIBRATION_LABEL: owner.name, RUN_LABEL: str(run),
+                                                      JOB_LABEL: str(job.index)}}}}]}}
+        return {"metadata": {"labels": pod_labels}, "spec": p}
+
+    ranks = g.nodes * g.ranks_per_node
+    return {
+        "apiVersion": MPIJOB_API, "kind": "MPIJob",
+        "metadata": object_metadata(owner, name, labels(owner.name, "probe", {RUN_LABEL: str(run),
+                                                                              JOB_LABEL: str(job.index)})),
+        "spec": {
+            "slotsPerWorker": g.ranks_per_node,
+            "mpiImplementation": "MPICH",
+            # Hydra waits forever for a proxy whose ssh failed: start only once every worker runs sshd.
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "sshAuthMountPath": "/home/mpiuser/.ssh",
+            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0,
+                          "activeDeadlineSeconds": spec.timeout_seconds},
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "restartPolicy": "Never",
+                             "template": pod("launcher", ["sh", "-c", launcher_script(job, ranks)])},
+                "Worker": {"replicas": g.nodes, "restartPolicy": "Never",
+                           "template": pod("worker", ["sh", "-c", f"{_check('worker')}; exec {SSHD}"])},
+            },
+        },
+    }
+
+
+def measurements_configmap(owner: Owner, run: int, run_for: str, plan_digest: str, data: dict[str, str]
+                           ) -> dict[str, Any]:
+    """The run's raw measurements: one compact `pfsprobe/1` document per invocation key, and `jobs.json`
+    (which MPIJob, by UID, delivered each job's documents). Its annotations say which run it holds."""
+    meta = object_metadata(owner, measurements_configmap_name(owner.name), labels(owner.name, "measurements"),
+                           {RUN_ANNOTATION: str(run), RUN_FOR_ANNOTATION: run_for, PLAN_ANNOTATION: plan_digest})
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data)}
+
+
+def params_configmap(owner: Owner, name: str, params_json: str, fit_json: str) -> dict[str, Any]:
+    """`params.json` in the `--params` format (what layout planning and the shim config read), and
+    `fit.json`, the whole `pfslayout calibrate --json` document (cells and residuals included)."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": object_metadata(owner, name, labels(owner.name, "params")),
+            "data": {"params.json": params_json, "fit.json": fit_json}}

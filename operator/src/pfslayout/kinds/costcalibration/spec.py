@@ -1,0 +1,79 @@
+"""Typed CostCalibration spec, mirroring `crds/costcalibrations.yaml` (the CRD schema is the contract).
+
+Defaults repeat the CRD's so the tests and `pfslayout` build the same spec without a cluster; unknown
+fields are ignored so a newer CRD does not break an older operator.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pfslayout.errors import InputError
+from pfslayout.kinds.orangefscluster.spec import Resources, Toleration
+
+DEFAULT_PROBE_IMAGE = "pfslayout/mpi:dev"  # the CRD default (crds/kinds.py DEFAULT_MPI_IMAGE)
+DEFAULT_SIZES = (4096, 65536, 1048576, 4194304)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+
+class ClusterRef(_Model):
+    name: str = Field(min_length=1)
+
+
+class Grid(_Model):
+    nodes: int = Field(2, ge=1, le=64)
+    ranks_per_node: int = Field(2, alias="ranksPerNode", ge=1, le=64)
+    request_sizes: tuple[int, ...] = Field(DEFAULT_SIZES, alias="requestSizes", min_length=2, max_length=24)
+    operations: tuple[Literal["write", "read"], ...] = Field(("write", "read"), min_length=1, max_length=2)
+    patterns: tuple[Literal["sequential", "random"], ...] = Field(("sequential", "random"), min_length=1,
+                                                                   max_length=2)
+    requests_per_rank: int = Field(16, alias="requestsPerRank", ge=1, le=65536)
+    repetitions: int = Field(5, ge=1, le=10000)
+    max_configs: int | None = Field(None, alias="maxConfigs", ge=5, le=4096)
+
+
+class Fit(_Model):
+    variant: Literal["corrected", "printed"] = "corrected"
+    weighting: Literal["relative", "absolute"] = "relative"
+    per_server: bool = Field(False, alias="perServer")
+    min_r_squared: float = Field(0.8, alias="minRSquared", ge=0, le=1)
+
+
+class Batch(_Model):
+    cells_per_job: int = Field(64, alias="cellsPerJob", ge=1, le=4096)
+    max_concurrent_jobs: int = Field(1, alias="maxConcurrentJobs", ge=1, le=16)
+
+
+class CostCalibrationSpec(_Model):
+    cluster_ref: ClusterRef = Field(alias="clusterRef")
+    probe_image: str = Field(DEFAULT_PROBE_IMAGE, alias="probeImage", min_length=1)
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent", alias="imagePullPolicy")
+    grid: Grid = Grid()
+    fit: Fit = Fit()
+    backend: Literal["pvfs2", "mpiio"] = "pvfs2"
+    batch: Batch = Batch()
+    timeout_seconds: int = Field(1800, alias="timeoutSeconds", ge=10, le=86400)
+    config_map_name: str | None = Field(None, alias="configMapName")
+    history_limit: int = Field(5, alias="historyLimit", ge=1, le=50)
+    resources: Resources | None = None
+    node_selector: dict[str, str] | None = Field(None, alias="nodeSelector")
+    tolerations: list[Toleration] | None = None
+
+
+def parse_spec(raw: dict[str, Any] | None) -> CostCalibrationSpec:
+    """The typed spec of a CR's `.spec`; any violation is one InputError naming the field."""
+    try:
+        return CostCalibrationSpec.model_validate(raw or {})
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "spec"
+        raise InputError(f"spec.{loc}", str(first["msg"]), "fix the CostCalibration spec") from None
+
+
+def params_configmap(name: str, spec: CostCalibrationSpec) -> str:
+    return spec.config_map_name or f"{name}-params"

@@ -1,0 +1,76 @@
+"""The Job that creates directories on an OrangeFSCluster and sets their layout hints (pure builder).
+
+Chosen over `kubectl exec` into the client toolbox because the operator then needs no `pods/exec`
+right (which would let it run anything in any pod), the Job's log is the audit of what was set, and a
+Job survives an operator restart: the operator finds it again by its name, which is derived from the
+hints it applies. It runs the cluster's client image with the cluster's `pvfs2tab`, non-root, read-only
+root, no capabilities, no ServiceAccount token; the requester (a CostCalibration, a LayoutPolicy) owns
+it, so it goes with its owner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pfslayout.k8s.meta import Owner, content_hash, object_metadata
+from pfslayout.kinds import MANAGED_BY
+from pfslayout.kinds.orangefscluster.objects import (
+    PVFS2TAB_DIR,
+    PVFS2TAB_KEY,
+    container_security_context,
+    pod_security_context,
+)
+from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
+from pfslayout.orangefs import naming
+from pfslayout.orangefs.dirhints import DirectoryHints, script
+
+HINTS_COMPONENT = "hints"
+
+
+def hints_digest(dirs: Sequence[DirectoryHints]) -> str:
+    return content_hash(*(f"{d.path}\0{sorted(d.xattrs.items())}" for d in dirs))[:10]
+
+
+def hint_job_name(owner: Owner, dirs: Sequence[DirectoryHints]) -> str:
+    return f"{owner.name[:40]}-hints-{hints_digest(dirs)}"
+
+
+def hint_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner, dirs: Sequence[DirectoryHints],
+             labels: dict[str, str], deadline_s: int = 300) -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "securityContext": pod_security_context(fs_group=False),
+        "containers": [{
+            "name": "hints",
+            "image": cluster.client.image or cluster.image,
+            "imagePullPolicy": cluster.image_pull_policy,
+            "command": ["sh", "-c", script(dirs)],
+            "env": [{"name": "PVFS2TAB_FILE", "value": f"{PVFS2TAB_DIR}/{PVFS2TAB_KEY}"}],
+            # libpvfs2 writes the configuration it fetches from the servers to /tmp.
+            "volumeMounts": [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True},
+                             {"name": "tmp", "mountPath": "/tmp"}],
+            "securityContext": container_security_context(),
+            # The kubelet keeps the last lines of a failed container's log in its status, so the
+            # reason survives even when the log itself cannot be read.
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+        }],
+        "volumes": [{"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}},
+                    {"name": "tmp", "emptyDir": {}}],
+    }
+    if cluster.node_selector:
+        pod_spec["nodeSelector"] = dict(cluster.node_selector)
+    if cluster.tolerations:
+        pod_spec["tolerations"] = [t.as_k8s() for t in cluster.tolerations]
+    all_labels = {**labels, "app.kubernetes.io/component": HINTS_COMPONENT, "app.kubernetes.io/managed-by": MANAGED_BY}
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": object_metadata(owner, hint_job_name(owner, dirs), all_labels),
+        "spec": {
+            "backoffLimit": 2,
+            "activeDeadlineSeconds": deadline_s,
+            "template": {"metadata": {"labels": all_labels}, "spec": pod_spec},
+        },
+    }

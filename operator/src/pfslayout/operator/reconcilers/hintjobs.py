@@ -1,0 +1,59 @@
+"""The one hint path, as I/O: make sure directories exist on an OrangeFSCluster with their hints, through
+a Job (`kinds.orangefscluster.hintjob`), and report what the file system holds afterwards.
+
+Level-triggered and restart-safe: the Job's name is derived from the hints it applies, so a reconcile
+that finds it running waits for it, one that finds it finished reads its log, verifies every hint and
+deletes it. The caller records the outcome (so a finished Job is never run twice for the same hints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pfslayout.k8s.api import Kube
+from pfslayout.k8s.meta import Owner, selector_string
+from pfslayout.k8s.workloads import job_state, pod_failure, tail
+from pfslayout.kinds.orangefscluster.hintjob import hint_job, hint_job_name
+from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
+from pfslayout.orangefs.dirhints import DirectoryHints, changed, parse_report, verify
+
+
+@dataclass(frozen=True)
+class HintOutcome:
+    state: str  # "created", "running", "applied" or "failed"
+    job: str
+    message: str = ""
+    written: int = 0  # hints the Job had to write (0: everything already matched)
+
+
+def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner,
+                 dirs: Sequence[DirectoryHints], labels: dict[str, str]) -> HintOutcome:
+    name = hint_job_name(owner, dirs)
+    job = kube.get("Job", owner.namespace, name)
+    if job is None:
+        kube.apply(hint_job(cluster, cluster_name, owner, dirs, labels))
+        return HintOutcome("created", name, f"Job {name} sets the hints of {len(dirs)} directories")
+    pods = kube.list("Pod", owner.namespace, selector_string({"job-name": name}))
+    state = job_state(job)
+    if state == "running":
+        stuck = pod_failure(pods)
+        if stuck is None:
+            return HintOutcome("running", name)
+        kube.delete("Job", owner.namespace, name, propagation="Background")
+        return HintOutcome("failed", name, f"hint Job {name}: {stuck.message}")
+    log = ""
+    for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", reverse=True):
+        text = kube.pod_log(owner.namespace, pod["metadata"]["name"])
+        if text:
+            log = text
+            break
+    if state == "failed":
+        kube.delete("Job", owner.namespace, name, propagation="Background")
+        return HintOutcome("failed", name, f"hint Job {name} failed: {tail(log, 8) or 'no log'}")
+    report = parse_report(log)
+    problems = verify(dirs, report)
+    kube.delete("Job", owner.namespace, name, propagation="Background")
+    if problems:
+        return HintOutcome("failed", name, f"hints did not read back: {'; '.join(problems[:5])}")
+    return HintOutcome("applied", name, f"{len(dirs)} directories verified", changed(report))

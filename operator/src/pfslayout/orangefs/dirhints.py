@@ -1,0 +1,109 @@
+"""Directory layout hints on OrangeFS through its client tools (pure): the shell script a hint Job runs
+and the reading of what it reports.
+
+The one hint path of the operator: calibration creates its probe directories with it, and layout
+policies apply their rules with it. The script creates each directory (`pvfs2-mkdir -p`), reads every
+hint first and sets only those that differ (idempotent: a second run rewrites nothing), then reads each
+back with `pvfs2-xattr -t` and prints one tab-separated report line per hint:
+
+    PFSLAYOUT-HINT <dir> <key> <value read back> <kept|set>
+
+`verify` compares those lines with what was asked. The script needs only `pvfs2-mkdir`, `pvfs2-xattr`,
+`sed` and a POSIX shell, `PVFS2TAB_FILE` and a writable `/tmp` (libpvfs2 writes its fetched
+configuration there) — no mount, no kernel module (FUSE cannot set hints).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+MARK = "PFSLAYOUT-HINT"
+
+_PRELUDE = r"""set -u
+fail=0
+read_hint() {
+  pvfs2-xattr -t -k "$2" "$1" 2>/dev/null | sed -n 's/.*Value : "\(.*\)"$/\1/p' | head -n 1
+}
+hint() {
+  before=$(read_hint "$1" "$2")
+  action=kept
+  if [ "$before" != "$3" ]; then
+    action=set
+    if ! pvfs2-xattr -s -k "$2" -v "$3" "$1"; then
+      echo "pfslayout-hints: $1: cannot set $2" >&2
+      fail=1
+    fi
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\n' MARK "$1" "$2" "$(read_hint "$1" "$2")" "$action"
+}
+mkdir_p() {
+  # A pod's first lookups can fail while its DNS and routes settle: retry before giving up.
+  tries=0
+  until pvfs2-mkdir -p "$1" >/dev/null 2>/tmp/pfslayout-mkdir.err || pvfs2-stat "$1" >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    if [ "$tries" -ge "${PFSLAYOUT_HINT_TRIES:-20}" ]; then
+      echo "pfslayout-hints: $1: cannot create the directory (pvfs2-mkdir -p failed: $(tail -n 1 /tmp/pfslayout-mkdir.err))" >&2
+      fail=1
+      return 1
+    fi
+    sleep 1
+  done
+}
+""".replace("MARK", MARK)
+
+
+@dataclass(frozen=True)
+class DirectoryHints:
+    path: str  # as clients see it below the pvfs2tab mount point
+    xattrs: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Reported:
+    value: str
+    action: str  # "kept" (already right) or "set"
+
+
+def script(dirs: Iterable[DirectoryHints]) -> str:
+    """The POSIX shell script that creates `dirs` and sets their hints; exits 1 if anything failed."""
+    lines = [_PRELUDE]
+    for d in dirs:
+        q = shlex.quote(d.path)
+        calls = [f"hint {q} {shlex.quote(k)} {shlex.quote(v)}" for k, v in sorted(d.xattrs.items())]
+        lines.append(f"if mkdir_p {q}; then " + ("; ".join(calls) or ":") + "; fi")
+    lines.append('exit "$fail"')
+    return "\n".join(lines) + "\n"
+
+
+def parse_report(log: str) -> dict[str, dict[str, Reported]]:
+    """{dir: {key: Reported}} from the script's output (other lines are ignored)."""
+    out: dict[str, dict[str, Reported]] = {}
+    for line in log.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 5 and parts[0] == MARK:
+            out.setdefault(parts[1], {})[parts[2]] = Reported(parts[3], parts[4])
+    return out
+
+
+def verify(dirs: Iterable[DirectoryHints], report: Mapping[str, Mapping[str, Reported]]) -> list[str]:
+    """What the file system does not hold as asked, one line each; empty when every hint reads back."""
+    problems = []
+    for d in dirs:
+        got = report.get(d.path)
+        if got is None:
+            problems.append(f"{d.path}: not reported (the directory could not be created?)")
+            continue
+        for key, want in sorted(d.xattrs.items()):
+            seen = got.get(key)
+            if seen is None:
+                problems.append(f"{d.path}: {key} not reported")
+            elif seen.value != want:
+                problems.append(f"{d.path}: {key} reads back {seen.value!r}, expected {want!r}")
+    return problems
+
+
+def changed(report: Mapping[str, Mapping[str, Reported]]) -> int:
+    """How many hints the run had to write (0 when everything already matched)."""
+    return sum(1 for keys in report.values() for r in keys.values() if r.action == "set")
