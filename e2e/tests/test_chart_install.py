@@ -73,6 +73,10 @@ CAN = [
     ("list", "pods", "-A"),
     ("create", "events", "-n", "default"),
     ("patch", "mpijobs.kubeflow.org", "-n", "default"),
+    # Calibration: probe MPIJobs, and their results read from the launcher's log.
+    ("create", "mpijobs.kubeflow.org", "-n", "default"),
+    ("delete", "mpijobs.kubeflow.org", "-n", "default"),
+    ("get", "pods/log", "-n", "default"),
     # What Kopf needs to run --all-namespaces.
     ("list", "customresourcedefinitions.apiextensions.k8s.io"),
     ("watch", "namespaces"),
@@ -96,7 +100,8 @@ CANNOT = [
     ("create", "orangefsclusters.pfslayout.io", "-n", "default"),
     ("delete", "orangefsclusters.pfslayout.io", "-n", "default"),
     ("delete", "customresourcedefinitions.apiextensions.k8s.io"),
-    ("create", "mpijobs.kubeflow.org", "-n", "default"),
+    ("create", "pods/attach", "-n", "default"),
+    ("create", "pods/portforward", "-n", "default"),
     ("create", "mutatingwebhookconfigurations.admissionregistration.k8s.io"),
     ("*", "*", "-A"),
 ]

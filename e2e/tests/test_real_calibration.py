@@ -1,0 +1,175 @@
+"""Calibration for real: the operator (in-cluster, the chart's RBAC) runs `pfsprobe` as MPIJobs under the
+MPI Operator on the real node against real OrangeFS servers, reads each job's `pfsprobe/1` document back
+from the launcher's log, fits the model and publishes it; re-calibration keeps history; a broken probe
+image and a job past its deadline end `Ready=False` with the reason while the operator keeps serving;
+an OrangeFSCluster with `calibration.auto` gets its own calibration when it becomes Ready.
+
+The test cluster runs every server on one machine (one CPU, one page cache), where the cost model fits
+only loosely (R² measured 0.2-0.35 here): the example's `fit.minRSquared` is lowered to 0 so `Ready`
+means "measured, fitted, every parameter identified", and R² is reported, not judged."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+import pytest
+import yaml
+from crd_release import REPO
+from real import assert_real_pods, place
+from test_real_orangefs import incluster_operator, operator_log, wait_ofs_ready  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.e2e
+
+CC = "costcalibrations.pfslayout.io"
+PARAMS = ("e", "v", "alpha_seq", "alpha_rand", "beta")
+
+
+def example() -> tuple[dict[str, Any], dict[str, Any]]:
+    docs = list(yaml.safe_load_all((REPO / "policies" / "costcalibration.yaml").read_text()))
+    ofs = next(d for d in docs if d["kind"] == "OrangeFSCluster")
+    cc = next(d for d in docs if d["kind"] == "CostCalibration")
+    return ofs, cc
+
+
+def cc_status(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
+    return cluster.kubectl_json("get", CC, name, "-n", ns).get("status") or {}
+
+
+def ready(status: dict[str, Any]) -> dict[str, Any]:
+    return next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), {})
+
+
+def wait_terminal(cluster, ns: str, name: str, run: int, timeout: float = 600) -> dict[str, Any]:  # noqa: ANN001
+    def probe() -> dict[str, Any] | None:
+        st = cc_status(cluster, ns, name)
+        return st if st.get("run", 0) >= run and st.get("phase") in ("Succeeded", "Failed") else None
+    try:
+        return cluster.wait_until(probe, f"{ns}/{name} run {run} to finish", timeout=timeout, interval=2)
+    except AssertionError as err:
+        pods = cluster.kubectl("get", "pods,mpijobs", "-n", ns, "-o", "wide", check=False).stdout
+        raise AssertionError(f"{err}\nstatus: {cc_status(cluster, ns, name)}\n{pods}\n"
+                             f"operator log:\n{operator_log(cluster)}") from None
+
+
+def events(cluster, ns: str, name: str) -> list[dict[str, Any]]:  # noqa: ANN001
+    items = cluster.kubectl_json("get", "events", "-n", ns, "--field-selector",
+                                 f"involvedObject.kind=CostCalibration,involvedObject.name={name}")["items"]
+    return list(items)
+
+
+def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, incluster_operator,  # noqa: ANN001, F811
+                                                                     namespace: str) -> None:
+    ofs, cc = example()
+    ofs = place(ofs, cluster.mode)
+    ofs["spec"]["reclaimPolicy"] = "Delete"
+    cc["spec"]["fit"]["minRSquared"] = 0  # see the module docstring
+    cluster.apply(ofs, namespace=namespace)
+    cluster.apply(cc, namespace=namespace)
+    name = cc["metadata"]["name"]
+    wait_ofs_ready(cluster, namespace, ofs["metadata"]["name"], 4)
+
+    # Probe MPIJobs really run: their pods are on the real node, running the image's pfsprobe.
+    def probe_pods() -> list[dict[str, Any]] | None:
+        pods = cluster.kubectl_json("get", "pods", "-n", namespace, "-l",
+                                    f"pfslayout.io/calibration={name},app.kubernetes.io/component=probe")["items"]
+        return pods or None
+    pods = cluster.wait_until(probe_pods, "probe pods", timeout=300, interval=1)
+    assert_real_pods(cluster, pods)
+
+    st = wait_terminal(cluster, namespace, name, 1)
+    cond = ready(st)
+    assert st["phase"] == "Succeeded" and cond["status"] == "True" and cond["reason"] == "Fitted", st
+    fit = st["fit"]
+    assert fit["rank"] == 5 and all(fit["identified"][p] for p in PARAMS), fit
+    assert set(fit["standardErrors"]) == set(PARAMS), fit
+    assert "rSquared" in fit and fit["cells"] == st["cells"]["total"] == 32, st
+    assert st["cells"]["progress"] == "32/32" and st["jobs"] == {"total": 2, "succeeded": 2, "failed": 0,
+                                                                   "running": 0}, st
+    assert all(st["params"][p] >= 0 for p in PARAMS) and st["params"]["e"] > 0, st["params"]
+
+    # The ConfigMap holds the same parameters in the --params format, and the raw measurements are kept.
+    cm = cluster.kubectl_json("get", "configmap", st["configMapName"], "-n", namespace)
+    params = json.loads(cm["data"]["params.json"])
+    assert {p: params[p] for p in PARAMS} == {p: st["params"][p] for p in PARAMS}
+    assert json.loads(cm["data"]["fit.json"])["fit"]["cells"] == 32
+    raw = cluster.kubectl_json("get", "configmap", st["measurementsConfigMap"], "-n", namespace)["data"]
+    docs = {k: json.loads(v) for k, v in raw.items() if re.fullmatch(r"j\d+-s\d+", k)}
+    assert len(docs) == 3, sorted(raw)  # job 1 probes two request sizes, job 2 one
+    assert docs and all(d["format"] == "pfsprobe/1" and d["platform"]["servers"] == 4 for d in docs.values())
+    # Output only a real pfsprobe produces: measured times, and ranks on 2 nodes (the two worker pods).
+    assert all(d["platform"]["nodes"] == 2 and all(t > 0 for c in d["cells"] for t in c["times"])
+               for d in docs.values())
+    reasons = [e["reason"] for e in events(cluster, namespace, name)]
+    for reason in ("RunStarted", "HintsApplied", "ProbeJobCreated", "ProbeJobSucceeded", "Fitted"):
+        assert reason in reasons, reasons
+    # The probe jobs are gone once collected: nothing is left running.
+    assert cluster.kubectl_json("get", "mpijobs", "-n", namespace)["items"] == []
+    # The printer columns show phase and cells at a glance.
+    table = cluster.kubectl("get", "cc", name, "-n", namespace).stdout
+    assert "Succeeded" in table and "32/32" in table, table
+
+    # A spec change re-calibrates; the history keeps both runs and how the parameters moved.
+    cluster.kubectl("patch", CC, name, "-n", namespace, "--type", "merge", "-p",
+                    json.dumps({"spec": {"grid": {"repetitions": 4}}}))
+    st2 = wait_terminal(cluster, namespace, name, 2)
+    assert st2["run"] == 2 and ready(st2)["reason"] == "Fitted", st2
+    history = st2["history"]
+    assert [h["run"] for h in history] == [1, 2], history
+    assert history[0]["params"] == {p: st["params"][p] for p in PARAMS}
+    assert history[1]["params"] == {p: st2["params"][p] for p in PARAMS}
+
+    # On demand, by annotation: a third run.
+    cluster.kubectl("annotate", CC, name, "-n", namespace, "pfslayout.io/recalibrate=again", "--overwrite")
+    st3 = wait_terminal(cluster, namespace, name, 3)
+    assert [h["run"] for h in st3["history"]] == [1, 2, 3]
+
+
+def test_broken_image_and_deadline_fail_with_the_reason_while_others_are_served(  # noqa: ANN001, F811
+        cluster, incluster_operator, namespace: str) -> None:
+    ofs, cc = example()
+    ofs = place(ofs, cluster.mode)
+    ofs["spec"]["reclaimPolicy"] = "Delete"
+    ofs["spec"]["servers"]["count"] = 2
+    ofs["spec"]["calibration"] = {"auto": True, "profile": "quick"}
+    cluster.apply(ofs, namespace=namespace)
+    wait_ofs_ready(cluster, namespace, ofs["metadata"]["name"], 2)
+
+    broken = copy.deepcopy(cc)
+    broken["metadata"]["name"] = "broken-image"
+    broken["spec"]["probeImage"] = "pfslayout/orangefs:dev"  # no pfsprobe, no MPICH
+    slow = copy.deepcopy(cc)
+    slow["metadata"]["name"] = "deadline"
+    slow["spec"]["timeoutSeconds"] = 10
+    slow["spec"]["grid"].update(requestsPerRank=256, repetitions=20)
+    for doc in (broken, slow):
+        cluster.apply(doc, namespace=namespace)
+
+    st = wait_terminal(cluster, namespace, "broken-image", 1, timeout=300)
+    cond = ready(st)
+    assert st["phase"] == "Failed" and cond["reason"] == "ProbeFailed", st
+    assert "NoProbeInImage" in cond["message"] and "spec.probeImage" in cond["message"], cond
+    st = wait_terminal(cluster, namespace, "deadline", 1, timeout=300)
+    cond = ready(st)
+    assert st["phase"] == "Failed" and cond["reason"] == "ProbeFailed", st
+    assert "DeadlineExceeded" in cond["message"] or "deadline" in cond["message"].lower(), cond
+    warnings = [e for e in events(cluster, namespace, "deadline") if e["type"] == "Warning"]
+    assert any(e["reason"] == "ProbeFailed" for e in warnings), warnings
+    # Nothing of the failed runs is left running.
+    assert cluster.kubectl_json("get", "mpijobs", "-n", namespace)["items"] == []
+
+    # Meanwhile the cluster got its automatic calibration, which the operator served to the end, and the
+    # cluster's status points at it.
+    auto = f"{ofs['metadata']['name']}-calibration"
+    st = wait_terminal(cluster, namespace, auto, 1)
+    assert st["phase"] == "Succeeded" and st["fit"]["rank"] == 5, st
+    owner = cluster.kubectl_json("get", CC, auto, "-n", namespace)["metadata"]["ownerReferences"][0]
+    assert owner["kind"] == "OrangeFSCluster" and owner["name"] == ofs["metadata"]["name"]
+
+    def ref() -> dict[str, Any] | None:
+        obj = cluster.kubectl_json("get", "orangefsclusters.pfslayout.io", ofs["metadata"]["name"], "-n", namespace)
+        r = (obj.get("status") or {}).get("calibrationRef") or {}
+        return r if r.get("name") == auto and (ready(st)["status"] != "True" or r.get("configMapName")) else None
+    cluster.wait_until(ref, "status.calibrationRef to name the automatic calibration", timeout=60, interval=1)
