@@ -1,0 +1,149 @@
+"""CostCalibration's pure logic: the plan (grid, directories with hints, jobs), the probe MPIJob and its
+launcher script, reading the launcher's log, refusals naming the field, the fit's verdict and history."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pfslayout.calibration import design_grid, simulate_probe
+from pfslayout.costmodel import SEED_ETHERNET
+from pfslayout.k8s.meta import Owner
+from pfslayout.k8s.workloads import pod_failure
+from pfslayout.kinds import COST_CALIBRATION
+from pfslayout.kinds.costcalibration import objects as objs
+from pfslayout.kinds.costcalibration import status as st
+from pfslayout.kinds.costcalibration.plan import PlanRefused, make_plan
+from pfslayout.kinds.costcalibration.results import ProbeOutputError, extract, mpijob_state
+from pfslayout.kinds.costcalibration.spec import parse_spec
+from pfslayout.kinds.orangefscluster.calibration import current_calibration
+
+pytestmark = pytest.mark.unit
+
+OWNER = Owner(COST_CALIBRATION, "cal", "ns", "uid-1")
+URLS = [f"tcp://s{i}:3334" for i in range(4)]
+
+
+def spec(**grid: object) -> object:
+    return parse_spec({"clusterRef": {"name": "ofs"}, "grid": {"requestSizes": [4096, 1048576], **grid},
+                       "batch": {"cellsPerJob": 10}})
+
+
+def test_plan_covers_every_cell_once_in_bounded_jobs_with_per_size_targets() -> None:
+    plan = make_plan(spec(maxConfigs=12), "cal", 4, "/mnt/orangefs", URLS)
+    assert plan.total_cells == len(plan.grid.cells) == 24
+    assert all(j.cells <= 10 for j in plan.jobs) and len(plan.jobs) == 3
+    seen = [json.dumps(c, sort_keys=True) for j in plan.jobs for i in j.invocations for c in i.grid["cells"]]
+    assert len(seen) == len(set(seen)) == 24
+    for job in plan.jobs:
+        for inv in job.invocations:
+            sizes = {c["request_size"] for c in inv.grid["cells"]}
+            assert len(sizes) == 1 and inv.key.endswith(f"-s{sizes.pop()}")
+            assert all(path.startswith("/mnt/orangefs/.pfslayout/calibration/cal/") for _, path in inv.targets)
+    # one directory per layout and size, hints from the planner's mapping (1-DV: one datafile)
+    dv = next(d for d in plan.dirs if d.key == "1-DV/s4096")
+    assert dv.xattrs["user.pvfs2.num_dfiles"] == "1"
+    assert plan.digest == make_plan(spec(maxConfigs=12), "cal", 4, "/mnt/orangefs", URLS).digest
+
+
+def test_mpiio_backend_prefixes_targets_and_per_server_probes_pin_directories() -> None:
+    s = parse_spec({"clusterRef": {"name": "ofs"}, "backend": "mpiio", "fit": {"perServer": True},
+                    "grid": {"requestSizes": [4096, 65536], "maxConfigs": 8}})
+    plan = make_plan(s, "cal", 4, "/mnt/orangefs", URLS)
+    assert all(p.startswith("pvfs2:") for j in plan.jobs for i in j.invocations for _, p in i.targets)
+    pinned = [d for d in plan.dirs if d.key.startswith("server-")]
+    assert [d.xattrs["user.pvfs2.server_list"] for d in pinned] == [f"00001 {u}" for u in URLS]
+    assert {j.server for j in plan.jobs} == {None, 0, 1, 2, 3}
+
+
+@pytest.mark.parametrize(("grid", "servers", "reason", "field"), [
+    ({"patterns": ["sequential"]}, 4, "NotIdentifiable", "spec.grid.patterns"),
+    ({}, 1, "NotIdentifiable", "spec.clusterRef"),
+    ({"requestSizes": [4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1 << 20, 1 << 21],
+      "nodes": 8, "ranksPerNode": 8}, 16, "GridTooLarge", "spec.grid.maxConfigs"),
+])
+def test_refusals_name_the_field(grid: dict[str, object], servers: int, reason: str, field: str) -> None:
+    s = parse_spec({"clusterRef": {"name": "ofs"}, "grid": grid})
+    with pytest.raises(PlanRefused) as err:
+        make_plan(s, "cal", servers, "/mnt/orangefs", [f"tcp://s{i}:1" for i in range(servers)])
+    assert err.value.reason == reason and str(err.value).startswith(field), str(err.value)
+
+
+def test_ranks_beyond_the_cpu_limit_are_refused() -> None:
+    s = parse_spec({"clusterRef": {"name": "ofs"}, "grid": {"ranksPerNode": 4},
+                    "resources": {"limits": {"cpu": "2"}}})
+    with pytest.raises(PlanRefused, match="spec.grid.ranksPerNode: 4 ranks per node exceed"):
+        make_plan(s, "cal", 4, "/mnt/orangefs", URLS)
+
+
+def test_probe_mpijob_shape() -> None:
+    s = spec(maxConfigs=12)
+    plan = make_plan(s, "cal", 4, "/mnt/orangefs", URLS)
+    job = objs.probe_mpijob(s, OWNER, "ofs", 3, plan.jobs[0], {"k": "v"}, [])
+    assert job["metadata"]["name"] == "cal-r3-j0" and job["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+    assert job["spec"]["runPolicy"]["activeDeadlineSeconds"] == 1800
+    assert job["spec"]["slotsPerWorker"] == 2 and job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+    script = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"][2]
+    assert "mpiexec -n 4 " in script and "--out -" in script and objs.BEGIN in script
+    assert job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["nodeSelector"] == {"k": "v"}
+    assert objs.mpijob_name("x" * 60, 12, 345) .startswith("x" * 25) and len(objs.mpijob_name("x" * 60, 12, 345)) <= 42
+
+
+def _probe_doc(servers: int = 4) -> dict[str, object]:
+    grid = design_grid(servers, 2, 2, sizes=(4096, 1 << 20), max_configs=8)
+    return simulate_probe(grid, SEED_ETHERNET, noise=0.0)  # type: ignore[no-any-return]
+
+
+def test_extract_reads_marked_documents_and_refuses_missing_or_invalid_ones() -> None:
+    doc = _probe_doc()
+    log = f"noise\n{objs.BEGIN} j000-s4096\n{json.dumps(doc, indent=2)}\n{objs.END} j000-s4096\ntrailer\n"
+    out = extract(log, ("j000-s4096",), {"j000-s4096": 4})
+    assert json.loads(out["j000-s4096"]) == doc
+    with pytest.raises(ProbeOutputError, match="j001-s4096: no pfsprobe/1 document"):
+        extract(log, ("j001-s4096",), {"j001-s4096": 4})
+    with pytest.raises(ProbeOutputError, match="platform.servers is 4, expected 2"):
+        extract(log, ("j000-s4096",), {"j000-s4096": 2})
+    with pytest.raises(ProbeOutputError, match="invalid JSON"):
+        extract(f"{objs.BEGIN} k\n{{oops\n{objs.END} k\n", ("k",), {"k": 4})
+
+
+def test_fit_verdict_history_and_mpijob_state() -> None:
+    s = parse_spec({"clusterRef": {"name": "ofs"}})
+    result = st.fit_run(s, {"j000-s4096": json.dumps(_probe_doc())})
+    ok, reason, _ = st.verdict(s, result)
+    assert ok and reason == "Fitted"
+    block = st.fit_block(result)
+    assert block["rank"] == 5 and all(block["identified"].values()) and block["rSquared"] > 0.999
+    strict = parse_spec({"clusterRef": {"name": "ofs"}, "fit": {"minRSquared": 1.0}})
+    assert st.verdict(strict, result)[1] in ("Fitted", "PoorFit")
+    hist: list[dict[str, object]] = []
+    for run in range(1, 8):
+        hist = st.with_history(hist, st.history_entry(run, 1, "t", "Fitted", result), 5)
+    assert [h["run"] for h in hist] == [3, 4, 5, 6, 7]
+    assert mpijob_state(None) == "missing"
+    assert mpijob_state({"status": {"conditions": [{"type": "Failed", "status": "True"}]}}) == "failed"
+    assert mpijob_state({"status": {"conditions": [{"type": "Succeeded", "status": "True"}]}}) == "succeeded"
+
+
+def test_pod_failure_names_pull_errors_and_a_missing_probe() -> None:
+    pull = {"metadata": {"name": "w"}, "status": {"containerStatuses": [
+        {"image": "nope:1", "state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}}}]}}
+    assert pod_failure([pull]).reason == "ErrImagePull"  # type: ignore[union-attr]
+    missing = {"metadata": {"name": "l"}, "status": {"containerStatuses": [
+        {"image": "x", "state": {"terminated": {"exitCode": 127, "message": f"{objs.NO_PROBE} (worker); fix"}}}]}}
+    failure = pod_failure([missing], objs.NO_PROBE)
+    assert failure is not None and failure.reason == "CommandNotFound" and objs.NO_PROBE in failure.message
+
+
+def test_current_calibration_prefers_the_latest_ready_one() -> None:
+    def cc(name: str, ready: bool, when: str | None) -> dict[str, object]:
+        status = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                  "configMapName": f"{name}-params"}
+        if when:
+            status["completionTime"] = when
+        return {"metadata": {"name": name}, "spec": {"clusterRef": {"name": "ofs"}}, "status": status}
+    ccs = [cc("a", True, "2026-01-01T00:00:00Z"), cc("b", True, "2026-02-01T00:00:00Z"), cc("c", False, "2026-03-01T00:00:00Z")]
+    assert current_calibration("ofs", ccs, None)["name"] == "b"  # type: ignore[index]
+    assert current_calibration("ofs", [], {"name": "ofs-calibration"}) == {"name": "ofs-calibration"}
+    assert current_calibration("other", ccs, None) is None
