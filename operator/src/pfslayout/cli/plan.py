@@ -11,7 +11,7 @@ from pfslayout.cli._options import ParamsOption, VariantOption
 from pfslayout.cli._output import console, print_json
 from pfslayout.costmodel import resolve_params
 from pfslayout.errors import InputError
-from pfslayout.planner import DEFAULT_DELTA, Plan, load_workloads, plan_trace, plan_workload
+from pfslayout.planner import DEFAULT_DELTA, Plan, load_workloads, plan_from_file, plan_workload
 
 
 def run(trace: str | None, fmt: str | None, workload: str | None, servers: int, params: str | None, variant: str,
@@ -23,12 +23,8 @@ def run(trace: str | None, fmt: str | None, workload: str | None, servers: int, 
     prm = resolve_params(params)
     if workload is not None:
         return plan_workload(load_workloads(workload), servers, prm, variant, delta, groups)
-    from pfslayout.traces import load_trace  # imported late: darshan support loads a C library
-
     assert trace is not None  # exactly one of the two was given
-
-    loaded = load_trace(trace, fmt, group="file" if per == "file" else "directory")
-    return plan_trace(loaded, servers, prm, variant, delta, per=per, groups=groups)
+    return plan_from_file(trace, fmt, servers, prm, variant, delta, per=per, groups=groups)
 
 
 def _show(plan: Plan) -> None:
@@ -43,6 +39,8 @@ def _show(plan: Plan) -> None:
             console.print(f"  setfattr -n {key} -v '{value}' <dir>")
         if d.hybrid:
             console.print(f"  hybrid replicas: {', '.join(r.label for r in d.hybrid.replicas)}")
+        for note in d.assumptions:
+            console.print(f"  assumption: {note}", soft_wrap=True)
         console.print(f"  {d.explanation}", soft_wrap=True)
 
 

@@ -10,6 +10,7 @@ Sharing = Literal["file-per-process", "shared"]
 LayoutName = Literal["1-DV", "1-DH", "2-D"]
 TargetKind = Literal["directory", "file", "workload"]
 Mode = Literal["static", "hybrid"]
+Source = Literal["trace", "darshan-counters", "workload"]
 
 
 class SizeBin(BaseModel):
@@ -110,6 +111,9 @@ class Decision(BaseModel):
     hints: Hints
     hybrid: HybridRecommendation | None = None
     explanation: str
+    # what the workload was derived from, and what stood in for what that source cannot say
+    source: Source = "workload"
+    assumptions: list[str] = Field(default_factory=list)
 
 
 class Plan(BaseModel):

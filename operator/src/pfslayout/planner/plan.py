@@ -138,7 +138,8 @@ def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float
     return Decision(target=w.target, kind=w.kind, sharing=w.sharing, requests=w.requests, bytes=w.nbytes,
                     read_fraction=w.read_fraction, random_fraction=w.random_fraction, dominant_size=w.dominant_size,
                     candidates=costs, choice=best.label, choice_layout=best.layout, choice_g=best.g, margin=margin,
-                    mode=mode, hints=hints, hybrid=hybrid, explanation=explanation)
+                    mode=mode, hints=hints, hybrid=hybrid, explanation=explanation,
+                    source="workload" if w.kind == "workload" else "trace")
 
 
 def _hybrid(w: _Workload, n: int, params: CostParams, variant: str,
