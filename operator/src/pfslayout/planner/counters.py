@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pfslayout.costmodel.params import SEED_ETHERNET, CostParams
+from pfslayout.planner.collective import CollectiveCall, advise
 from pfslayout.planner.models import Plan, Sharing, TargetKind, WorkloadDescription
 from pfslayout.planner.plan import DEFAULT_DELTA, plan_workload
 from pfslayout.traces.darshan_counters import CounterLog, FileCounters
@@ -92,7 +93,8 @@ def counter_targets(log: CounterLog, per: str = "directory") -> list[CounterTarg
 
 
 def plan_counters(log: CounterLog, n: int, params: CostParams = SEED_ETHERNET, variant: str = "corrected",
-                  delta: float = DEFAULT_DELTA, per: str = "directory", groups: list[int] | None = None) -> Plan:
+                  delta: float = DEFAULT_DELTA, per: str = "directory", groups: list[int] | None = None,
+                  cb_nodes: int | None = None) -> Plan:
     """One decision per target, costed as its workload description, marked as derived from counters."""
     targets = counter_targets(log, per)
     plan = plan_workload([t.workload for t in targets], n, params, variant, delta, groups)
@@ -101,4 +103,11 @@ def plan_counters(log: CounterLog, n: int, params: CostParams = SEED_ETHERNET, v
         decision.source = "darshan-counters"
         decision.assumptions = list(target.notes)
         decision.explanation += " " + " ".join(n_.rstrip(".") + "." for n_ in target.notes)
+        if target.collective_reads + target.collective_writes:
+            # counters give sizes, not offsets: rank r's data is taken as the r-th block of the call
+            call = CollectiveCall.contiguous(target.workload.processes, decision.dominant_size,
+                                             target.collective_reads, target.collective_writes)
+            decision.collective = advise(call, decision.choice_layout, decision.choice_g, n, params, variant,
+                                         cb_nodes)
+            decision.explanation += " " + decision.collective.explanation
     return plan

@@ -16,7 +16,7 @@ from pfslayout.planner.plan import DEFAULT_DELTA, plan_trace
 
 def plan_from_file(path: str | Path, fmt: str | None, n: int, params: CostParams = SEED_ETHERNET,
                    variant: str = "corrected", delta: float = DEFAULT_DELTA, per: str = "directory",
-                   groups: list[int] | None = None) -> Plan:
+                   groups: list[int] | None = None, cb_nodes: int | None = None) -> Plan:
     # imported here: Darshan support loads a C library, and the trace readers pull in more than the
     # workload path needs
     from pfslayout.traces import load_trace
@@ -27,9 +27,9 @@ def plan_from_file(path: str | Path, fmt: str | None, n: int, params: CostParams
         from pfslayout.planner.counters import plan_counters
         from pfslayout.traces.darshan_counters import read_darshan_counters
 
-        return plan_counters(read_darshan_counters(path), n, params, variant, delta, per, groups)
+        return plan_counters(read_darshan_counters(path), n, params, variant, delta, per, groups, cb_nodes)
     trace = load_trace(path, fmt, group="file" if per == "file" else "directory")
-    return plan_trace(trace, n, params, variant, delta, per=per, groups=groups)
+    return plan_trace(trace, n, params, variant, delta, per=per, groups=groups, cb_nodes=cb_nodes)
 
 
 def has_dxt(path: str | Path) -> bool:
