@@ -41,6 +41,8 @@ typedef struct {
     char value[128];
 } pfs_hint;
 
+#define PFS_MAX_COLL_HINTS 4 /* cb_nodes, cb_buffer_size, romio_cb_read, romio_cb_write */
+
 typedef struct {
     char *dir;             /* replica directory; the logical path's tail below the rule is appended */
     pfs_layout layout;     /* PFS_L_AUTO: classify per request from strip_size/datafiles (docs/seeds.md §3.2) */
@@ -58,6 +60,8 @@ typedef struct {
     pfs_hint hints[PFS_MAX_HINTS];
     int nreplicas;         /* > 0: replica-set (hybrid) rule */
     pfs_replica_cfg replicas[PFS_MAX_REPLICAS];
+    int ncoll;             /* collective-buffering hints, added at every open (ROMIO reads them at open) */
+    pfs_hint coll[PFS_MAX_COLL_HINTS];
 } pfs_rule;
 
 typedef struct {

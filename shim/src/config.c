@@ -186,9 +186,44 @@ static int parse_replica(errbuf *eb, const char *where, json_t *obj, long server
     return 0;
 }
 
+/* "collective": the planner's collective-buffering advice (docs/cost-model.md, "Collective I/O"), typed so a
+ * misspelt value is refused here rather than ignored by ROMIO */
+static int parse_collective(errbuf *eb, const char *where, json_t *obj, pfs_rule *rule)
+{
+    static const char *const keys[] = {"cb_nodes", "cb_buffer_size", "romio_cb_read", "romio_cb_write", NULL};
+    if (!json_is_object(obj))
+        return fail(eb, where, "must be an object with cb_nodes, cb_buffer_size, romio_cb_read, romio_cb_write");
+    if (check_keys(eb, where, obj, keys))
+        return -1;
+    char field[256];
+    for (int k = 0; keys[k]; k++) {
+        json_t *v = json_object_get(obj, keys[k]);
+        if (!v)
+            continue;
+        snprintf(field, sizeof field, "%s.%s", where, keys[k]);
+        pfs_hint *h = &rule->coll[rule->ncoll];
+        if (k < 2) {
+            long x = 0;
+            if (get_int(eb, field, v, 1, k == 0 ? 1L << 20 : 1L << 40, &x))
+                return -1;
+            snprintf(h->value, sizeof h->value, "%ld", x);
+        } else {
+            const char *val = json_is_string(v) ? json_string_value(v) : "";
+            if (strcmp(val, "enable") && strcmp(val, "disable") && strcmp(val, "automatic"))
+                return fail(eb, field, "must be \"enable\", \"disable\" or \"automatic\"");
+            snprintf(h->value, sizeof h->value, "%s", val);
+        }
+        snprintf(h->key, sizeof h->key, "%s", keys[k]);
+        rule->ncoll++;
+    }
+    if (rule->ncoll == 0)
+        return fail(eb, where, "must set at least one of cb_nodes, cb_buffer_size, romio_cb_read, romio_cb_write");
+    return 0;
+}
+
 static int parse_rule(errbuf *eb, int i, json_t *obj, const pfs_config *cfg, int have_params, pfs_rule *rule)
 {
-    static const char *const keys[] = {"path", "hints", "replicas", NULL};
+    static const char *const keys[] = {"path", "hints", "replicas", "collective", NULL};
     char where[64], field[128];
     snprintf(where, sizeof where, "rules[%d]", i);
     if (!json_is_object(obj))
@@ -200,8 +235,15 @@ static int parse_rule(errbuf *eb, int i, json_t *obj, const pfs_config *cfg, int
         return -1;
     rule->prefix_len = strlen(rule->prefix);
     json_t *h = json_object_get(obj, "hints"), *reps = json_object_get(obj, "replicas");
-    if (!h && !reps)
-        return fail(eb, where, "needs \"hints\" (stripe hints at create) or \"replicas\" (a replica set), or both");
+    json_t *coll = json_object_get(obj, "collective");
+    if (!h && !reps && !coll)
+        return fail(eb, where, "needs \"hints\" (stripe hints at create), \"replicas\" (a replica set) or "
+                               "\"collective\" (collective-buffering hints at open)");
+    if (coll) {
+        snprintf(field, sizeof field, "%s.collective", where);
+        if (parse_collective(eb, field, coll, rule))
+            return -1;
+    }
     if (h) {
         snprintf(field, sizeof field, "%s.hints", where);
         if (parse_hints(eb, field, h, rule->hints, &rule->nhints))

@@ -24,16 +24,17 @@ static int has_key(MPI_Info info, const char *key)
 }
 
 /* user info + hints (earlier lists win over later ones; the user's own keys win over all) */
-MPI_Info merged_info(MPI_Info user, const char *path, const pfs_hint *h1, int n1, const pfs_hint *h2, int n2)
+MPI_Info merged_info(MPI_Info user, const char *path, const pfs_hint *h1, int n1, const pfs_hint *h2, int n2,
+                     const pfs_hint *h3, int n3)
 {
     MPI_Info out;
     if (user != MPI_INFO_NULL)
         PMPI_Info_dup(user, &out);
     else
         PMPI_Info_create(&out);
-    const pfs_hint *lists[2] = {h1, h2};
-    int counts[2] = {n1, n2};
-    for (int l = 0; l < 2; l++)
+    const pfs_hint *lists[3] = {h1, h2, h3};
+    int counts[3] = {n1, n2, n3};
+    for (int l = 0; l < 3; l++)
         for (int i = 0; i < counts[l]; i++) {
             const pfs_hint *h = &lists[l][i];
             if (has_key(user, h->key)) {
@@ -120,7 +121,10 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const pfs_rule *rule
         int own = 0;
         if (amode & MPI_MODE_CREATE) {
             ri = merged_info(info, filename, rule->replicas[r].hints, rule->replicas[r].nhints, rule->hints,
-                             rule->nhints);
+                             rule->nhints, rule->coll, rule->ncoll);
+            own = 1;
+        } else if (rule->ncoll) {
+            ri = merged_info(info, filename, rule->coll, rule->ncoll, NULL, 0, NULL, 0);
             own = 1;
         }
         rc = PMPI_File_open(comm, f->rep_path[r], amode, ri, &f->rep[r]);
@@ -215,8 +219,11 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
         free(abs);
         return rc;
     }
-    if (rule && rule->nhints && (amode & MPI_MODE_CREATE)) {
-        MPI_Info mi = merged_info(info, filename, rule->hints, rule->nhints, NULL, 0);
+    const int create = (amode & MPI_MODE_CREATE) != 0;
+    if (rule && ((rule->nhints && create) || rule->ncoll)) {
+        /* stripe hints only matter at create; collective-buffering hints at every open */
+        MPI_Info mi = merged_info(info, filename, create ? rule->hints : NULL, create ? rule->nhints : 0,
+                                  rule->coll, rule->ncoll, NULL, 0);
         rc = PMPI_File_open(comm, filename, amode, mi, fh);
         PMPI_Info_free(&mi);
     } else {

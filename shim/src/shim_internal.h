@@ -126,7 +126,8 @@ pfs_qentry *make_entry(pfs_file *f, const void *buf, int count, MPI_Datatype dt,
 
 /* ---------------------------------------------------------------- openclose.c */
 
-MPI_Info merged_info(MPI_Info user, const char *path, const pfs_hint *h1, int n1, const pfs_hint *h2, int n2);
+MPI_Info merged_info(MPI_Info user, const char *path, const pfs_hint *h1, int n1, const pfs_hint *h2, int n2,
+                     const pfs_hint *h3, int n3);
 
 /* ---------------------------------------------------------------- views.c */
 

@@ -124,16 +124,37 @@ class Replica(_Strict):
         return self
 
 
+CbMode = Literal["enable", "disable", "automatic"]
+
+
+class CollectiveHints(_Strict):
+    """ROMIO collective-buffering hints the planner recommends (docs/cost-model.md, "Collective I/O"); the
+    shim adds them at **every** open of a file under the rule (ROMIO reads them at open), not only at create."""
+
+    cb_nodes: StrictInt | None = Field(default=None, ge=1, le=MAX_SERVERS)
+    cb_buffer_size: StrictInt | None = Field(default=None, ge=1, le=MAX_STRIP)
+    romio_cb_read: CbMode | None = None
+    romio_cb_write: CbMode | None = None
+
+    @model_validator(mode="after")
+    def _some(self) -> CollectiveHints:
+        if all(v is None for v in (self.cb_nodes, self.cb_buffer_size, self.romio_cb_read, self.romio_cb_write)):
+            raise ValueError("set at least one of cb_nodes, cb_buffer_size, romio_cb_read, romio_cb_write")
+        return self
+
+
 class Rule(_Strict):
     path: StrictStr
     hints: dict[str, HintValue] | None = None
     replicas: list[Replica] | None = Field(default=None, min_length=1, max_length=MAX_REPLICAS)
+    collective: CollectiveHints | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Rule:
         _check_path(self.path, "path")
-        if self.hints is None and self.replicas is None:
-            raise ValueError("needs hints (stripe hints at create) or replicas (a replica set), or both")
+        if self.hints is None and self.replicas is None and self.collective is None:
+            raise ValueError("needs hints (stripe hints at create), replicas (a replica set) or collective "
+                             "(collective-buffering hints at open)")
         if self.hints is not None:
             _check_hints(self.hints, "hints")
         dirs = [normalise_path(r.dir) for r in self.replicas or []]

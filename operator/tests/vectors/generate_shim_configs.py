@@ -20,6 +20,7 @@ from typing import Any
 from pfslayout.shimconfig import (
     MAX_HINTS,
     MAX_REPLICAS,
+    CollectiveHints,
     LazySync,
     Replica,
     Rule,
@@ -130,6 +131,11 @@ def accepted() -> list[tuple[str, ShimConfig]]:
                     hints={"striping_unit": 8192, "striping_factor": 8})])])),
         ("printed-with-overrides", ShimConfig(params=_params(random.Random(1), 3), variant="printed", servers=3,
                                               ranks_per_node=12)),
+        ("collective-only", ShimConfig(rules=[Rule(path="/mnt/orangefs/vpic", collective=CollectiveHints(
+            cb_nodes=3, cb_buffer_size=8 << 20, romio_cb_read="enable", romio_cb_write="disable"))])),
+        ("collective-with-hints-and-replicas", ShimConfig(params=ETHERNET, servers=4, rules=[Rule(
+            path="/c", hints={"striping_unit": 65536}, collective=CollectiveHints(romio_cb_write="automatic"),
+            replicas=[Replica(dir="/c1", layout="1-DV", strip_size=1 << 20)])])),
         ("trace-off-stats-lazy", ShimConfig(trace=TraceSettings(enabled=False, dir="/t"), stats=StatsSettings(dir="/s"),
                                             lazy_sync=LazySync(background=False, posix=False))),
     ]
@@ -174,6 +180,12 @@ def refused() -> list[dict[str, Any]]:
          "doc": fmt | {"rules": [{"path": "/d/", "hints": {"a": 1}}, {"path": "/d", "hints": {"b": 2}}]}},
         {"name": "relative-rule-path", "field": "rules[0].path", "doc": hints_rule({"a": 1}, path="d")},
         {"name": "rule-without-hints-or-replicas", "field": "rules[0]", "doc": fmt | {"rules": [{"path": "/d"}]}},
+        {"name": "collective-empty", "field": "rules[0].collective",
+         "doc": fmt | {"rules": [{"path": "/d", "collective": {}}]}},
+        {"name": "collective-cb-mode-unknown", "field": "rules[0].collective.romio_cb_read",
+         "doc": fmt | {"rules": [{"path": "/d", "collective": {"romio_cb_read": "on"}}]}},
+        {"name": "collective-cb-nodes-zero", "field": "rules[0].collective.cb_nodes",
+         "doc": fmt | {"rules": [{"path": "/d", "collective": {"cb_nodes": 0}}]}},
         {"name": "hint-value-boolean", "field": "rules[0].hints.a", "doc": hints_rule({"a": True})},
         {"name": "seventeen-hints", "field": "rules[0].hints.h16",
          "doc": hints_rule({f"h{i:02d}": i for i in range(MAX_HINTS + 1)})},

@@ -124,6 +124,11 @@ static const struct bad BAD[] = {
     {HDR PRM "\"rules\": [{\"path\": \"/a\", \"replicas\": [{\"dir\": \"/r\", \"layout\": \"1-DV\", \"stripe\": 9}]}]}", "rules[0].replicas[0].stripe"},
     {HDR PRM "\"rules\": [{\"path\": \"/a\", \"replicas\": [{\"dir\": \"/r\", \"layout\": \"1-DV\"}, {\"dir\": \"/r/\", \"layout\": \"1-DH\"}]}]}",
      "rules[0].replicas[1]"},
+    {HDR "\"rules\": [{\"path\": \"/a\", \"collective\": {}}]}", "rules[0].collective"},
+    {HDR "\"rules\": [{\"path\": \"/a\", \"collective\": {\"cb_nodes\": 0}}]}", "rules[0].collective.cb_nodes"},
+    {HDR "\"rules\": [{\"path\": \"/a\", \"collective\": {\"cb_nodes\": \"4\"}}]}", "rules[0].collective.cb_nodes"},
+    {HDR "\"rules\": [{\"path\": \"/a\", \"collective\": {\"romio_cb_read\": \"on\"}}]}", "rules[0].collective.romio_cb_read"},
+    {HDR "\"rules\": [{\"path\": \"/a\", \"collective\": {\"cb_config_list\": \"*:1\"}}]}", "rules[0].collective.cb_config_list"},
     {HDR "\"trace\": {\"enabled\": true}}", "trace.dir"},
     {HDR "\"trace\": {\"enabled\": \"yes\", \"dir\": \"/t\"}}", "trace.enabled"},
     {HDR "\"trace\": {\"enabled\": true, \"dir\": \"/t\", \"max_records\": 0}}", "trace.max_records"},
@@ -173,9 +178,27 @@ static void test_files(void)
     remove(path);
 }
 
+/* collective-buffering hints: typed, and a rule may carry only them (applied at every open) */
+static void test_collective(void)
+{
+    pfs_config c;
+    char err[512] = "";
+    CHECK(pfs_config_parse_text("{\"format\": \"pfsshim-config/1\", \"rules\": [{\"path\": \"/data/coll\", "
+                                "\"collective\": {\"cb_nodes\": 3, \"cb_buffer_size\": 8388608, "
+                                "\"romio_cb_read\": \"enable\", \"romio_cb_write\": \"disable\"}}]}",
+                                &c, err, sizeof err) == 0, "collective rejected: %s", err);
+    CHECK(c.nrules == 1 && c.rules[0].nhints == 0 && c.rules[0].nreplicas == 0 && c.rules[0].ncoll == 4, "ncoll");
+    CHECK(strcmp(hint(c.rules[0].coll, 4, "cb_nodes"), "3") == 0, "cb_nodes");
+    CHECK(strcmp(hint(c.rules[0].coll, 4, "cb_buffer_size"), "8388608") == 0, "cb_buffer_size");
+    CHECK(strcmp(hint(c.rules[0].coll, 4, "romio_cb_read"), "enable") == 0, "romio_cb_read");
+    CHECK(strcmp(hint(c.rules[0].coll, 4, "romio_cb_write"), "disable") == 0, "romio_cb_write");
+    pfs_config_free(&c);
+}
+
 int main(void)
 {
     test_valid();
+    test_collective();
     test_defaults();
     test_malformed();
     test_files();

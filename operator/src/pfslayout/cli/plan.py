@@ -11,11 +11,11 @@ from pfslayout.cli._options import ParamsOption, VariantOption
 from pfslayout.cli._output import console, print_json
 from pfslayout.costmodel import resolve_params
 from pfslayout.errors import InputError
-from pfslayout.planner import DEFAULT_DELTA, Plan, load_workloads, plan_trace, plan_workload
+from pfslayout.planner import DEFAULT_DELTA, Plan, load_workloads, plan_from_file, plan_workload
 
 
 def run(trace: str | None, fmt: str | None, workload: str | None, servers: int, params: str | None, variant: str,
-        per: str, delta: float, groups: list[int] | None) -> Plan:
+        per: str, delta: float, groups: list[int] | None, cb_nodes: int | None = None) -> Plan:
     if (trace is None) == (workload is None):
         raise InputError("--trace", "give exactly one of --trace FILE and --workload FILE")
     if servers < 1:
@@ -23,12 +23,8 @@ def run(trace: str | None, fmt: str | None, workload: str | None, servers: int, 
     prm = resolve_params(params)
     if workload is not None:
         return plan_workload(load_workloads(workload), servers, prm, variant, delta, groups)
-    from pfslayout.traces import load_trace  # imported late: darshan support loads a C library
-
     assert trace is not None  # exactly one of the two was given
-
-    loaded = load_trace(trace, fmt, group="file" if per == "file" else "directory")
-    return plan_trace(loaded, servers, prm, variant, delta, per=per, groups=groups)
+    return plan_from_file(trace, fmt, servers, prm, variant, delta, per=per, groups=groups, cb_nodes=cb_nodes)
 
 
 def _show(plan: Plan) -> None:
@@ -43,6 +39,11 @@ def _show(plan: Plan) -> None:
             console.print(f"  setfattr -n {key} -v '{value}' <dir>")
         if d.hybrid:
             console.print(f"  hybrid replicas: {', '.join(r.label for r in d.hybrid.replicas)}")
+        if d.collective:
+            for cb_key, cb_value in d.collective.hints.items():
+                console.print(f"  collective hint {cb_key}={cb_value}  (shim config rules[].collective)")
+        for note in d.assumptions:
+            console.print(f"  assumption: {note}", soft_wrap=True)
         console.print(f"  {d.explanation}", soft_wrap=True)
 
 
@@ -59,10 +60,12 @@ def register(app: typer.Typer) -> None:
         per: Annotated[str, typer.Option("--per", help="directory, file or both")] = "directory",
         delta: Annotated[float, typer.Option("--delta", help="hybrid threshold on the best two's gap")] = DEFAULT_DELTA,
         g: Annotated[list[int] | None, typer.Option("--g", help="extra 2-D group counts to cost")] = None,
+        cb_nodes: Annotated[int | None, typer.Option(
+            "--cb-nodes", help="cost collective I/O with this many aggregators instead of choosing")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
     ) -> None:
         """Choose 1-DH, 1-DV or 2-D per directory/file from the cost model, with OrangeFS hints."""
-        result = run(trace, fmt, workload, servers, params, variant, per, delta, g)
+        result = run(trace, fmt, workload, servers, params, variant, per, delta, g, cb_nodes)
         if as_json:
             print_json(result.model_dump(mode="json"))
         else:

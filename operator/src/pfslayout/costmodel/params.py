@@ -43,6 +43,17 @@ class ServerParams(BaseModel):
     _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta")(_check_finite)
 
 
+class ShuffleParams(BaseModel):
+    """004 Eq. (1)'s platform constants: saturated intra-node and inter-node throughput (bytes/s) and a
+    latency (s). 004 reports no values (docs/seeds.md §2.8); unset ones default from the five parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    B_a: float | None = Field(default=None, gt=0, description="intra-node throughput, bytes/s")
+    B_e: float | None = Field(default=None, gt=0, description="inter-node throughput, bytes/s")
+    gamma: float | None = Field(default=None, ge=0, description="message latency, s")
+
+
 class CostParams(BaseModel):
     """e (s), v (s/byte), alpha_seq (s), alpha_rand (s), beta (s/byte); optional per-server overrides.
 
@@ -60,6 +71,7 @@ class CostParams(BaseModel):
     servers: list[ServerParams] | None = Field(
         default=None, description="per-server overrides, one entry per server in server order"
     )
+    shuffle: ShuffleParams | None = Field(default=None, description="004 shuffle constants (collective I/O)")
 
     _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta")(_check_finite)
 
@@ -77,6 +89,14 @@ class CostParams(BaseModel):
             return False
         effective = {tuple(getattr(self.for_server(i), k) for k in _PARAM_NAMES) for i in range(len(self.servers))}
         return len(effective) > 1
+
+    def shuffle_values(self) -> tuple[float, float, float]:
+        """(B_a, B_e, γ): given values, else B_e = 1/v (the client–server link), B_a = B_e (no intra-node
+        advantage assumed) and γ = e (one connection set-up)."""
+        given = self.shuffle or ShuffleParams()
+        b_e = given.B_e if given.B_e is not None else (1.0 / self.v if self.v > 0 else float("inf"))
+        b_a = given.B_a if given.B_a is not None else b_e
+        return b_a, b_e, given.gamma if given.gamma is not None else self.e
 
     def scalars(self) -> dict[str, float]:
         return {k: float(getattr(self, k)) for k in _PARAM_NAMES}

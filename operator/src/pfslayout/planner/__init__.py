@@ -13,6 +13,7 @@ from pfslayout.planner.models import (
     WorkloadDescription,
 )
 from pfslayout.planner.plan import DEFAULT_DELTA, plan_trace, plan_workload, useful_groups
+from pfslayout.planner.source import plan_from_file
 from pfslayout.planner.workload import load_workloads
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "WorkloadDescription",
     "hints_for",
     "load_workloads",
+    "plan_from_file",
     "plan_trace",
     "plan_workload",
     "useful_groups",

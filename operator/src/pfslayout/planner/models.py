@@ -10,6 +10,7 @@ Sharing = Literal["file-per-process", "shared"]
 LayoutName = Literal["1-DV", "1-DH", "2-D"]
 TargetKind = Literal["directory", "file", "workload"]
 Mode = Literal["static", "hybrid"]
+Source = Literal["trace", "darshan-counters", "workload"]
 
 
 class SizeBin(BaseModel):
@@ -92,6 +93,43 @@ class HybridRecommendation(BaseModel):
     reason: str
 
 
+class AggregatorCost(BaseModel):
+    """Two-phase collective I/O with ``aggregators`` aggregators, per call, seconds."""
+
+    aggregators: int
+    io: float
+    shuffle: float = Field(description="the slowest aggregator's shuffle, 004 Eq. (1)")
+    total: float
+
+
+class HioSchedule(BaseModel):
+    """The aggregators' reads in one server queue (004 Fig. 3): FIFO vs the HIO order, makespans in s."""
+
+    fifo_order: list[str]
+    fifo_makespan: float
+    hio_order: list[str]
+    hio_makespan: float
+
+
+class CollectiveAdvice(BaseModel):
+    """Collective-buffering hints from the shuffle cost (docs/cost-model.md, "Collective I/O")."""
+
+    ranks: int
+    reads: int
+    writes: int
+    per_rank_bytes: int
+    independent: float = Field(description="per call, every rank its own request, seconds")
+    candidates: list[AggregatorCost]
+    two_phase: bool
+    cb_nodes: int | None
+    hints: dict[str, str | int] = Field(description="ROMIO MPI_Info hints (the shim config's rule.collective)")
+    aggregator_ranks: list[int]
+    shuffle: list[float]
+    acceptable_delay: list[float]
+    hio: HioSchedule | None = None
+    explanation: str
+
+
 class Decision(BaseModel):
     target: str
     kind: TargetKind
@@ -110,6 +148,10 @@ class Decision(BaseModel):
     hints: Hints
     hybrid: HybridRecommendation | None = None
     explanation: str
+    # what the workload was derived from, and what stood in for what that source cannot say
+    source: Source = "workload"
+    assumptions: list[str] = Field(default_factory=list)
+    collective: CollectiveAdvice | None = None
 
 
 class Plan(BaseModel):

@@ -18,6 +18,7 @@ from pfslayout.costmodel.fast import Groups, group_requests, layout_totals, per_
 from pfslayout.costmodel.formulas import check_variant
 from pfslayout.costmodel.params import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
+from pfslayout.planner.collective import CollectiveCall, advise
 from pfslayout.planner.hints import hints_for
 from pfslayout.planner.models import (
     CandidateCost,
@@ -101,6 +102,7 @@ class _Workload:
     dominant_size: int
     weights: np.ndarray | None = None  # expected request count per row (workload descriptions)
     files: int | None = None  # files the layout will hold (file per process: one per rank)
+    call: CollectiveCall | None = None  # a representative collective call, when the target has any
 
 
 def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float,
@@ -138,7 +140,8 @@ def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float
     return Decision(target=w.target, kind=w.kind, sharing=w.sharing, requests=w.requests, bytes=w.nbytes,
                     read_fraction=w.read_fraction, random_fraction=w.random_fraction, dominant_size=w.dominant_size,
                     candidates=costs, choice=best.label, choice_layout=best.layout, choice_g=best.g, margin=margin,
-                    mode=mode, hints=hints, hybrid=hybrid, explanation=explanation)
+                    mode=mode, hints=hints, hybrid=hybrid, explanation=explanation,
+                    source="workload" if w.kind == "workload" else "trace")
 
 
 def _hybrid(w: _Workload, n: int, params: CostParams, variant: str,
@@ -177,9 +180,13 @@ def _hybrid(w: _Workload, n: int, params: CostParams, variant: str,
 
 
 def _plan(workloads: list[_Workload], n: int, params: CostParams, variant: str, delta: float,
-          base: list[int], extra: list[int]) -> Plan:
+          base: list[int], extra: list[int], cb_nodes: int | None = None) -> Plan:
     cands = _candidates(n, base + extra)
     decisions = [_decide(w, n, params, variant, delta, cands) for w in workloads]
+    for w, d in zip(workloads, decisions):
+        if w.call is not None:  # collective calls: the hints that go with the layout (seed 004)
+            d.collective = advise(w.call, d.choice_layout, d.choice_g, n, params, variant, cb_nodes)
+            d.explanation += " " + d.collective.explanation
     return Plan(servers=n, variant=variant, params=params.scalars(), heterogeneous=params.heterogeneous,
                 delta=delta, groups_considered=base + extra, groups_note=_groups_note(n, base, extra),
                 decisions=decisions)
@@ -214,12 +221,33 @@ def _target_workloads(trace: Trace, fid: np.ndarray, keys: list[str], kind: Targ
         in_target = target_of_file == t
         w = _trace_workload(trace, sel, str(targets[t]), kind, bool(np.any(ranks_per_file[in_target] > 1)))
         w.files = int(np.count_nonzero(ranks_per_file[in_target]))
+        w.call = collective_call(trace, sel)
         out.append(w)
     return out
 
 
+def collective_call(trace: Trace, sel: np.ndarray) -> CollectiveCall | None:
+    """The target's first collective call: each rank's earliest collective request (its offset, size, node
+    and start), or None without collective requests."""
+    if trace.collective is None:
+        return None
+    coll = sel[trace.collective[sel]]
+    if coll.size == 0:
+        return None
+    order = coll[np.lexsort((trace.start[coll], trace.rank[coll]))]
+    first = order[np.r_[True, trace.rank[order][1:] != trace.rank[order][:-1]]]
+    ranks = trace.rank[first].astype(np.int64)
+    node = (trace.node_of_rank[ranks].astype(np.int64) if trace.node_of_rank is not None
+            and int(ranks.max()) < trace.node_of_rank.size else ranks)
+    ops = trace.op[coll]
+    return CollectiveCall(offset=trace.offset[first].astype(np.int64), size=trace.size[first].astype(np.int64),
+                          node=node, arrival=trace.start[first].astype(np.float64),
+                          reads=int(np.count_nonzero(ops == OP_READ)), writes=int(np.count_nonzero(ops != OP_READ)))
+
+
 def plan_trace(trace: Trace, n: int, params: CostParams = SEED_ETHERNET, variant: str = "corrected",
-               delta: float = DEFAULT_DELTA, per: str = "directory", groups: list[int] | None = None) -> Plan:
+               delta: float = DEFAULT_DELTA, per: str = "directory", groups: list[int] | None = None,
+               cb_nodes: int | None = None) -> Plan:
     """One decision per directory (the unit OrangeFS hints apply to), per file (``per='file'``), or
     both (``per='both'``: the directory decisions, then one per file)."""
     base, extra = _check_common(n, variant, delta, groups)
@@ -247,7 +275,7 @@ def plan_trace(trace: Trace, n: int, params: CostParams = SEED_ETHERNET, variant
         workloads += _target_workloads(trace, fid, dirs, "directory", ranks_per_file)
     if per in ("file", "both"):
         workloads += _target_workloads(trace, fid, names, "file", ranks_per_file)
-    return _plan(workloads, n, params, variant, delta, base, extra)
+    return _plan(workloads, n, params, variant, delta, base, extra, cb_nodes)
 
 
 def _workload_from_description(desc: WorkloadDescription) -> _Workload:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pfslayout.errors import InputError
+from pfslayout.traces.darshan_open import open_report
 from pfslayout.traces.model import OP_READ, OP_WRITE, Trace
 
 MODULES = ("DXT_MPIIO", "DXT_POSIX")
@@ -23,17 +24,13 @@ def read_darshan_log(path: str | Path, module: str | None = None) -> Trace:
         raise InputError("--trace", f"file {path} does not exist", "pass a Darshan log (.darshan)")
     if module is not None and module not in MODULES:
         raise InputError("module", f"unknown DXT module {module!r}", f"use one of {', '.join(MODULES)}")
-    import darshan  # imported here: loading libdarshan-util is only needed for Darshan input
-
-    try:
-        report = darshan.DarshanReport(str(path), read_all=False)
-    except Exception as err:  # pydarshan raises bare RuntimeError/ValueError from its C library
-        raise InputError(str(path), f"is not a readable Darshan log ({err})", "pass a .darshan file") from None
+    report = open_report(path)
     present = [m for m in MODULES if m in report.modules]
     chosen = module or (present[0] if present else None)
     if chosen is None or chosen not in present:
         raise InputError(str(path), f"has no {module or 'DXT'} trace (modules: {', '.join(report.modules) or 'none'})",
-                         "rerun the job with DXT_ENABLE_IO_TRACE=1 in the environment of every rank")
+                         "plan from its counters with pfslayout plan --format darshan (planner.plan_from_file), "
+                         "or rerun the job with DXT_ENABLE_IO_TRACE=1 in the environment of every rank")
     report.mod_read_all_dxt_records(chosen)
     records = report.records[chosen].to_df()
     names = report.name_records
