@@ -18,7 +18,8 @@ from pfslayout.planner.hints import hints_for
 pytestmark = pytest.mark.orangefs
 
 
-def run_script(orangefs: OrangeFS, servers: ServerGroup, dirs: list[DirectoryHints]) -> subprocess.CompletedProcess[str]:
+def run_script(orangefs: OrangeFS, servers: ServerGroup, dirs: list[DirectoryHints]
+               ) -> subprocess.CompletedProcess[str]:
     env = orangefs.env(PVFS2TAB_FILE=str(servers.work.path / "pvfs2tab"),
                        PATH=f"{orangefs.prefix}/bin:{os.environ['PATH']}")
     return subprocess.run(["sh", "-c", script(dirs)], capture_output=True, text=True, timeout=120, env=env,

@@ -73,7 +73,7 @@ def test_refusals_name_the_field(grid: dict[str, object], servers: int, reason: 
 def test_ranks_beyond_the_cpu_limit_are_refused() -> None:
     s = parse_spec({"clusterRef": {"name": "ofs"}, "grid": {"ranksPerNode": 4},
                     "resources": {"limits": {"cpu": "2"}}})
-    with pytest.raises(PlanRefused, match="spec.grid.ranksPerNode: 4 ranks per node exceed"):
+    with pytest.raises(PlanRefused, match=r"spec\.grid\.ranksPerNode: 4 ranks per node exceed"):
         make_plan(s, "cal", 4, "/mnt/orangefs", URLS)
 
 
@@ -102,7 +102,7 @@ def test_extract_reads_marked_documents_and_refuses_missing_or_invalid_ones() ->
     assert json.loads(out["j000-s4096"]) == doc
     with pytest.raises(ProbeOutputError, match="j001-s4096: no pfsprobe/1 document"):
         extract(log, ("j001-s4096",), {"j001-s4096": 4})
-    with pytest.raises(ProbeOutputError, match="platform.servers is 4, expected 2"):
+    with pytest.raises(ProbeOutputError, match=r"platform\.servers is 4, expected 2"):
         extract(log, ("j000-s4096",), {"j000-s4096": 2})
     with pytest.raises(ProbeOutputError, match="invalid JSON"):
         extract(f"{objs.BEGIN} k\n{{oops\n{objs.END} k\n", ("k",), {"k": 4})
@@ -143,7 +143,8 @@ def test_current_calibration_prefers_the_latest_ready_one() -> None:
         if when:
             status["completionTime"] = when
         return {"metadata": {"name": name}, "spec": {"clusterRef": {"name": "ofs"}}, "status": status}
-    ccs = [cc("a", True, "2026-01-01T00:00:00Z"), cc("b", True, "2026-02-01T00:00:00Z"), cc("c", False, "2026-03-01T00:00:00Z")]
+    ccs = [cc("a", True, "2026-01-01T00:00:00Z"), cc("b", True, "2026-02-01T00:00:00Z"),
+           cc("c", False, "2026-03-01T00:00:00Z")]
     assert current_calibration("ofs", ccs, None)["name"] == "b"  # type: ignore[index]
     assert current_calibration("ofs", [], {"name": "ofs-calibration"}) == {"name": "ofs-calibration"}
     assert current_calibration("other", ccs, None) is None

@@ -44,7 +44,8 @@ mkdir_p() {
   until pvfs2-mkdir -p "$1" >/dev/null 2>/tmp/pfslayout-mkdir.err || pvfs2-stat "$1" >/dev/null 2>&1; do
     tries=$((tries + 1))
     if [ "$tries" -ge "${PFSLAYOUT_HINT_TRIES:-20}" ]; then
-      echo "pfslayout-hints: $1: cannot create the directory (pvfs2-mkdir -p failed: $(tail -n 1 /tmp/pfslayout-mkdir.err))" >&2
+      why=$(tail -n 1 /tmp/pfslayout-mkdir.err)
+      echo "pfslayout-hints: $1: cannot create the directory (pvfs2-mkdir -p failed: $why)" >&2
       fail=1
       return 1
     fi
