@@ -169,7 +169,12 @@ def test_rbac_is_least_privilege(render: Render) -> None:
         assert not verbs & {"escalate", "bind", "impersonate", "deletecollection"}
     assert granted[("", "pods")] == {"get", "list", "watch"}
     assert granted[("pfslayout.io", "orangefsclusters/status")] >= {"patch"}
-    assert granted[("kubeflow.org", "mpijobs")] == {"get", "list", "watch", "patch"}
+    # probe MPIJobs are created and deleted by calibration; user MPIJobs are only patched
+    assert granted[("kubeflow.org", "mpijobs")] == {"get", "list", "watch", "create", "patch", "delete"}
+    # calibration results come from the launcher's log: read-only, nothing that runs code in a pod
+    assert granted[("", "pods/log")] == {"get"}
+    for key in (("", "pods/attach"), ("", "pods/portforward")):
+        assert key not in granted, f"{key} must not be granted"
     assert granted[("apiextensions.k8s.io", "customresourcedefinitions")] == {"get", "list", "watch"}
     assert "create" not in granted[("pfslayout.io", "orangefsclusters")]
 
