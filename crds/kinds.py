@@ -548,11 +548,20 @@ def layout_policy_status() -> Schema:
                   "`user.pvfs2.num_dfiles: \"1\"`.", "additionalProperties": {"type": "string"}},
         "margin": number("(runner-up − best) / best predicted cost; compared with `spec.hybridThreshold`."),
         "applied": boolean("Whether the hints are set on the directory (checked after setting)."),
+        "appliedAt": string("When the hints were last verified on the file system.", format="date-time"),
+        "datafiles": integer("Datafiles of a file created in the directory after the hints were set "
+                             "(`pvfs2-viewdist`): what new files really get.", minimum=0),
         "message": string("Why this choice, or what failed."),
     })
     return obj("Observed state: the chosen layouts and why.", {
         "paramsSource": string("Where the cost parameters came from: `CostCalibration/<name>` or `defaults`."),
         "rules": array("Per-rule outcome, in spec order.", rule_status, maxItems=32),
+        "summary": string("Each rule's path and layout, `✓` when applied (`kubectl get lp`)."),
+        "appliedRules": string("`applied/total` rules."),
+        "hintsDigest": string("Digest of the hints last verified on the file system; an unchanged plan runs "
+                              "no Job until the next drift check."),
+        "lastCheckTime": string("When the hints were last read back from the file system.", format="date-time"),
+        "checks": integer("Hint Jobs run (applies and drift checks).", minimum=0),
         "injectedJobs": integer("MPIJobs the shim was injected into since the policy was created.", minimum=0),
         "lastInjectedJob": string("Name of the most recent MPIJob injected."),
         "conditions": conditions(),
@@ -619,8 +628,12 @@ KINDS = [
         "columns": [
             {"name": "Cluster", "type": "string", "jsonPath": ".spec.clusterRef.name",
              "description": "Target OrangeFSCluster."},
+            {"name": "Applied", "type": "string", "jsonPath": ".status.appliedRules",
+             "description": "Rules applied / rules."},
+            {"name": "Layouts", "type": "string", "jsonPath": ".status.summary",
+             "description": "Each rule's path and layout."},
             {"name": "Params", "type": "string", "jsonPath": ".status.paramsSource",
-             "description": "Cost parameters used."},
+             "description": "Cost parameters used.", "priority": 1},
             {"name": "Injected", "type": "integer", "jsonPath": ".status.injectedJobs",
              "description": "MPIJobs injected.", "priority": 1},
             _ready_column(), _age_column(),

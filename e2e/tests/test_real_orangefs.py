@@ -118,13 +118,16 @@ def for_real_node(doc: dict[str, Any], mode: str) -> dict[str, Any]:
     # Delete: the test's servers leave nothing on the node (hostPath directories are wiped by the
     # operator's Jobs, claims removed with the StatefulSet).
     spec["reclaimPolicy"] = "Delete"
+    # Calibration has its own tests (test_real_calibration.py); here it would only add probe jobs.
+    spec.setdefault("calibration", {})["auto"] = False
     return doc
 
 
 @pytest.mark.parametrize("example", example_clusters(), ids=lambda p: p.stem)
 def test_example_runs_real_orangefs_servers(cluster, incluster_operator, namespace: str,  # noqa: ANN001
                                             example: Path) -> None:
-    doc = for_real_node(yaml.safe_load(example.read_text()), cluster.mode)
+    doc = for_real_node(next(d for d in yaml.safe_load_all(example.read_text())
+                             if d and d.get("kind") == "OrangeFSCluster"), cluster.mode)
     name, servers = doc["metadata"]["name"], int(doc["spec"]["servers"]["count"])
     host_root = Path((doc["spec"]["storage"].get("hostPath") or {}).get("path") or "/nonexistent")
     host_root_existed = host_root.exists()

@@ -15,11 +15,15 @@ configuration there) — no mount, no kernel module (FUSE cannot set hints).
 
 from __future__ import annotations
 
+import hashlib
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 MARK = "PFSLAYOUT-HINT"
+DIST_MARK = "PFSLAYOUT-DIST"
+CHECK_PREFIX = ".pfslayout-check-"  # the probe files `check` creates (hidden, named by the hints they test)
 
 _PRELUDE = r"""set -u
 fail=0
@@ -38,6 +42,19 @@ hint() {
   fi
   printf '%s\t%s\t%s\t%s\t%s\n' MARK "$1" "$2" "$(read_hint "$1" "$2")" "$action"
 }
+check_file() {
+  # A file created under the hints shows what new files really get (a read-back of the keys alone
+  # cannot tell whether the server honours them).
+  # OrangeFS stuffs a small file into one datafile until it outgrows the first strip, so the probe
+  # file gets one byte more than a strip.
+  f="$1/$2"
+  if ! pvfs2-stat "$f" >/dev/null 2>&1; then
+    head -c "$3" /dev/zero > /tmp/pfslayout-check
+    pvfs2-cp /tmp/pfslayout-check "$f" >/dev/null 2>&1 || echo "pfslayout-hints: $f: cannot create" >&2
+  fi
+  n=$(pvfs2-viewdist -f "$f" 2>/dev/null | sed -n 's/^Number of datafiles\/servers = \([0-9]*\).*/\1/p')
+  printf '%s\t%s\t%s\n' DISTMARK "$1" "${n:-unknown}"
+}
 mkdir_p() {
   # A pod's first lookups can fail while its DNS and routes settle: retry before giving up.
   tries=0
@@ -52,13 +69,23 @@ mkdir_p() {
     sleep 1
   done
 }
-""".replace("MARK", MARK)
+""".replace("DISTMARK", DIST_MARK).replace("MARK", MARK)
 
 
 @dataclass(frozen=True)
 class DirectoryHints:
     path: str  # as clients see it below the pvfs2tab mount point
     xattrs: Mapping[str, str]
+    check: bool = False  # also create a probe file under the hints and report its datafile count
+
+    def check_size(self) -> int:
+        """One byte past the largest strip the hints name (64 KiB, OrangeFS's default, when none)."""
+        params = self.xattrs.get("user.pvfs2.dist_params", "")
+        sizes = [int(x) for x in re.findall(r"(\d+)(?=;|$)", params.split(":", 1)[-1])] if params else []
+        return max([65536, *sizes]) + 1
+
+    def check_name(self) -> str:
+        return CHECK_PREFIX + hashlib.sha256(repr(sorted(self.xattrs.items())).encode()).hexdigest()[:10]
 
 
 @dataclass(frozen=True)
@@ -73,6 +100,8 @@ def script(dirs: Iterable[DirectoryHints]) -> str:
     for d in dirs:
         q = shlex.quote(d.path)
         calls = [f"hint {q} {shlex.quote(k)} {shlex.quote(v)}" for k, v in sorted(d.xattrs.items())]
+        if d.check:
+            calls.append(f"check_file {q} {shlex.quote(d.check_name())} {d.check_size()}")
         lines.append(f"if mkdir_p {q}; then " + ("; ".join(calls) or ":") + "; fi")
     lines.append('exit "$fail"')
     return "\n".join(lines) + "\n"
@@ -86,6 +115,21 @@ def parse_report(log: str) -> dict[str, dict[str, Reported]]:
         if len(parts) == 5 and parts[0] == MARK:
             out.setdefault(parts[1], {})[parts[2]] = Reported(parts[3], parts[4])
     return out
+
+
+def parse_datafiles(log: str) -> dict[str, int | None]:
+    """{dir: datafiles of its probe file} for the directories checked with a file."""
+    out: dict[str, int | None] = {}
+    for line in log.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0] == DIST_MARK:
+            out[parts[1]] = int(parts[2]) if parts[2].isdigit() else None
+    return out
+
+
+def expected_datafiles(xattrs: Mapping[str, str]) -> int | None:
+    num = xattrs.get("user.pvfs2.num_dfiles", "")
+    return int(num) if num.isdigit() else None
 
 
 def verify(dirs: Iterable[DirectoryHints], report: Mapping[str, Mapping[str, Reported]]) -> list[str]:
@@ -102,6 +146,19 @@ def verify(dirs: Iterable[DirectoryHints], report: Mapping[str, Mapping[str, Rep
                 problems.append(f"{d.path}: {key} not reported")
             elif seen.value != want:
                 problems.append(f"{d.path}: {key} reads back {seen.value!r}, expected {want!r}")
+    return problems
+
+
+def verify_datafiles(dirs: Iterable[DirectoryHints], log: str) -> list[str]:
+    """Checked directories whose probe file did not get the datafile count the hints ask for."""
+    got = parse_datafiles(log)
+    problems = []
+    for d in dirs:
+        want = expected_datafiles(d.xattrs)
+        if not d.check or want is None:
+            continue
+        if got.get(d.path) != want:
+            problems.append(f"{d.path}: a new file gets {got.get(d.path)} datafiles, the hints ask for {want}")
     return problems
 
 

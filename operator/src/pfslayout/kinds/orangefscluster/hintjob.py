@@ -29,15 +29,17 @@ HINTS_COMPONENT = "hints"
 
 
 def hints_digest(dirs: Sequence[DirectoryHints]) -> str:
-    return content_hash(*(f"{d.path}\0{sorted(d.xattrs.items())}" for d in dirs))[:10]
+    return content_hash(*(f"{d.path}\0{sorted(d.xattrs.items())}\0{d.check}" for d in dirs))[:10]
 
 
-def hint_job_name(owner: Owner, dirs: Sequence[DirectoryHints]) -> str:
-    return f"{owner.name[:40]}-hints-{hints_digest(dirs)}"
+def hint_job_name(owner: Owner, dirs: Sequence[DirectoryHints], nonce: int = 0) -> str:
+    """Derived from the hints and a caller's counter (a calibration run, a policy's check number), so a
+    restarted operator finds the Job again and a later check never meets the previous one's Job."""
+    return f"{owner.name[:36]}-hints-{hints_digest(dirs)}-{nonce}"
 
 
 def hint_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner, dirs: Sequence[DirectoryHints],
-             labels: dict[str, str], deadline_s: int = 300) -> dict[str, Any]:
+             labels: dict[str, str], deadline_s: int = 300, nonce: int = 0) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "enableServiceLinks": False,
@@ -67,7 +69,7 @@ def hint_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner, dirs
     all_labels = {**labels, "app.kubernetes.io/component": HINTS_COMPONENT, "app.kubernetes.io/managed-by": MANAGED_BY}
     return {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": object_metadata(owner, hint_job_name(owner, dirs), all_labels),
+        "metadata": object_metadata(owner, hint_job_name(owner, dirs, nonce), all_labels),
         "spec": {
             "backoffLimit": 2,
             "activeDeadlineSeconds": deadline_s,

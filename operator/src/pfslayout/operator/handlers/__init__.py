@@ -2,5 +2,6 @@
 
 from pfslayout.operator.handlers import (
     costcalibration,  # noqa: F401  (registers with Kopf)
+    layoutpolicy,  # noqa: F401  (registers with Kopf)
     orangefscluster,  # noqa: F401  (registers with Kopf)
 )

@@ -167,7 +167,8 @@ class _Reconcile:
         if recorded.get("plan") == plan.digest:
             return True
         outcome = ensure_hints(self.kube, cluster, ofs["metadata"]["name"], self.owner, dirs,
-                               objs.labels(self.owner.name, "hints", {objs.RUN_LABEL: str(run.number)}))
+                               objs.labels(self.owner.name, "hints", {objs.RUN_LABEL: str(run.number)}),
+                               nonce=run.number)
         if outcome.state == "failed":
             return self.fail_run(run, plan, Failure("HintsNotApplied", outcome.message), "probe directories")
         if outcome.state == "applied":

@@ -16,7 +16,14 @@ from pfslayout.k8s.meta import Owner, selector_string
 from pfslayout.k8s.workloads import job_state, pod_failure, tail
 from pfslayout.kinds.orangefscluster.hintjob import hint_job, hint_job_name
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
-from pfslayout.orangefs.dirhints import DirectoryHints, changed, parse_report, verify
+from pfslayout.orangefs.dirhints import (
+    DirectoryHints,
+    changed,
+    parse_datafiles,
+    parse_report,
+    verify,
+    verify_datafiles,
+)
 
 
 @dataclass(frozen=True)
@@ -25,14 +32,16 @@ class HintOutcome:
     job: str
     message: str = ""
     written: int = 0  # hints the Job had to write (0: everything already matched)
+    datafiles: dict[str, int | None] | None = None  # checked directories: what a new file gets
+    drifted: tuple[str, ...] = ()  # "<dir>: <key>" the Job found different and rewrote
 
 
 def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner,
-                 dirs: Sequence[DirectoryHints], labels: dict[str, str]) -> HintOutcome:
-    name = hint_job_name(owner, dirs)
+                 dirs: Sequence[DirectoryHints], labels: dict[str, str], nonce: int = 0) -> HintOutcome:
+    name = hint_job_name(owner, dirs, nonce)
     job = kube.get("Job", owner.namespace, name)
     if job is None:
-        kube.apply(hint_job(cluster, cluster_name, owner, dirs, labels))
+        kube.apply(hint_job(cluster, cluster_name, owner, dirs, labels, nonce=nonce))
         return HintOutcome("created", name, f"Job {name} sets the hints of {len(dirs)} directories")
     pods = kube.list("Pod", owner.namespace, selector_string({"job-name": name}))
     state = job_state(job)
@@ -52,8 +61,11 @@ def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, ow
         kube.delete("Job", owner.namespace, name, propagation="Background")
         return HintOutcome("failed", name, f"hint Job {name} failed: {tail(log, 8) or 'no log'}")
     report = parse_report(log)
-    problems = verify(dirs, report)
+    problems = verify(dirs, report) + verify_datafiles(dirs, log)
     kube.delete("Job", owner.namespace, name, propagation="Background")
     if problems:
-        return HintOutcome("failed", name, f"hints did not read back: {'; '.join(problems[:5])}")
-    return HintOutcome("applied", name, f"{len(dirs)} directories verified", changed(report))
+        return HintOutcome("failed", name, f"hints did not take effect: {'; '.join(problems[:5])}")
+    drifted = tuple(f"{d}: {k}" for d, keys in sorted(report.items()) for k, r in sorted(keys.items())
+                    if r.action == "set")
+    return HintOutcome("applied", name, f"{len(dirs)} directories verified", changed(report), parse_datafiles(log),
+                       drifted)

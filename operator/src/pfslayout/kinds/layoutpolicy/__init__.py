@@ -1,0 +1,1 @@
+"""LayoutPolicy's pure logic: each rule's decision and hints (`rules`), conditions and Events (`status`)."""
