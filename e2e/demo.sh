@@ -72,6 +72,17 @@ for name in $(k -n "$DEMO_NAMESPACE" get orangefsclusters -o jsonpath='{.items[*
   k -n "$DEMO_NAMESPACE" wait --for=condition=Available --timeout=120s "deployment/$name-client" >/dev/null
   k -n "$DEMO_NAMESPACE" exec "deployment/$name-client" -- pvfs2-ping -m /mnt/orangefs
 done
+step "waiting up to ${READY_TIMEOUT}s for the CostCalibrations to publish and the LayoutPolicies to apply"
+deadline=$((SECONDS + READY_TIMEOUT))
+while [ $SECONDS -lt $deadline ]; do
+  phases=$(k -n "$DEMO_NAMESPACE" get costcalibrations -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')
+  policies=$(k -n "$DEMO_NAMESPACE" get layoutpolicies \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].reason}{"\n"}{end}')
+  ! grep -qvE '^(Succeeded|Failed)$' <<<"$phases" && ! grep -qv '^Applied$' <<<"$policies" && break
+  sleep 3
+done
+step "kubectl get cc,lp"
+k -n "$DEMO_NAMESPACE" get costcalibrations,layoutpolicies -o wide
 cat >&2 <<MSG
 
 The cluster is still running. Use it with:   eval "\$(e2e/cluster.sh env)"
