@@ -75,7 +75,7 @@ def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, in
     def probe_pods() -> list[dict[str, Any]] | None:
         pods = cluster.kubectl_json("get", "pods", "-n", namespace, "-l",
                                     f"pfslayout.io/calibration={name},app.kubernetes.io/component=probe")["items"]
-        return pods or None
+        return pods if pods and all((p.get("spec") or {}).get("nodeName") for p in pods) else None
     pods = cluster.wait_until(probe_pods, "probe pods", timeout=300, interval=1)
     assert_real_pods(cluster, pods)
 
@@ -115,12 +115,20 @@ def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, in
     table = cluster.kubectl("get", "cc", name, "-n", namespace).stdout
     assert "Succeeded" in table and "32/32" in table, table
 
-    # A spec change re-calibrates; the history keeps both runs and how the parameters moved.
+    # A spec change re-calibrates — here through ROMIO's pvfs2: driver (files follow the directory hints
+    # the operator set) and with each server's own probe, pinned to it by a LIST layout; the history
+    # keeps both runs and how the parameters moved.
     cluster.kubectl("patch", CC, name, "-n", namespace, "--type", "merge", "-p",
-                    json.dumps({"spec": {"grid": {"repetitions": 4}}}))
+                    json.dumps({"spec": {"backend": "mpiio", "fit": {"perServer": True}}}))
     st2 = wait_terminal(cluster, namespace, name, 2)
     assert st2["run"] == 2 and ready(st2)["reason"] in ("Fitted", "PoorFit"), st2
-    assert st2["fit"]["rank"] == 5 and st2["cells"]["progress"] == "32/32", st2
+    # 32 grid cells + 4 servers x 24 per-server cells (p 1 and 2, three sizes, both patterns and ops)
+    assert st2["fit"]["rank"] == 5 and st2["cells"]["progress"] == "128/128", st2
+    assert [s["index"] for s in st2["params"]["servers"]] == [0, 1, 2, 3], st2["params"]
+    raw2 = cluster.kubectl_json("get", "configmap", st2["measurementsConfigMap"], "-n", namespace)["data"]
+    pinned = [json.loads(v) for k, v in raw2.items() if k.startswith("server-")]
+    assert len(pinned) == 12 and all(d["platform"]["servers"] == 1 and d["platform"]["backend"] == "mpiio"
+                                     for d in pinned)
     history = st2["history"]
     assert [h["run"] for h in history] == [1, 2], history
     assert history[0]["params"] == {p: st["params"][p] for p in PARAMS}
