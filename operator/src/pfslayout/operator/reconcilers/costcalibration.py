@@ -33,7 +33,7 @@ from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
 from pfslayout.operator.reconcilers.events import Post, post_all
 from pfslayout.operator.reconcilers.hintjobs import ensure_hints
-from pfslayout.operator.reconcilers.locks import object_lock
+from pfslayout.operator.reconcilers.locks import with_fresh
 from pfslayout.operator.reconcilers.orangefscluster import now, refresh_calibration_ref
 from pfslayout.orangefs.dirhints import DirectoryHints
 
@@ -347,11 +347,4 @@ def _finite_only(doc: Any) -> Any:
 
 def reconcile(kube: Kube, body: dict[str, Any], post: Post) -> dict[str, Any]:
     """Take the next step of one CostCalibration; returns the status written."""
-    meta = body["metadata"]
-    with object_lock(CC, meta["namespace"], meta["name"]):
-        fresh = kube.custom.get(CC, meta["namespace"], meta["name"])
-        if fresh is None or (fresh.get("metadata") or {}).get("uid") != meta.get("uid"):
-            return {}
-        if (fresh.get("metadata") or {}).get("deletionTimestamp"):
-            return dict(fresh.get("status") or {})
-        return _Reconcile(kube, fresh, post).run()
+    return with_fresh(kube, CC, body, lambda fresh: _Reconcile(kube, fresh, post).run())

@@ -29,7 +29,7 @@ from pfslayout.kinds.orangefscluster.hintjob import hints_digest
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
 from pfslayout.operator.reconcilers.events import Post, post_all
 from pfslayout.operator.reconcilers.hintjobs import ensure_hints
-from pfslayout.operator.reconcilers.locks import object_lock
+from pfslayout.operator.reconcilers.locks import with_fresh
 from pfslayout.operator.reconcilers.orangefscluster import now
 from pfslayout.orangefs.dirhints import DirectoryHints
 
@@ -76,14 +76,8 @@ def _age_s(stamp: str | None) -> float:
 
 
 def reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -> dict[str, Any]:
-    meta = body["metadata"]
-    with object_lock(LP, meta["namespace"], meta["name"]):
-        fresh = kube.custom.get(LP, meta["namespace"], meta["name"])
-        if fresh is None or (fresh.get("metadata") or {}).get("uid") != meta.get("uid"):
-            return {}
-        if (fresh.get("metadata") or {}).get("deletionTimestamp"):
-            return dict(fresh.get("status") or {})
-        return _reconcile(kube, fresh, post, recheck_s)
+    """Plan, apply (when needed) and report one LayoutPolicy; returns the status written."""
+    return with_fresh(kube, LP, body, lambda fresh: _reconcile(kube, fresh, post, recheck_s))
 
 
 def _write(kube: Kube, post: Post, body: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,41 @@
+"""Registration of a level-triggered kind: one reconcile function, called by Kopf on create, update
+(spec, labels, annotations), resume after a restart, and a timer that drives long-running work forward
+(probe jobs, hint Jobs, a calibration becoming Ready) without watching every child.
+
+CostCalibration and LayoutPolicy register through here; OrangeFSCluster has its own handlers (deletion,
+the wipe Jobs, StatefulSet events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import kopf
+
+from pfslayout import metrics
+from pfslayout.k8s.resource import CustomResource
+
+
+def register(resource: CustomResource, step: Callable[[dict[str, Any]], dict[str, Any]], poll_s: float,
+             backoff_s: float, describe: Callable[[dict[str, Any]], str]) -> None:
+    """`step(body) -> status` for every cause; `describe(status)` is logged at debug level."""
+
+    def run(body: kopf.Body, logger: Any) -> None:
+        status = step(dict(body))
+        if status:
+            logger.debug(describe(status))
+
+    group, version, plural = resource.group, resource.version, resource.plural
+    for cause, decorator in (("create", kopf.on.create), ("update", kopf.on.update), ("resume", kopf.on.resume)):
+        @decorator(group, version, plural, id="reconcile", backoff=backoff_s)
+        @metrics.instrumented(resource.kind, cause)
+        def on_cause(body: kopf.Body, logger: Any, **_: Any) -> None:
+            run(body, logger)
+
+    @kopf.timer(group, version, plural, id="progress", interval=poll_s, initial_delay=poll_s)
+    @metrics.instrumented(resource.kind, "progress")
+    def on_progress(body: kopf.Body, logger: Any, **_: Any) -> None:
+        if (body.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        run(body, logger)
