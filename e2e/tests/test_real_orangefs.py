@@ -120,6 +120,11 @@ def for_real_node(doc: dict[str, Any], mode: str) -> dict[str, Any]:
     spec["reclaimPolicy"] = "Delete"
     # Calibration has its own tests (test_real_calibration.py); here it would only add probe jobs.
     spec.setdefault("calibration", {})["auto"] = False
+    # A sibling of the example's hostPath: the demo keeps its data there (Retain), and a server finding
+    # another file system's storage (another FS ID) refuses to start.
+    host = (spec.get("storage") or {}).get("hostPath")
+    if host:
+        host["path"] = host["path"].rstrip("/") + "-e2e"
     return doc
 
 
