@@ -92,7 +92,12 @@ def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, in
     assert "rSquared" in fit and fit["cells"] == st["cells"]["total"] == 32, st
     assert st["cells"]["progress"] == "32/32" and st["jobs"] == {"total": 2, "succeeded": 2, "failed": 0,
                                                                    "running": 0}, st
-    assert all(st["params"][p] >= 0 for p in PARAMS) and st["params"]["e"] > 0, st["params"]
+    # Non-negative least squares may pin a parameter at 0 on a noisy one-machine platform (seen: e and
+    # beta); the fit must then say so in its warnings.
+    assert all(st["params"][p] >= 0 for p in PARAMS), st["params"]
+    for p in PARAMS:
+        if st["params"][p] == 0:
+            assert any(w.startswith(f"{p}: fitted at the bound 0") for w in fit["warnings"]), (p, fit["warnings"])
 
     # The ConfigMap holds the same parameters in the --params format, and the raw measurements are kept.
     cm = cluster.kubectl_json("get", "configmap", st["configMapName"], "-n", namespace)
