@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from pfslayout.errors import InputError
 from pfslayout.kinds.orangefscluster.spec import Resources, Toleration
+from pfslayout.kinds.specs import parse_model
 
 DEFAULT_PROBE_IMAGE = "pfslayout/mpi:dev"  # the CRD default (crds/kinds.py DEFAULT_MPI_IMAGE)
 DEFAULT_SIZES = (4096, 65536, 1048576, 4194304)
@@ -67,12 +67,7 @@ class CostCalibrationSpec(_Model):
 
 def parse_spec(raw: dict[str, Any] | None) -> CostCalibrationSpec:
     """The typed spec of a CR's `.spec`; any violation is one InputError naming the field."""
-    try:
-        return CostCalibrationSpec.model_validate(raw or {})
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "spec"
-        raise InputError(f"spec.{loc}", str(first["msg"]), "fix the CostCalibration spec") from None
+    return parse_model(CostCalibrationSpec, raw, "CostCalibration")
 
 
 def params_configmap(name: str, spec: CostCalibrationSpec) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pfslayout.errors import InputError
+from pfslayout.kinds.specs import parse_model
 from pfslayout.orangefs import handles
 
 DEFAULT_IMAGE = "pfslayout/orangefs:dev"  # the CRD default (the image the kind path builds)
@@ -137,15 +137,4 @@ class OrangeFSClusterSpec(_Model):
 
 def parse_spec(raw: dict[str, Any] | None) -> OrangeFSClusterSpec:
     """Build the typed spec from a CR's `.spec`, turning any violation into one InputError line."""
-    try:
-        return OrangeFSClusterSpec.model_validate(raw or {})
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "spec"
-        msg = first["msg"]
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
-            field, _, problem = msg.partition(": ")
-            if problem:
-                raise InputError(f"spec.{field}", problem, "fix the OrangeFSCluster spec") from None
-        raise InputError(f"spec.{loc}", msg, "fix the OrangeFSCluster spec") from None
+    return parse_model(OrangeFSClusterSpec, raw, "OrangeFSCluster")
