@@ -244,6 +244,11 @@ uint32_t pfs_trace_file_id(pfs_trace *t, const char *path); /* existing id or a 
 void pfs_trace_add(pfs_trace *t, const pfs_trace_rec *r);   /* drops (and counts) when full */
 /* Writes <dir>/<job>.rank-NNNNNN.pfstrace atomically (temp file + rename). 0 or -1 with errno. */
 int pfs_trace_write(const pfs_trace *t, const char *dir, const char *job);
+/* The file's bytes (header, records, file table) in one malloc'd buffer the caller frees; NULL if out of
+ * memory. */
+unsigned char *pfs_trace_image(const pfs_trace *t, size_t *len);
+/* <dir>/<job>.rank-NNNNNN.pfstrace ("run" when job is NULL). */
+void pfs_trace_file_name(char *out, size_t cap, const char *dir, const char *job, uint32_t rank);
 double pfs_now(void); /* CLOCK_REALTIME seconds */
 
 #endif

@@ -4,9 +4,13 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
+#include "pfs_common.h"
 #include "shim_internal.h"
+
+static char *g_job_id; /* PFSLAYOUT_SHIM_JOB, else the config's trace.job_id */
 
 static void release_dtype(pfs_qentry *e)
 {
@@ -31,6 +35,11 @@ static void shim_init(void)
         return;
     }
     g_active = g_cfg.nrules > 0 || g_cfg.trace_enabled;
+    /* One config serves every job of a policy: the job's name comes from the environment the operator
+     * forwards to every rank (trace file names carry it). */
+    const char *jid = getenv("PFSLAYOUT_SHIM_JOB");
+    if (jid && *jid && !strchr(jid, '/') && strlen(jid) <= 128)
+        g_job_id = strdup(jid);
     const char *sd = getenv("PFSLAYOUT_SHIM_STATS");
     if (sd && *sd)
         g_stats_dir = strdup(sd);
@@ -78,6 +87,37 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 static uint64_t g_trace_written = UINT64_MAX; /* record count at the last write; none yet */
 
+/* A trace directory with a ROMIO prefix other than ufs: (`pvfs2:/mnt/orangefs/.pfslayout/traces/ns`) is
+ * written through MPI-IO on MPI_COMM_SELF: the job's pods need no mount of the parallel file system, and
+ * the operator collects the files from it after the job. ROMIO cannot rename, so the file is written in
+ * place (truncated first); the operator reads traces only after the job has succeeded. The directory must
+ * exist (the operator creates it with the policy's hints). */
+static int write_trace_mpiio(const char *job)
+{
+    char path[4096];
+    pfs_trace_file_name(path, sizeof path, g_cfg.trace_dir, job, g_trace.rank);
+    size_t len = 0;
+    unsigned char *img = pfs_trace_image(&g_trace, &len);
+    if (!img)
+        return -1;
+    MPI_File fh;
+    int rc = PMPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_File_set_size(fh, 0);
+        size_t done = 0;
+        while (rc == MPI_SUCCESS && done < len) { /* MPI counts are int: write in chunks below 1 GiB */
+            int chunk = (int)(len - done < (1u << 30) ? len - done : (1u << 30));
+            rc = PMPI_File_write_at(fh, (MPI_Offset)done, img + done, chunk, MPI_BYTE, MPI_STATUS_IGNORE);
+            done += (size_t)chunk;
+        }
+        int rc2 = PMPI_File_close(&fh);
+        if (rc == MPI_SUCCESS)
+            rc = rc2;
+    }
+    free(img);
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+
 /* At the last close the trace is rewritten only when it has doubled since the last write, so a job that
  * opens and closes many files pays O(total) for these safety copies; MPI_Finalize always writes. */
 void write_trace(int at_finalize)
@@ -87,8 +127,12 @@ void write_trace(int at_finalize)
     const uint64_t n = __atomic_load_n(&g_trace.n, __ATOMIC_RELAXED);
     if (g_trace_written != UINT64_MAX && (at_finalize ? n == g_trace_written : n < 2 * g_trace_written))
         return;
-    if (pfs_trace_write(&g_trace, g_cfg.trace_dir, g_cfg.job_id) != 0)
-        say("rank %d: cannot write the trace into %s: %s", g_world_rank, g_cfg.trace_dir, strerror(errno));
+    const char *job = g_job_id ? g_job_id : g_cfg.job_id;
+    const int via_mpiio = pfs_romio_bare(g_cfg.trace_dir) != g_cfg.trace_dir &&
+                          strncmp(g_cfg.trace_dir, "ufs:", 4) != 0;
+    if (via_mpiio ? write_trace_mpiio(job) != 0 : pfs_trace_write(&g_trace, g_cfg.trace_dir, job) != 0)
+        say("rank %d: cannot write the trace into %s: %s", g_world_rank, g_cfg.trace_dir,
+            via_mpiio ? "MPI-IO error (does the directory exist?)" : strerror(errno));
     else
         g_trace_written = n;
 }

@@ -90,17 +90,19 @@ static void put16(unsigned char *b, uint16_t v) { memcpy(b, &v, 2); }
 static void put32(unsigned char *b, uint32_t v) { memcpy(b, &v, 4); }
 static void put64(unsigned char *b, uint64_t v) { memcpy(b, &v, 8); }
 
-int pfs_trace_write(const pfs_trace *t, const char *dir, const char *job)
+/* The whole file (docs/trace-format.md) in one malloc'd buffer: the writer below and the MPI-IO writer
+ * of init.c (traces written straight onto a parallel file system through ROMIO) share it. */
+unsigned char *pfs_trace_image(const pfs_trace *t, size_t *len)
 {
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/%s.rank-%06u.pfstrace", dir, job ? job : "run", t->rank);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return -1;
     uint64_t count = t->n < t->cap ? t->n : t->cap;
     uint64_t table_off = 64 + count * 40;
-    unsigned char h[64];
-    memset(h, 0, sizeof h);
+    size_t size = (size_t)table_off;
+    for (uint32_t i = 0; i < t->npaths; i++)
+        size += 8 + strlen(t->paths[i]);
+    unsigned char *h = malloc(size);
+    if (!h)
+        return NULL;
+    memset(h, 0, 64);
     memcpy(h, "PFSTRACE", 8);
     put16(h + 8, 1);
     put16(h + 10, 64);
@@ -115,20 +117,40 @@ int pfs_trace_write(const pfs_trace *t, const char *dir, const char *job)
     memcpy(h + 48, &t->epoch, 8);
     put32(h + 56, t->npaths);
     put32(h + 60, t->dropped > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)t->dropped);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return -1;
-    int ok = fwrite(h, 1, 64, f) == 64;
-    if (ok && count)
-        ok = fwrite(t->recs, 40, count, f) == count;
-    for (uint32_t i = 0; ok && i < t->npaths; i++) {
-        unsigned char e[8];
-        uint32_t len = (uint32_t)strlen(t->paths[i]);
+    if (count)
+        memcpy(h + 64, t->recs, (size_t)count * 40);
+    unsigned char *e = h + table_off;
+    for (uint32_t i = 0; i < t->npaths; i++) {
+        uint32_t plen = (uint32_t)strlen(t->paths[i]);
         put32(e, i);
-        put32(e + 4, len);
-        ok = fwrite(e, 1, 8, f) == 8 && fwrite(t->paths[i], 1, len, f) == len;
+        put32(e + 4, plen);
+        memcpy(e + 8, t->paths[i], plen);
+        e += 8 + plen;
     }
-    if (fclose(f) != 0)
+    *len = size;
+    return h;
+}
+
+void pfs_trace_file_name(char *out, size_t cap, const char *dir, const char *job, uint32_t rank)
+{
+    snprintf(out, cap, "%s/%s.rank-%06u.pfstrace", dir, job ? job : "run", rank);
+}
+
+int pfs_trace_write(const pfs_trace *t, const char *dir, const char *job)
+{
+    char path[4096], tmp[4200];
+    pfs_trace_file_name(path, sizeof path, dir, job, t->rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return -1;
+    size_t len = 0;
+    unsigned char *img = pfs_trace_image(t, &len);
+    if (!img)
+        return -1;
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fwrite(img, 1, len, f) == len;
+    free(img);
+    if (f && fclose(f) != 0)
         ok = 0;
     if (!ok || rename(tmp, path) != 0) {
         int saved = errno;

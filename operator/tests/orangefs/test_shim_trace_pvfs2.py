@@ -1,0 +1,77 @@
+"""The shim writes its per-rank traces straight onto OrangeFS: with `trace.dir` a `pvfs2:` path, every rank
+of a real MPICH job (ROMIO's pvfs2 driver, loopback pvfs2-servers) writes `<job>.rank-N.pfstrace` through
+MPI-IO, named by `PFSLAYOUT_SHIM_JOB`. The files are then read back with libpvfs2 (`pvfs2-cp`) and parsed
+by the operator's trace reader: one file per rank, and the requests the program really made.
+
+This is how a LayoutPolicy learns from a run without any mount in the job's pods. Runs when
+PFSLAYOUT_MPICH_PREFIX and ORANGEFS_PREFIX name the host-built trees; skipped, saying why, otherwise."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ofs_loopback import OrangeFS, ServerGroup, free_ports
+from test_orangefs_loopback import MOUNT, init_and_start, render, tool
+from test_orangefs_mpich_romio import BLOCK, RANKS, Mpich, mpich, romio_check  # noqa: F401  (fixtures)
+
+from pfslayout.shimconfig import ShimConfig, TraceSettings, render_shim_config
+from pfslayout.traces.model import OP_READ, OP_WRITE
+from pfslayout.traces.shim import read_shim_trace_dir
+
+pytestmark = pytest.mark.orangefs
+
+SHIM_DIR = Path(__file__).resolve().parents[3] / "shim"
+
+
+@pytest.fixture(scope="session")
+def shim_lib(orangefs: OrangeFS, mpich: Mpich, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
+    """libpfsshim built against the same MPICH (its ROMIO has the pvfs2 driver), as images/build/shim.sh
+    builds it for the MPI image."""
+    build = tmp_path_factory.mktemp("shim-mpich-pvfs2")
+    env = mpich.env(orangefs)
+    for argv in (["cmake", "-S", str(SHIM_DIR), "-B", str(build), "-DPFSLAYOUT_BUILD_TESTS=OFF",
+                  f"-DMPI_C_COMPILER={mpich.prefix / 'bin' / 'mpicc'}", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                  "-DCMAKE_SKIP_RPATH=ON"],
+                 ["cmake", "--build", str(build), "--target", "pfsshim", "-j", "2"]):
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, env=env)
+        assert result.returncode == 0, f"{argv}: {result.stdout[-3000:]}{result.stderr[-3000:]}"
+    return build / "src" / "libpfsshim.so"
+
+
+def test_every_rank_writes_its_trace_onto_orangefs(orangefs: OrangeFS, servers: ServerGroup, mpich: Mpich,  # noqa: F811
+                                                  romio_check: Path, shim_lib: Path, tmp_path: Path) -> None:  # noqa: F811
+    ports = free_ports(2)
+    init_and_start(servers, render(servers, ports), ports)
+    traces = f"{MOUNT}/traces"
+    made = tool(orangefs, servers, "pvfs2-mkdir", traces)
+    assert made.returncode == 0, made.stdout + made.stderr
+    config = tmp_path / "shim.json"
+    config.write_text(render_shim_config(ShimConfig(trace=TraceSettings(enabled=True, dir=f"pvfs2:{traces}"))))
+    env = mpich.env(orangefs, PVFS2TAB_FILE=str(servers.work.path / "pvfs2tab"))
+    argv = [str(mpich.prefix / "bin" / "mpiexec"), "-launcher", "fork", "-n", str(RANKS),
+            "-genv", "LD_PRELOAD", str(shim_lib), "-genv", "PFSLAYOUT_SHIM_CONFIG", str(config),
+            "-genv", "PFSLAYOUT_SHIM_JOB", "job-a", str(romio_check), f"pvfs2:{MOUNT}/data", str(BLOCK)]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, env=env,
+                            cwd=servers.work.path)
+    assert result.returncode == 0, f"{argv}: {result.stdout}{result.stderr}"
+    assert "cannot write the trace" not in result.stderr, result.stderr
+
+    listing = tool(orangefs, servers, "pvfs2-ls", traces)
+    names = sorted(x for x in listing.stdout.split() if x.endswith(".pfstrace"))
+    assert names == [f"job-a.rank-{r:06d}.pfstrace" for r in range(RANKS)], listing.stdout
+    local = tmp_path / "traces"
+    local.mkdir()
+    for name in names:
+        copy = tool(orangefs, servers, "pvfs2-cp", f"{traces}/{name}", str(local / name))
+        assert copy.returncode == 0, copy.stdout + copy.stderr
+    trace = read_shim_trace_dir(local)
+    assert sorted(set(trace.rank.tolist())) == list(range(RANKS))
+    # romio_check: each rank writes its block, then reads the next rank's, both collective on one file
+    for op in (OP_WRITE, OP_READ):
+        sel = trace.op == op
+        assert int(np.count_nonzero(sel)) == RANKS, (op, trace.op)
+        assert set(trace.size[sel].tolist()) == {BLOCK}
+    assert any(f.endswith(f"{MOUNT}/data") for f in trace.files), trace.files
