@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from pfslayout.cli import calibrate, cost, costmap, plan, render
+from pfslayout.cli import calibrate, cost, costmap, plan, render, summarise
 from pfslayout.errors import InputError
 
 app = typer.Typer(
@@ -26,7 +26,7 @@ def _root() -> None:
     """Cost-model-driven data layouts for OrangeFS."""
 
 
-for module in (cost, plan, calibrate, costmap, render):
+for module in (cost, plan, calibrate, costmap, render, summarise):
     module.register(app)
 
 

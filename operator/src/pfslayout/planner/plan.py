@@ -278,6 +278,33 @@ def plan_trace(trace: Trace, n: int, params: CostParams = SEED_ETHERNET, variant
     return _plan(workloads, n, params, variant, delta, base, extra, cb_nodes)
 
 
+def weighted_workload(target: str, kind: TargetKind, sharing: Sharing, p: np.ndarray, m: np.ndarray,
+                      size: np.ndarray, random: np.ndarray, weight: np.ndarray, *, read_fraction: float,
+                      files: int | None) -> _Workload:
+    """A workload of weighted request rows (p, m, size, random, expected count): what a workload
+    description expands to, and what a trace summary keeps of a trace (planner/summary.py)."""
+    keep = weight > 0
+    rows_p, rows_m = np.asarray(p)[keep], np.asarray(m)[keep]
+    rows_s, rows_r, rows_w = np.asarray(size, np.float64)[keep], np.asarray(random, bool)[keep], weight[keep]
+    g = group_requests(rows_p, rows_m, rows_s, rows_r, with_key=True)
+    # Weighted counts: rebuild the groups with expected (fractional) counts and bytes.
+    idx = g.index()
+    count = np.bincount(idx, weights=rows_w, minlength=len(g))
+    nbytes = np.bincount(idx, weights=rows_w * rows_s, minlength=len(g))
+    groups = Groups(p=g.p, m=g.m, random=g.random, count=count, bytes=nbytes, key=g.key, dense=g.dense,
+                    dense_size=g.dense_size)
+    by_size: dict[float, float] = {}
+    for sz, w in zip(rows_s.tolist(), rows_w.tolist()):
+        by_size[sz] = by_size.get(sz, 0.0) + w
+    dominant = int(max(by_size.items(), key=lambda kv: (kv[1], kv[0]))[0]) if by_size else 0
+    total = float(rows_w.sum())
+    return _Workload(target=target, kind=kind, sharing=sharing, groups=groups, sizes=rows_s,
+                     requests=round(total), nbytes=round(float((rows_w * rows_s).sum())),
+                     read_fraction=read_fraction,
+                     random_fraction=float((rows_w * rows_r).sum() / total) if total > 0 else 0.0,
+                     dominant_size=dominant, weights=rows_w, files=files)
+
+
 def _workload_from_description(desc: WorkloadDescription) -> _Workload:
     sizes = np.array([b.size for b in desc.request_sizes], dtype=np.float64)
     weights = np.array([b.weight for b in desc.request_sizes], dtype=np.float64)
@@ -288,22 +315,22 @@ def _workload_from_description(desc: WorkloadDescription) -> _Workload:
     rows_s = np.concatenate([sizes, sizes])
     rows_r = np.concatenate([np.zeros(sizes.size, bool), np.ones(sizes.size, bool)])
     rows_w = np.concatenate([share * (1 - rf), share * rf]) * reqs
-    keep = rows_w > 0
-    rows_s, rows_r, rows_w = rows_s[keep], rows_r[keep], rows_w[keep]
-    p = np.full(rows_s.size, desc.processes)
-    m = np.full(rows_s.size, desc.procs_per_node)
-    g = group_requests(p, m, rows_s, rows_r, with_key=True)
-    # Weighted counts: rebuild the groups with expected (fractional) counts and bytes.
-    idx = g.index()
-    count = np.bincount(idx, weights=rows_w, minlength=len(g))
-    nbytes = np.bincount(idx, weights=rows_w * rows_s, minlength=len(g))
-    groups = Groups(p=g.p, m=g.m, random=g.random, count=count, bytes=nbytes, key=g.key, dense=g.dense,
-                    dense_size=g.dense_size)
-    dominant = int(sizes[np.lexsort((sizes, weights))[-1]])
-    return _Workload(target=desc.name, kind="workload", sharing=desc.sharing, groups=groups, sizes=rows_s,
-                     requests=reqs, nbytes=round(float((share * sizes).sum() * reqs)),
-                     read_fraction=desc.read_fraction, random_fraction=rf, dominant_size=dominant, weights=rows_w,
-                     files=desc.processes if desc.sharing == "file-per-process" else 1)
+    w = weighted_workload(desc.name, "workload", desc.sharing, np.full(rows_s.size, desc.processes),
+                          np.full(rows_s.size, desc.procs_per_node), rows_s, rows_r, rows_w,
+                          read_fraction=desc.read_fraction,
+                          files=desc.processes if desc.sharing == "file-per-process" else 1)
+    # the description's own figures (exact, not re-derived from the rows)
+    w.requests, w.random_fraction = reqs, rf
+    w.nbytes = round(float((share * sizes).sum() * reqs))
+    w.dominant_size = int(sizes[np.lexsort((sizes, weights))[-1]])
+    return w
+
+
+def plan_workloads(workloads: list[_Workload], n: int, params: CostParams = SEED_ETHERNET,
+                   variant: str = "corrected", delta: float = DEFAULT_DELTA) -> Plan:
+    """One decision per prepared workload (`weighted_workload`)."""
+    base, extra = _check_common(n, variant, delta, None)
+    return _plan(workloads, n, params, variant, delta, base, extra)
 
 
 def plan_workload(descs: WorkloadDescription | list[WorkloadDescription], n: int,
