@@ -504,18 +504,27 @@ def layout_policy_spec() -> Schema:
         }, default={}),
         "trace": obj("Per-rank request tracing by the shim (input for `auto` rules with `source: trace`).", {
             "enabled": boolean("Record traces.", default=False),
-            "path": string("Directory inside the file system where each job's per-rank traces go "
-                           "(`<path>/<namespace>/<job>/`).", minLength=2, maxLength=1024,
+            "path": string("Directory inside the file system where the shim writes each job's per-rank traces, "
+                           "through MPI-IO (`<path>/<namespace>/<job>.rank-NNNNNN.pfstrace`); the operator "
+                           "creates `<path>/<namespace>`.", minLength=2, maxLength=1024,
                            pattern=r"^/[^\x00]*$", default="/.pfslayout/traces"),
             "maxRecordsPerRank": integer("Records kept per rank; later requests are counted, not stored.",
                                          format="int64", minimum=1, maximum=1 << 30, default=1 << 20),
-            "replan": boolean("Re-plan `auto` rules with `source: trace` when a traced MPIJob succeeds.",
-                              default=True),
+            "replan": boolean("Re-plan `auto` rules with `source: trace` when a traced MPIJob matching "
+                              "`selector` succeeds.", default=True),
+            "replanThreshold": number("Hysteresis of the learning loop: a rule switches to the layout a new "
+                                      "trace favours only when the current layout would cost more than "
+                                      "(1 + this) times as much for that trace.", minimum=0, maximum=10,
+                                      default=0.1),
         }, default={}),
     }, required=["clusterRef", "rules"], rules=[
         rule("!self.rules.exists(r, r.mode == 'auto' && has(r.auto) && r.auto.source == 'trace') || "
              "self.trace.enabled",
              "trace.enabled must be true when a rule uses auto.source: trace", ".trace.enabled"),
+        rule("!self.rules.exists(r, r.mode == 'auto' && has(r.auto) && r.auto.source == 'trace') || "
+             "has(self.selector)",
+             "selector is required when a rule uses auto.source: trace: it names the MPIJobs whose traces the "
+             "rule learns from (e.g. matchLabels: {app: ior})", ".selector"),
     ])
 
 
@@ -552,6 +561,34 @@ def layout_policy_status() -> Schema:
         "datafiles": integer("Datafiles of a file created in the directory after the hints were set "
                              "(`pvfs2-viewdist`): what new files really get.", minimum=0),
         "message": string("Why this choice, or what failed."),
+        "source": string("Where the decision came from: `spec` (explicit, hybrid), `workload` (the rule's "
+                         "workload description) or `trace` (the last traced run).",
+                         enum=["spec", "workload", "trace"]),
+        "trace": obj("The traced run an `auto` rule with `source: trace` was planned from.", {
+            "job": string("The MPIJob whose traces were used."),
+            "collectedAt": string("When its traces were collected.", format="date-time"),
+            "requests": integer("Its I/O requests under the rule's directory.", minimum=0),
+            "ranks": integer("Ranks that made them.", minimum=0),
+            "sharing": string("`file-per-process` or `shared`, as the trace shows.",
+                              enum=["file-per-process", "shared"]),
+            "dominantSize": integer("The most common request size, bytes.", format="int64", minimum=0),
+        }),
+        "history": array("Decisions of the learning loop for this rule, oldest first (the last 10): each trace "
+                         "and what it changed.", obj("One trace and the decision it led to.", {
+                             "time": string("When the trace was collected.", format="date-time"),
+                             "job": string("The MPIJob traced."),
+                             "requests": integer("Requests under the rule's directory.", minimum=0),
+                             "ranks": integer("Ranks that made them.", minimum=0),
+                             "layout": string("The layout in force after this trace, e.g. `2-D/g2`."),
+                             "previous": string("The layout before it."),
+                             "predictedSeconds": number("Predicted cost of the trace's requests under `layout`.",
+                                                        minimum=0),
+                             "bestSeconds": number("Predicted cost under the cheapest allowed layout.", minimum=0),
+                             "gain": number("(previous − best) / best for this trace; compared with "
+                                            "`spec.trace.replanThreshold`."),
+                             "switched": boolean("Whether this trace changed the layout."),
+                             "reason": string("Why it switched or kept."),
+                         }), maxItems=10),
     })
     return obj("Observed state: the chosen layouts and why.", {
         "paramsSource": string("Where the cost parameters came from: `CostCalibration/<name>` or `defaults`."),
@@ -562,6 +599,14 @@ def layout_policy_status() -> Schema:
                               "no Job until the next drift check."),
         "lastCheckTime": string("When the hints were last read back from the file system.", format="date-time"),
         "checks": integer("Hint Jobs run (applies and drift checks).", minimum=0),
+        "learning": obj("The learning loop (with `spec.trace.enabled`).", {
+            "collectedJobs": integer("Succeeded MPIJobs whose traces were collected (or found missing).",
+                                     minimum=0),
+            "lastJob": string("The MPIJob collected last."),
+            "traceDirectory": string("Client path where the shim writes this namespace's traces."),
+            "shimConfigMap": string("ConfigMap holding the shim config (`shim.json`) the policy's jobs trace "
+                                    "with."),
+        }),
         "injectedJobs": integer("MPIJobs the shim was injected into since the policy was created.", minimum=0),
         "lastInjectedJob": string("Name of the most recent MPIJob injected."),
         "conditions": conditions(),

@@ -75,7 +75,7 @@ def test_pins_and_heterogeneous_servers() -> None:
 def test_trace_rules_wait_and_decision_changes_are_events() -> None:
     d = decide_rule({"path": "/t", "mode": "auto", "auto": {"source": "trace"}}, 0, PLATFORM, SEED_ETHERNET,
                     "corrected", 0.1)
-    assert d.error is None and d.dirs == [] and "traced run" in d.status["message"]
+    assert d.error is None and d.pending and not d.dirs[0].xattrs and "traced run" in d.status["message"]
     old = {"rules": [{"path": "/a", "decision": "static", "layout": {"layout": "1-DV"}, "message": "m"}]}
     new = {"rules": [{"path": "/a", "decision": "static", "layout": {"layout": "1-DH"}, "message": "m2"}]}
     assert [e.reason for e in events(old, new)] == ["DecisionChanged"]

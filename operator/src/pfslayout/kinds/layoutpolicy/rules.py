@@ -5,8 +5,9 @@
   with the policy's parameters; restricted to `auto.candidates`; a close call becomes a replica set only
   with `allowHybrid`. Heterogeneous per-server parameters give `varstrip_dist` strips (the planner's
   `hints_for`).
-* `auto` with `source: trace`: planned from traces of earlier runs (not collected yet: reported, not
-  applied).
+* `auto` with `source: trace`: the layout the learning loop chose from the last traced run of a selected
+  MPIJob (learn.py; hysteresis there), costed again with the current parameters; until a trace arrives
+  the rule waits (reported, not applied).
 * `hybrid`: the given replicas; the rule's directory holds the first replica's layout (the primary
   copy) and each replica lives in `<path>/.replica-<name>` with its own layout.
 
@@ -15,6 +16,7 @@ Every problem is a `RuleError` naming `spec.rules[i].<field>` and the fix; the o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ from pfslayout.planner import plan_workload
 from pfslayout.planner.hints import KEY_DIST, KEY_LAYOUT, KEY_LIST, KEY_NUM, KEY_PARAMS, LAYOUT_LIST, hints_for
 from pfslayout.planner.models import CandidateCost, Decision
 from pfslayout.planner.policy import SHARING, workload_from_rule
+from pfslayout.planner.summary import TraceSummary, plan_summary
 
 RESERVED = "/.pfslayout"
 
@@ -50,6 +53,7 @@ class RuleDecision:
     dirs: list[DirectoryHints] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    pending: bool = False  # planned, nothing to apply yet (a `source: trace` rule before its first trace)
 
     @property
     def where(self) -> str:
@@ -122,11 +126,54 @@ def _strip(xattrs: dict[str, str]) -> int | None:
     return int(params.split(":", 1)[1]) if params.startswith("strip_size:") else None
 
 
+def _learned(auto: dict[str, Any], d: RuleDecision, platform: Platform, params: CostParams, variant: str,
+             delta: float, learned: Mapping[str, Any] | None) -> None:
+    """`source: trace`: the layout the learning loop chose from the last traced run (learn.py keeps it,
+    with hysteresis), costed again with the current parameters for the status."""
+    entry = learned or {}
+    if not entry.get("summary") or not entry.get("layout"):
+        # the directory is created (without hints) so the first traced job can write there: ROMIO cannot
+        # create directories, and the job's pods have no mount to do it with
+        d.dirs.append(DirectoryHints(full_path(platform, d.path), {}))
+        d.pending = True
+        d.status.update(applied=False, source="trace", message=(
+            "waiting for a traced run: an MPIJob matching spec.selector that succeeds with the shim's tracing "
+            "(spec.trace.enabled) is collected and this rule planned from its own requests"))
+        return
+    summary = TraceSummary.model_validate(entry["summary"])
+    decision = plan_summary(summary, platform.servers, params, variant, delta).decisions[0]
+    allowed = set(auto.get("candidates") or ["1-DH", "1-DV", "2-D"])
+    cands = sorted((c for c in decision.candidates if c.layout in allowed), key=lambda c: c.total)
+    lay = dict(entry["layout"])
+    pick = next((c for c in cands if c.layout == lay.get("layout") and c.g == lay.get("groups")), None)
+    if pick is None:
+        raise RuleError(f"{d.where}.auto.candidates", f"the learned layout {lay.get('layout')} is not an allowed "
+                        "candidate on this cluster", "allow it again, or wait for the next traced run")
+    best = cands[0]
+    hints = hints_for(pick.layout, pick.g, platform.servers, summary.sharing, summary.dominant_size, params,
+                      summary.files)
+    layout: dict[str, Any] = {"layout": pick.layout}
+    if pick.g is not None:
+        layout["groups"] = pick.g
+    if hints.strip_size:
+        layout["stripSize"] = hints.strip_size
+    margin = (cands[1].total - best.total) / best.total if len(cands) > 1 and best.total > 0 else None
+    d.dirs.append(DirectoryHints(full_path(platform, d.path), dict(hints.xattrs)))
+    history = list(entry.get("history") or [])
+    why = history[-1].get("reason") if history else f"{pick.label} chosen from the trace"
+    d.status.update(decision="static", layout=layout, hints=dict(hints.xattrs), candidates=[
+        candidate_status(c) for c in cands], margin=margin, source="trace",
+        trace={"job": entry.get("job"), "collectedAt": entry.get("at"), "requests": summary.requests,
+               "ranks": summary.ranks, "sharing": summary.sharing, "dominantSize": summary.dominant_size},
+        history=history, message=f"from the trace of MPIJob {entry.get('job')} ({summary.requests} requests by "
+                                 f"{summary.ranks} ranks, {summary.sharing}): {why}")
+
+
 def _auto(rule: dict[str, Any], d: RuleDecision, platform: Platform, params: CostParams, variant: str,
-          delta: float) -> None:
+          delta: float, learned: Mapping[str, Any] | None = None) -> None:
     auto = rule.get("auto") or {}
     if auto.get("source", "workload") == "trace":
-        d.status.update(applied=False, message="waiting for a traced run of a selected MPIJob to plan from")
+        _learned(auto, d, platform, params, variant, delta, learned)
         return
     try:
         workload = workload_from_rule(rule, d.where)
@@ -143,7 +190,7 @@ def _auto(rule: dict[str, Any], d: RuleDecision, platform: Platform, params: Cos
     margin = (cands[1].total - best.total) / best.total if len(cands) > 1 and best.total > 0 else None
     sharing = SHARING[rule.get("fileSharing", "perProcess")]
     target = full_path(platform, d.path)
-    d.status.update(candidates=[candidate_status(c) for c in cands], margin=margin)
+    d.status.update(candidates=[candidate_status(c) for c in cands], margin=margin, source="workload")
     if auto.get("allowHybrid") and decision.mode == "hybrid" and decision.hybrid is not None \
             and all(r.hints.xattrs for r in decision.hybrid.replicas):
         reps = decision.hybrid.replicas
@@ -170,10 +217,11 @@ def _auto(rule: dict[str, Any], d: RuleDecision, platform: Platform, params: Cos
 
 
 def decide_rule(rule: dict[str, Any], index: int, platform: Platform, params: CostParams, variant: str,
-                delta: float) -> RuleDecision:
+                delta: float, learned: Mapping[str, Any] | None = None) -> RuleDecision:
+    """`learned`: what the learning loop keeps for this rule's path (an `auto` rule with `source: trace`)."""
     path = str(rule.get("path") or "")
     d = RuleDecision(index, path, str(rule.get("mode")))
-    d.status = {"path": path, "mode": d.mode}
+    d.status = {"path": path, "mode": d.mode, **({"source": "spec"} if d.mode != "auto" else {})}
     try:
         _check_path(path, platform, d.where)
         sharing = SHARING[rule.get("fileSharing", "perProcess")]
@@ -195,7 +243,7 @@ def decide_rule(rule: dict[str, Any], index: int, platform: Platform, params: Co
                             message=f"replica set of {len(replicas)}: {', '.join(r['name'] for r in replicas)}; "
                                     f"{path} holds {replicas[0]['name']}'s layout, each copy in .replica-<name>")
         else:
-            _auto(rule, d, platform, params, variant, delta)
+            _auto(rule, d, platform, params, variant, delta, learned)
     except RuleError as err:
         d.error = str(err)
         d.dirs = []

@@ -3,7 +3,9 @@
 Conditions: `Ready` (every valid rule's hints verified on the file system; reasons `Applied`,
 `Applying`, `RuleInvalid` when some rules cannot be planned — the others still apply —, `ClusterNotReady`,
 `HintJobFailed`), `Calibrated` (`Calibrated` with the CostCalibration used; `NoCalibration`,
-`CalibrationNotFound`, `CalibrationNotReady` while the seeds' Ethernet defaults stand in).
+`CalibrationNotFound`, `CalibrationNotReady` while the seeds' Ethernet defaults stand in), `Learned` (the
+learning loop: `Learned` from the last traced MPIJob; `Disabled`, `WaitingForTrace`, `Collecting`,
+`TraceUnreadable`, `NoMatchingRequests`, `MPIJobsUnavailable`).
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ from pfslayout.k8s.conditions import Event, EventPolicy, condition, transition_e
 
 EVENT_POLICY = EventPolicy(troubled_phases=frozenset(),
                            warning_reasons=frozenset({"RuleInvalid", "ClusterNotReady", "HintJobFailed",
-                                                      "CalibrationNotFound"}))
+                                                      "CalibrationNotFound", "TraceUnreadable",
+                                                      "MPIJobsUnavailable"}))
 
 
 def conditions(ready: tuple[bool, str, str], calibrated: tuple[bool, str, str], generation: int, now: str,
-               previous: dict[str, Any] | None) -> list[dict[str, Any]]:
+               previous: dict[str, Any] | None, learned: tuple[bool, str, str] | None = None) -> list[dict[str, Any]]:
     prev = (previous or {}).get("conditions")
-    return [condition("Ready", *ready, generation, now, prev), condition("Calibrated", *calibrated, generation, now,
-                                                                           prev)]
+    out = [condition("Ready", *ready, generation, now, prev), condition("Calibrated", *calibrated, generation, now,
+                                                                         prev)]
+    if learned is not None:
+        out.append(condition("Learned", *learned, generation, now, prev))
+    return out
 
 
 def _choice(rule: dict[str, Any]) -> Any:

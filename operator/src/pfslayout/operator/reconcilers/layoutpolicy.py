@@ -23,10 +23,12 @@ from pfslayout.k8s.meta import owner_of
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
+from pfslayout.kinds.layoutpolicy import learn
 from pfslayout.kinds.layoutpolicy import status as st
 from pfslayout.kinds.layoutpolicy.rules import Platform, decide_rule, summary
 from pfslayout.kinds.orangefscluster.hintjob import hints_digest
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
+from pfslayout.operator.reconcilers import learning
 from pfslayout.operator.reconcilers.events import Post, post_all
 from pfslayout.operator.reconcilers.hintjobs import ensure_hints
 from pfslayout.operator.reconcilers.locks import with_fresh
@@ -116,11 +118,17 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
     params, source, calibrated = load_params(kube, owner.namespace, spec, ofs)
     variant = str((spec.get("costModel") or {}).get("variant") or "corrected")
     delta = float(spec.get("hybridThreshold", 0.1))
-    decisions = [decide_rule(r, i, platform, params, variant, delta) for i, r in enumerate(spec.get("rules") or [])]
+    learned = learning.step(kube, body, owner, cluster, cluster_name, platform, params, variant, now(), post)
+    decisions = [decide_rule(r, i, platform, params, variant, delta, learned.rules.get(str(r.get("path"))))
+                 for i, r in enumerate(spec.get("rules") or [])]
     dirs: list[DirectoryHints] = []
     for d in decisions:
         # the rule's own directory gets a check file: what a new file there really gets
         dirs += [DirectoryHints(x.path, x.xattrs, check=(j == 0)) for j, x in enumerate(d.dirs)]
+    if learn.trace_settings(spec).get("enabled"):
+        # where the shim writes the traces of this namespace's jobs (ROMIO cannot create directories)
+        dirs.append(DirectoryHints(learn.trace_dir(spec, platform.mount_path, owner.namespace), {}))
+        learning.publish_shim_config(kube, owner, spec, platform.mount_path)
     digest = hints_digest(dirs) if dirs else ""
     checks = int(old.get("checks") or 0)
     previous = {r.get("path"): r for r in old.get("rules") or []}
@@ -128,14 +136,18 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
     same = old.get("hintsDigest") == digest
     for d, r in zip(decisions, rules):
         prev = previous.get(d.path) or {}
-        if d.error is None and d.dirs and same and prev.get("applied"):
+        if d.error is None and d.dirs and not d.pending and same and prev.get("applied"):
             r.update(applied=True, appliedAt=prev.get("appliedAt"))
             if prev.get("datafiles") is not None:
                 r["datafiles"] = prev["datafiles"]
-        elif d.error is None and d.dirs:
+        elif d.error is None and d.dirs and not d.pending:
             r["applied"] = False
     invalid = [d for d in decisions if d.error]
     status: dict[str, Any] = {"paramsSource": source, "rules": rules}
+    if learn.trace_settings(spec).get("enabled"):
+        status["learning"] = {"collectedJobs": learned.collected, "shimConfigMap": learning.shim_configmap(owner.name),
+                              "traceDirectory": learn.trace_dir(spec, platform.mount_path, owner.namespace),
+                              **({"lastJob": learned.last_job} if learned.last_job else {})}
     due = dirs and (not same or _age_s(old.get("lastCheckTime")) >= recheck_s)
     ready: tuple[bool, str, str]
     if due:
@@ -153,7 +165,7 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
         else:
             stamp = now()
             for d, r in zip(decisions, rules):
-                if d.error is None and d.dirs:
+                if d.error is None and d.dirs and not d.pending:
                     r.update(applied=True, appliedAt=stamp if not (same and r.get("appliedAt")) else r["appliedAt"])
                     got = (outcome.datafiles or {}).get(d.dirs[0].path)
                     if got is not None:
@@ -174,5 +186,5 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
                  " (the other rules are applied)")
     applied = sum(1 for r in rules if r.get("applied"))
     status.update(summary=summary(rules), appliedRules=f"{applied}/{len(rules)}",
-                  conditions=st.conditions(ready, calibrated, generation, now(), old))
+                  conditions=st.conditions(ready, calibrated, generation, now(), old, learned.condition))
     return _write(kube, post, body, status)

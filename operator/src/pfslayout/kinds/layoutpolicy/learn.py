@@ -1,0 +1,231 @@
+"""The learning loop of a LayoutPolicy (pure): which finished MPIJobs to learn from, the Job that
+collects their traces, the shim config the jobs trace with, and the hysteresis that decides whether a
+rule switches layout.
+
+* **Which jobs.** MPIJobs in the policy's namespace that match `spec.selector`, have succeeded, and were
+  not collected yet (their UIDs are kept in the learned state), oldest completion first, one at a time.
+* **Where traces are.** The shim writes `<job>.rank-NNNNNN.pfstrace` through MPI-IO into
+  `pvfs2:<mount><spec.trace.path>/<namespace>` (`trace_dir`); the operator creates that directory with
+  the policy's other directories. Jobs get the shim config published in ConfigMap `<policy>-shim`
+  (`shim_config`) and `PFSLAYOUT_SHIM_JOB=<job name>`.
+* **The collector** (`collector_job`): an init container from the cluster's client image copies the
+  job's trace files out of OrangeFS (`pvfs2-ls`, `pvfs2-cp`) into an emptyDir; the operator's own image
+  reduces them to one small summary per `auto`/`trace` rule (`pfslayout summarise`) and prints it as one
+  marker line, read back through `pods/log` like the calibration's results.
+* **Hysteresis** (`choose`): the new trace's cheapest allowed layout replaces the current one only when
+  the current layout costs more than `1 + spec.trace.replanThreshold` times as much under the new trace;
+  every trace leaves a history entry (kept or switched, with the predicted costs).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from pfslayout.costmodel.params import CostParams
+from pfslayout.k8s.meta import Owner, content_hash, object_metadata
+from pfslayout.kinds import MANAGED_BY
+from pfslayout.kinds.orangefscluster.objects import (
+    PVFS2TAB_DIR,
+    PVFS2TAB_KEY,
+    container_security_context,
+    pod_security_context,
+)
+from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
+from pfslayout.orangefs import naming
+from pfslayout.planner.models import CandidateCost, Decision
+from pfslayout.planner.summary import TraceSummary, plan_summary
+from pfslayout.shimconfig import ShimConfig, TraceSettings, render_shim_config
+
+MARKER = "PFSLAYOUT-TRACE-SUMMARY"
+FILES_MARKER = "PFSLAYOUT-TRACE-FILES"
+COLLECTOR_COMPONENT = "trace-collector"
+HISTORY_LIMIT = 10
+COLLECTED_LIMIT = 200
+DEFAULT_TRACE_PATH = "/.pfslayout/traces"
+DEFAULT_THRESHOLD = 0.1
+
+
+class TraceError(Exception):
+    """A collector's output that cannot be used (no trace files, an unreadable trace)."""
+
+
+def trace_settings(spec: dict[str, Any]) -> dict[str, Any]:
+    return spec.get("trace") or {}
+
+
+def learning_enabled(spec: dict[str, Any]) -> bool:
+    t = trace_settings(spec)
+    return bool(t.get("enabled")) and bool(t.get("replan", True)) and spec.get("selector") is not None
+
+
+def trace_dir(spec: dict[str, Any], mount_path: str, namespace: str) -> str:
+    """The client path (below the pvfs2tab mount point) the shim writes this namespace's traces to."""
+    path = str(trace_settings(spec).get("path") or DEFAULT_TRACE_PATH).rstrip("/")
+    return f"{mount_path.rstrip('/')}{path}/{namespace}"
+
+
+def shim_config(spec: dict[str, Any], mount_path: str, namespace: str) -> str:
+    """The shim config the policy's jobs run with (validated by the same model the C parser mirrors)."""
+    t = trace_settings(spec)
+    trace = TraceSettings(enabled=True, dir=f"pvfs2:{trace_dir(spec, mount_path, namespace)}",
+                          max_records=int(t.get("maxRecordsPerRank") or 1048576)) if t.get("enabled") else None
+    return render_shim_config(ShimConfig(trace=trace))
+
+
+def label_selector(selector: dict[str, Any]) -> str:
+    """A LabelSelector (`matchLabels`, `matchExpressions`) as the API's `labelSelector` string."""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e["key"], e["operator"], ",".join(e.get("values") or [])
+        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": key,
+                      "DoesNotExist": f"!{key}"}[op])
+    return ",".join(parts)
+
+
+def completion(job: dict[str, Any]) -> str | None:
+    """When an MPIJob succeeded (its Succeeded condition's time), or None."""
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Succeeded" and c.get("status") == "True":
+            return str(c.get("lastTransitionTime") or (job.get("status") or {}).get("completionTime") or "")
+    return None
+
+
+def next_job(jobs: list[dict[str, Any]], collected: list[str]) -> dict[str, Any] | None:
+    """The succeeded job not collected yet that finished first."""
+    done = set(collected)
+    ready = [j for j in jobs if completion(j) is not None and j["metadata"].get("uid") not in done]
+    return min(ready, key=lambda j: (completion(j) or "", j["metadata"]["name"]), default=None)
+
+
+def collector_name(owner: Owner, job: dict[str, Any]) -> str:
+    return f"{owner.name[:30]}-learn-{content_hash(job['metadata']['uid'])[:10]}"
+
+
+def collector_script(source_dir: str, job_name: str) -> str:
+    q = shlex.quote(source_dir)
+    prefix = shlex.quote(f"{job_name}.rank-")
+    return (f"set -u\nn=0\n"
+            f"for f in $(pvfs2-ls {q} 2>/dev/null); do\n"
+            f"  case \"$f\" in {prefix}*.pfstrace)\n"
+            f"    pvfs2-cp {q}/\"$f\" /traces/\"$f\" >/dev/null || {{ echo \"cannot copy $f\" >&2; exit 1; }}\n"
+            f"    n=$((n + 1)) ;;\n  esac\ndone\n"
+            f"echo {FILES_MARKER} $n\n")
+
+
+def collector_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner, job: dict[str, Any],
+                  source_dir: str, rule_paths: list[str], operator_image: str, pull_policy: str,
+                  labels: dict[str, str], deadline_s: int = 600) -> dict[str, Any]:
+    name = collector_name(owner, job)
+    summarise = ["pfslayout", "summarise", "--trace", "/traces", "--format", "shim", "--marker", MARKER]
+    for p in rule_paths:
+        summarise += ["--path", p]
+    run = (f"if ls /traces/*.pfstrace >/dev/null 2>&1; then exec {shlex.join(summarise)}; "
+           f"else echo '{MARKER} {{\"files\":0}}'; fi")
+    volumes = [{"name": "traces", "mountPath": "/traces"}, {"name": "tmp", "mountPath": "/tmp"}]
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "securityContext": pod_security_context(fs_group=False),
+        "initContainers": [{
+            "name": "copy", "image": cluster.client.image or cluster.image,
+            "imagePullPolicy": cluster.image_pull_policy,
+            "command": ["sh", "-c", collector_script(source_dir, job["metadata"]["name"])],
+            "env": [{"name": "PVFS2TAB_FILE", "value": f"{PVFS2TAB_DIR}/{PVFS2TAB_KEY}"}],
+            "volumeMounts": [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}, *volumes],
+            "securityContext": container_security_context(),
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+        }],
+        "containers": [{
+            "name": "summarise", "image": operator_image, "imagePullPolicy": pull_policy,
+            "command": ["sh", "-c", run],
+            "env": [{"name": "HOME", "value": "/tmp"}],
+            "volumeMounts": volumes,
+            "securityContext": container_security_context(),
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+        }],
+        "volumes": [{"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}},
+                    {"name": "traces", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
+    }
+    if cluster.node_selector:
+        pod_spec["nodeSelector"] = dict(cluster.node_selector)
+    if cluster.tolerations:
+        pod_spec["tolerations"] = [t.as_k8s() for t in cluster.tolerations]
+    all_labels = {**labels, "app.kubernetes.io/component": COLLECTOR_COMPONENT,
+                  "app.kubernetes.io/managed-by": MANAGED_BY}
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": object_metadata(owner, name, all_labels,
+                                        {"pfslayout.io/mpijob": job["metadata"]["name"],
+                                         "pfslayout.io/mpijob-uid": job["metadata"]["uid"]}),
+            "spec": {"backoffLimit": 1, "activeDeadlineSeconds": deadline_s,
+                     "template": {"metadata": {"labels": all_labels}, "spec": pod_spec}}}
+
+
+def parse_collector_log(log: str) -> tuple[int, dict[str, TraceSummary]]:
+    """(trace files, {rule client path: summary}); TraceError when the log holds no usable result."""
+    line = next((x for x in reversed(log.splitlines()) if x.startswith(MARKER + " ")), None)
+    if line is None:
+        raise TraceError(f"the collector printed no {MARKER} line" + (f" ({log.strip()[-300:]})" if log.strip()
+                                                                         else ""))
+    try:
+        doc = json.loads(line[len(MARKER) + 1:])
+        if doc.get("files") == 0:
+            return 0, {}
+        return int(doc.get("ranks") or 0), {p: TraceSummary.model_validate(s)
+                                            for p, s in (doc.get("summaries") or {}).items()}
+    except (ValueError, TypeError, AttributeError) as err:
+        raise TraceError(f"the collector's summary is not valid ({type(err).__name__}: {str(err)[:200]})") from None
+
+
+@dataclass(frozen=True)
+class Choice:
+    layout: str
+    g: int | None
+    decision: Decision  # the planner's view of the trace (all candidates)
+    candidates: list[CandidateCost]  # the allowed ones, cheapest first
+    entry: dict[str, Any]  # the history entry this trace leaves
+
+
+def _key(layout: str, g: int | None) -> str:
+    return layout + (f"/g{g}" if g else "")
+
+
+def choose(summary: TraceSummary, allowed: list[str], current: dict[str, Any] | None, n: int, params: CostParams,
+           variant: str, threshold: float, job: str, at: str) -> Choice:
+    """The layout to use after this trace: the cheapest allowed candidate, unless the current one is within
+    `threshold` of it (hysteresis: a near-tie never flips the layout back and forth between runs)."""
+    decision = plan_summary(summary, n, params, variant).decisions[0]
+    cands = sorted((c for c in decision.candidates if c.layout in allowed), key=lambda c: c.total)
+    if not cands:
+        raise TraceError("no allowed candidate can be realised on this cluster")
+    best = cands[0]
+    cur = None
+    if current:
+        cur = next((c for c in cands if c.layout == current.get("layout") and c.g == current.get("groups")), None)
+    gain = (cur.total - best.total) / best.total if cur is not None and best.total > 0 else None
+    keep = cur is not None and gain is not None and gain <= threshold
+    pick = cur if keep and cur is not None else best
+    entry: dict[str, Any] = {
+        "time": at, "job": job, "requests": summary.requests, "ranks": summary.ranks,
+        "layout": _key(pick.layout, pick.g), "predictedSeconds": pick.total, "bestSeconds": best.total,
+        "switched": not keep and current is not None and (cur is None or cur is not best),
+    }
+    if current:
+        entry["previous"] = _key(str(current.get("layout")), current.get("groups"))
+    if gain is not None:
+        entry["gain"] = gain
+    if keep:
+        entry["reason"] = (f"kept {_key(pick.layout, pick.g)}: {_key(best.layout, best.g)} would be only "
+                           f"{gain:.1%} cheaper (threshold {threshold:.0%})")
+    elif current is None:
+        entry["reason"] = f"first trace: {_key(best.layout, best.g)} is the cheapest allowed layout"
+    elif cur is None:
+        entry["reason"] = (f"{entry['previous']} is no longer an allowed candidate; "
+                           f"{_key(best.layout, best.g)} is the cheapest")
+    else:
+        entry["reason"] = (f"switched to {_key(best.layout, best.g)}: {gain:.1%} cheaper than "
+                           f"{entry['previous']} (threshold {threshold:.0%})")
+    return Choice(pick.layout, pick.g, decision, cands, entry)
