@@ -270,10 +270,12 @@ node_import_images() {
   while read -r name archive; do
     [ -n "$name" ] || continue
     stamp=$CONTAINERD_ROOT/pfslayout-imported/$(basename "$archive")
-    if [ -f "$stamp" ] && ctr_ images ls -q | grep -qx "$name"; then continue; fi
+    if [ -f "$stamp" ] && ctr_ images ls -q | grep -x "$name" >/dev/null; then continue; fi
     log "importing $name into the real node's containerd"
     ctr_ images import "$archive" >/dev/null || die "ctr import of $archive ($name) failed"
-    ctr_ images ls -q | grep -qx "$name" || die "$archive did not provide image $name after import"
+    # grep without -q reads the whole listing: with -q it stops early, ctr dies of SIGPIPE, and pipefail
+    # would call a good import a failure
+    ctr_ images ls -q | grep -x "$name" >/dev/null || die "$archive did not provide image $name after import"
     touch "$stamp"
   done < "$list"
 }

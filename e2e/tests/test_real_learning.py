@@ -1,0 +1,150 @@
+"""The learning loop for real: `policies/learning.yaml` on real OrangeFS server pods. Its `source: trace`
+rule waits; the example's MPIJob runs IOR on the real node under the real MPI Operator with the shim
+preloaded on every rank, each rank writes its trace onto OrangeFS through MPI-IO, and the operator
+collects the traces, plans the rule from the job's own requests and sets the hints (read back with
+`pvfs2-xattr`). A second, differently shaped run is learned from too (the history says whether it
+switched, by the hysteresis rule), and a selected job that ran without the shim is reported, naming the
+rule, the field and the fix, while the learned layout stays."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+import yaml
+from crd_release import REPO
+from real import assert_real_pods, place
+from test_real_layoutpolicy import cond, lp_operator, lp_status, read_hint, reasons  # noqa: F401  (fixture)
+from test_real_orangefs import sh, toolbox, wait_ofs_ready
+
+pytestmark = pytest.mark.e2e
+
+MOUNT = "/mnt/orangefs"
+IOR_SHARED = "ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/shared -t 1m -b 4m -s 2 -w -r -C -k"
+
+
+def example() -> dict[str, dict[str, Any]]:
+    docs = list(yaml.safe_load_all((REPO / "policies" / "learning.yaml").read_text()))
+    return {d["kind"]: d for d in docs}
+
+
+def with_command(job: dict[str, Any], name: str, ior: str | None) -> dict[str, Any]:
+    """The example job renamed, running `ior` instead of its IOR line (None: the ranks run `hostname`
+    without the shim: a selected job that leaves no trace)."""
+    job = copy.deepcopy(job)
+    job["metadata"]["name"] = name
+    c = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    script = c["command"][2]
+    assert IOR_SHARED in script, "the example's IOR line changed: update this test"
+    if ior is None:
+        script = script.split("mpiexec", 1)[0] + "mpiexec -n 4 hostname\n"
+    else:
+        script = script.replace(IOR_SHARED, ior)
+    c["command"][2] = script
+    return job
+
+
+def mpijob_done(cluster, ns: str, name: str, timeout: float = 420) -> None:  # noqa: ANN001
+    def state() -> str | None:
+        conds = (cluster.kubectl_json("get", "mpijobs.kubeflow.org", name, "-n", ns).get("status") or {}).get(
+            "conditions") or []
+        for c in conds:
+            if c["type"] in ("Succeeded", "Failed") and c["status"] == "True":
+                return c["type"]
+        return None
+    got = cluster.wait_until(state, f"MPIJob {name} finished", timeout=timeout, interval=3)
+    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}")["items"]
+    launcher = next(p for p in pods if p["metadata"]["labels"].get("training.kubeflow.org/job-role") == "launcher")
+    log = cluster.kubectl("logs", "-n", ns, launcher["metadata"]["name"], check=False).stdout
+    assert got == "Succeeded", f"MPIJob {name} {got}:\n{log[-3000:]}"
+    assert_real_pods(cluster, pods)
+    assert "cannot write the trace" not in log, log[-3000:]
+
+
+def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> None:  # noqa: ANN001, F811
+    docs = example()
+    ofs, lp, job = (place(docs[k], cluster.mode) for k in ("OrangeFSCluster", "LayoutPolicy", "MPIJob"))
+    ofs["spec"]["reclaimPolicy"] = "Delete"
+    name = lp["metadata"]["name"]
+    cluster.apply(ofs, namespace=namespace)
+    cluster.apply(lp, namespace=namespace)
+    wait_ofs_ready(cluster, namespace, ofs["metadata"]["name"], 4)
+
+    # Before any run: the rule waits, its directory exists (ROMIO cannot create it), the shim config is out.
+    def waiting() -> dict[str, Any] | None:
+        st = lp_status(cluster, namespace, name)
+        return st if cond(st, "Ready").get("status") == "True" and st.get("learning") else None
+    st = cluster.wait_until(waiting, "the policy ready and waiting", timeout=240, interval=2)
+    rule = st["rules"][0]
+    assert rule["source"] == "trace" and not rule.get("applied") and "waiting for a traced run" in rule["message"]
+    assert cond(st, "Learned")["reason"] == "WaitingForTrace"
+    traces = f"{MOUNT}/.pfslayout/traces/{namespace}"
+    assert st["learning"]["traceDirectory"] == traces
+    shim = cluster.kubectl_json("get", "configmap", "learning-shim", "-n", namespace)["data"]["shim.json"]
+    assert json.loads(shim)["trace"]["dir"] == f"pvfs2:{traces}"
+
+    # Run 1: IOR, one shared file, 1 MiB transfers; every rank traces onto OrangeFS.
+    cluster.apply(job, namespace=namespace)
+    mpijob_done(cluster, namespace, "ior-shared")
+    tool = toolbox(cluster, namespace, ofs["metadata"]["name"])
+    listing = sh(cluster, namespace, tool, f"pvfs2-ls {traces}")
+    assert sorted(x for x in listing.split() if x.startswith("ior-shared.")) == [
+        f"ior-shared.rank-{r:06d}.pfstrace" for r in range(4)], listing
+
+    def learned(job_name: str, runs: int) -> Any:
+        def check() -> dict[str, Any] | None:
+            s = lp_status(cluster, namespace, name)
+            r = s["rules"][0]
+            ok = (r.get("trace") or {}).get("job") == job_name and r.get("applied") and \
+                len(r.get("history") or []) == runs
+            return s if ok else None
+        try:
+            return cluster.wait_until(check, f"the rule learned from {job_name}", timeout=240, interval=2)
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{lp_status(cluster, namespace, name)}\n{lp_operator.log_tail()}") from None
+
+    st = learned("ior-shared", 1)
+    rule = st["rules"][0]
+    assert rule["trace"]["ranks"] == 4 and rule["trace"]["sharing"] == "shared", rule["trace"]
+    assert rule["trace"]["requests"] >= 4 * 8 and rule["trace"]["dominantSize"] == 1 << 20, rule["trace"]
+    first = rule["history"][0]
+    assert first["job"] == "ior-shared" and not first["switched"] and first["reason"].startswith("first trace")
+    assert rule["layout"]["layout"] == rule["candidates"][0]["layout"], rule  # the cheapest, first time
+    assert cond(st, "Learned")["status"] == "True" and st["learning"]["lastJob"] == "ior-shared"
+    assert read_hint(cluster, namespace, tool, f"{MOUNT}/ior", "user.pvfs2.num_dfiles") == \
+        rule["hints"]["user.pvfs2.num_dfiles"]
+    assert {"CollectingTrace", "TraceLearned", "LayoutChosen"} <= set(reasons(cluster, namespace, name))
+
+    # Run 2: the same application shape changed (file per process, 64 KiB transfers): learned again; the
+    # history says whether it switched, and it did exactly when the gain beat the threshold.
+    cluster.apply(with_command(job, "ior-fpp", "ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/fpp -F -t 64k -b 1m "
+                                               "-w -r -C -k"), namespace=namespace)
+    mpijob_done(cluster, namespace, "ior-fpp")
+    st = learned("ior-fpp", 2)
+    rule = st["rules"][0]
+    second = rule["history"][1]
+    assert rule["trace"]["sharing"] == "file-per-process" and rule["trace"]["dominantSize"] == 64 << 10
+    assert second["previous"] == first["layout"] and second["switched"] == (second["gain"] > 0.1), second
+    assert second["layout"] == (rule["layout"]["layout"] + (f"/g{rule['layout']['groups']}"
+                                                              if rule["layout"].get("groups") else ""))
+    assert read_hint(cluster, namespace, tool, f"{MOUNT}/ior", "user.pvfs2.num_dfiles") == \
+        rule["hints"]["user.pvfs2.num_dfiles"]
+
+    # A selected job that ran without the shim leaves no trace: a Warning naming the rule, the field and
+    # the fix; the learned layout stays applied.
+    cluster.apply(with_command(job, "no-shim", None), namespace=namespace)
+    mpijob_done(cluster, namespace, "no-shim")
+
+    def refused() -> dict[str, Any] | None:
+        s = lp_status(cluster, namespace, name)
+        return s if cond(s, "Learned").get("reason") == "TraceUnreadable" else None
+    st = cluster.wait_until(refused, "the missing trace reported", timeout=240, interval=2)
+    msg = cond(st, "Learned")["message"]
+    assert "no-shim" in msg and "no trace files" in msg, msg
+    warnings = cluster.kubectl_json("get", "events", "-n", namespace, "--field-selector",
+                                    f"involvedObject.name={name},reason=TraceUnreadable")["items"]
+    assert any("spec.rules[0].auto.source" in e["message"] and "PFSLAYOUT_SHIM_JOB" in e["message"]
+               for e in warnings), [e["message"] for e in warnings]
+    assert st["rules"][0]["applied"] and st["rules"][0]["trace"]["job"] == "ior-fpp"
