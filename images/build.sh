@@ -81,7 +81,8 @@ files_of() {
   (cd "$repo" && case $1 in
     operator) find images/operator/Dockerfile operator/pyproject.toml operator/README.md operator/src -type f \
                 ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*.egg-info/*' -print0 ;;
-    orangefs) find images/orangefs/Dockerfile images/orangefs/entrypoint.sh images/build/orangefs.sh -type f -print0 ;;
+    orangefs) find images/orangefs/Dockerfile images/orangefs/entrypoint.sh images/build/orangefs.sh \
+                shim/tools/relayout -type f -print0 ;;
     mpi) find images/mpi/Dockerfile images/mpi/entrypoint.sh images/mpi/ssh_config images/mpi/sshd_config \
            images/build/mpich.sh images/build/ior.sh images/build/shim.sh -type f -print0 ;;
   esac | LC_ALL=C sort -z)
@@ -91,9 +92,10 @@ content_hash_of() {
   case $1 in orangefs) echo "$ORANGEFS_CONTENT_SHA256" ;; mpich) echo "$MPICH_CONTENT_SHA256" ;;
              ior) echo "$IOR_CONTENT_SHA256" ;; esac
 }
-# The shim's sources as images/build/host.sh hashes them: all of shim/ but its build trees.
+# The shim's sources as images/build/host.sh hashes them: all of shim/ but its build trees and
+# shim/tools/ (standalone tools of other images: pfs-relayout is in the orangefs image's files).
 shim_files() {
-  (cd "$repo" && find shim -path shim/build -prune -o -type f ! -name '*.pyc' \
+  (cd "$repo" && find shim \( -path shim/build -o -path shim/tools \) -prune -o -type f ! -name '*.pyc' \
      ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z)
 }
 hash_files() { (cd "$repo" && xargs -0 sha256sum); }

@@ -32,9 +32,10 @@ h16() { sha256sum | cut -c1-16; }
 platform() { (. /etc/os-release && echo "${ID:-unknown}-${VERSION_ID:-unknown}") ; uname -m; }
 
 # The shim's build inputs: all of shim/ but shim/build.sh's build trees (CMake reaches into tests/c,
-# tests/programs and bench/, so a narrower list breaks as the shim grows).
+# tests/programs and bench/, so a narrower list breaks as the shim grows) and shim/tools/, standalone
+# tools the shim's CMake never builds (pfs-relayout goes into the OrangeFS image, not this tree).
 shim_files() {
-  (cd "$repo" && find shim -path shim/build -prune -o -type f ! -name '*.pyc' \
+  (cd "$repo" && find shim \( -path shim/build -o -path shim/tools \) -prune -o -type f ! -name '*.pyc' \
      ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z)
 }
 

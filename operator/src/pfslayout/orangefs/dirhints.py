@@ -11,6 +11,12 @@ back with `pvfs2-xattr -t` and prints one tab-separated report line per hint:
 `verify` compares those lines with what was asked. The script needs only `pvfs2-mkdir`, `pvfs2-xattr`,
 `sed` and a POSIX shell, `PVFS2TAB_FILE` and a writable `/tmp` (libpvfs2 writes its fetched
 configuration there) — no mount, no kernel module (FUSE cannot set hints).
+
+Hints reach new files only. A directory with `scan` is then searched for existing files whose layout
+is not what a file created there now gets, and one with `migrate` has them re-laid out; both run after
+every directory's hints are set, through `pfs-relayout` from the OrangeFS image (the stale rule, the
+report lines and their parsers: `pfslayout.orangefs.relayout`). Without either flag the script is what
+it always was.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from pfslayout.orangefs import relayout
 
 MARK = "PFSLAYOUT-HINT"
 DIST_MARK = "PFSLAYOUT-DIST"
@@ -77,6 +85,8 @@ class DirectoryHints:
     path: str  # as clients see it below the pvfs2tab mount point
     xattrs: Mapping[str, str]
     check: bool = False  # also create a probe file under the hints and report its datafile count
+    scan: bool = False  # then list existing files whose layout is not the current one
+    migrate: bool = False  # then re-lay them out (implies scan)
 
     def check_size(self) -> int:
         """One byte past the largest strip the hints name (64 KiB, OrangeFS's default, when none)."""
@@ -94,15 +104,26 @@ class Reported:
     action: str  # "kept" (already right) or "set"
 
 
-def script(dirs: Iterable[DirectoryHints]) -> str:
-    """The POSIX shell script that creates `dirs` and sets their hints; exits 1 if anything failed."""
+def script(dirs: Iterable[DirectoryHints], max_list: int = relayout.DEFAULT_MAX_LIST,
+           max_migrate: int = relayout.DEFAULT_MAX_MIGRATE) -> str:
+    """The POSIX shell script that creates `dirs` and sets their hints, then scans (at most `max_list`
+    stale files listed per directory) and migrates (at most `max_migrate` files in all) those that ask
+    for it; exits 1 if anything failed."""
+    relayout.check_limits(max_list, max_migrate)
     lines = [_PRELUDE]
-    for d in dirs:
+    scan: list[tuple[int, str]] = []
+    migrate: list[tuple[int, str]] = []
+    for i, d in enumerate(dirs):
         q = shlex.quote(d.path)
         calls = [f"hint {q} {shlex.quote(k)} {shlex.quote(v)}" for k, v in sorted(d.xattrs.items())]
         if d.check:
             calls.append(f"check_file {q} {shlex.quote(d.check_name())} {d.check_size()}")
+        if d.scan or d.migrate:
+            # Remembered, not run here: every directory's hints come first, then one call per mode.
+            calls.append(f"{relayout.flag(i)}=1")
+            (migrate if d.migrate else scan).append((i, d.path))
         lines.append(f"if mkdir_p {q}; then " + ("; ".join(calls) or ":") + "; fi")
+    lines += relayout.commands(scan, migrate, max_list, max_migrate)
     lines.append('exit "$fail"')
     return "\n".join(lines) + "\n"
 

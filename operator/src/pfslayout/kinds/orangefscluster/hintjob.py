@@ -29,7 +29,13 @@ HINTS_COMPONENT = "hints"
 
 
 def hints_digest(dirs: Sequence[DirectoryHints]) -> str:
-    return content_hash(*(f"{d.path}\0{sorted(d.xattrs.items())}\0{d.check}" for d in dirs))[:10]
+    return content_hash(*(_digest_part(d) for d in dirs))[:10]
+
+
+def _digest_part(d: DirectoryHints) -> str:
+    # scan/migrate join the digest only when asked for, so the Job names of existing callers stay.
+    relayout = f"\0scan={d.scan}\0migrate={d.migrate}" if d.scan or d.migrate else ""
+    return f"{d.path}\0{sorted(d.xattrs.items())}\0{d.check}{relayout}"
 
 
 def hint_job_name(owner: Owner, dirs: Sequence[DirectoryHints], nonce: int = 0) -> str:

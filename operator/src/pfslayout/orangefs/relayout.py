@@ -1,0 +1,149 @@
+"""Existing files after a hint change (pure): the part of the hint script that scans directories for
+files whose layout is not the current one and re-lays them out, and the reading of what it reports.
+
+Directory hints (``user.pvfs2.num_dfiles``, ``dist_name``, ``dist_params``) reach only files created
+after they are set. The hint script (`pfslayout.orangefs.dirhints.script`) sets every directory's
+hints first and then runs ``pfs-relayout`` (``shim/tools/relayout``, a libpvfs2 tool in the OrangeFS
+image: the client tools have no rename) once for the directories to scan and once for those to
+migrate, so each copy is created under the new hints. Report lines, tab-separated:
+
+    PFSLAYOUT-STALE           <dir> <file> <datafiles> <dist name> <strip size or ->
+    PFSLAYOUT-STALE-COUNT     <dir> <stale files> <files scanned>
+    PFSLAYOUT-MIGRATED        <dir> <file> <old datafiles> <new datafiles>
+    PFSLAYOUT-MIGRATE-FAILED  <dir> <file> <reason>
+
+(a tab, newline or backslash in a name is written ``\\t``, ``\\n``, ``\\\\``). The scan is recursive
+over regular files; names starting with ``.pfslayout-`` (our probe, check and temporary files) and
+subdirectories named ``.replica-*`` (entries of their own) are skipped. At most ``max_list`` STALE
+lines per directory; the count line has the total. A migration copies a stale file into
+``.pfslayout-migrate-<name>`` beside it, verifies size, checksum, the unchanged original and the copy's
+layout, keeps owner, mode and times, and renames the copy over the original (``PVFS_sys_rename``
+replaces the entry); a failure removes the copy and leaves the original. At most ``max_migrate`` copies
+per Job; the files left, failed or refused (a non-root run cannot keep another owner) are reported
+STALE, so the next run continues.
+
+The stale rule: a file is stale when its datafile count, distribution name or distribution parameters
+(strip_size, varstrip's strips) differ from those of a probe file created in the file's OWN directory at
+scan time (subdirectories copy their parent's hints when created and keep them, so they may differ; a
+migrated copy is created in the file's own directory as well). OrangeFS stuffs a new file into one
+datafile until it outgrows its first strip: getattr, ``system.pvfs2.dh`` and ``pvfs2-viewdist`` say 1
+whatever ``num_dfiles`` asked for. Measured on 2.10 servers: the server keeps the requested count of a
+stuffed file in ``system.pvfs2.nd`` and drops the key when it unstuffs the file, which then has exactly
+that count (capped at the server count, as the client caps it at create). So a stuffed file counts with
+``nd``: a small file created under the current hints is not stale, one created under other hints is,
+and a file written under a 1-datafile hint (never stuffed) is stale under a 4-datafile one however
+small. Which servers hold the datafiles is not compared (ROUND_ROBIN starts each file on a random one).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+TOOL = "pfs-relayout"
+STALE_MARK = "PFSLAYOUT-STALE"
+COUNT_MARK = "PFSLAYOUT-STALE-COUNT"
+MIGRATED_MARK = "PFSLAYOUT-MIGRATED"
+FAILED_MARK = "PFSLAYOUT-MIGRATE-FAILED"
+TEMP_PREFIX = ".pfslayout-migrate-"
+DEFAULT_MAX_LIST = 100
+DEFAULT_MAX_MIGRATE = 50
+
+
+@dataclass(frozen=True)
+class StaleFile:
+    path: str
+    datafiles: int  # what the file has, or, stuffed, what it gets once it grows
+    dist_name: str
+    strip_size: int | None  # simple_stripe's strip; None for other distributions
+
+
+@dataclass
+class StaleReport:
+    count: int  # stale files under the directory (after this run's migrations)
+    scanned: int  # regular files compared
+    files: list[StaleFile] = field(default_factory=list)  # the first max_list of them
+
+
+@dataclass(frozen=True)
+class Migrated:
+    path: str
+    ok: bool
+    old_datafiles: int | None = None
+    new_datafiles: int | None = None
+    reason: str = ""  # why not, when not ok
+
+
+def check_limits(max_list: int, max_migrate: int) -> None:
+    for name, value in (("max_list", max_list), ("max_migrate", max_migrate)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
+
+
+def flag(index: int) -> str:
+    """The shell variable that says directory `index` exists (its hints were applied)."""
+    return f"relayout_{index}"
+
+
+def commands(scan: Sequence[tuple[int, str]], migrate: Sequence[tuple[int, str]], max_list: int,
+             max_migrate: int) -> list[str]:
+    """Shell lines, run after every directory's hints: one pfs-relayout call per mode over the
+    directories (index, path) whose creation succeeded. One call per mode, so the migration budget
+    is the Job's, not a directory's."""
+    check_limits(max_list, max_migrate)
+    lines = []
+    for mode, dirs, opts in (("scan", scan, f"--max-list {max_list}"),
+                             ("migrate", migrate, f"--max-list {max_list} --max-migrate {max_migrate}")):
+        if not dirs:
+            continue
+        lines.append("set --")
+        lines += [f'if [ "${{{flag(i)}:-}}" = 1 ]; then set -- "$@" {shlex.quote(p)}; fi' for i, p in dirs]
+        lines.append(f'if [ "$#" -gt 0 ]; then {TOOL} {mode} {opts} -- "$@" || fail=1; fi')
+    return lines
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n"}.get(m.group(1), m.group(1)), text)
+
+
+def _records(log: str, mark: str, fields: int) -> Iterable[list[str]]:
+    for line in log.splitlines():
+        parts = line.split("\t")
+        if parts[0] == mark and len(parts) == fields + 1:
+            yield [_unescape(p) for p in parts[1:]]
+
+
+def _int(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+def parse_stale(log: str) -> dict[str, StaleReport]:
+    """{dir: StaleReport} for every directory whose scan finished (it printed its count line)."""
+    files: dict[str, list[StaleFile]] = {}
+    for d, path, datafiles, dist, strip in _records(log, STALE_MARK, 5):
+        files.setdefault(d, []).append(StaleFile(path, int(datafiles) if datafiles.isdigit() else -1, dist,
+                                                 _int(strip)))
+    return {d: StaleReport(int(count), int(scanned), files.get(d, []))
+            for d, count, scanned in _records(log, COUNT_MARK, 3) if count.isdigit() and scanned.isdigit()}
+
+
+def parse_migrated(log: str) -> dict[str, list[Migrated]]:
+    """{dir: [Migrated]} in the order the script reported them, successes and failures alike."""
+    out: dict[str, list[Migrated]] = {}
+    for line in log.splitlines():
+        mark = line.split("\t", 1)[0]
+        if mark == MIGRATED_MARK:
+            for d, path, old, new in _records(line, MIGRATED_MARK, 4):
+                out.setdefault(d, []).append(Migrated(path, True, _int(old), _int(new)))
+        elif mark == FAILED_MARK:
+            for d, path, reason in _records(line, FAILED_MARK, 3):
+                out.setdefault(d, []).append(Migrated(path, False, reason=reason))
+    return out
+
+
+def unreported(dirs: Iterable[str], log: str) -> list[str]:
+    """The directories asked for that have no count line: not scanned (missing, unreadable, no tool)."""
+    done = parse_stale(log)
+    return [d for d in dirs if d not in done]
