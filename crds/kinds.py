@@ -441,6 +441,11 @@ def policy_rule() -> Schema:
         "fileSharing": string("`perProcess`: each rank writes its own files (1-DV = one datafile per file); "
                               "`shared`: ranks share one file (layouts map to strip sizes).",
                               enum=["perProcess", "shared"], default="perProcess"),
+        "migrate": boolean("Re-lay out files that already exist under the directory when their layout is not "
+                           "the rule's (hints reach new files only): each is copied through libpvfs2 into a "
+                           "new file under the current hints, verified (size, checksum, layout) and renamed "
+                           "over the original; a failed copy leaves the original intact. At most 50 files per "
+                           "hint Job; the rest follow at the next polls.", default=False),
         "explicit": layout("The layout for `mode: explicit` (required then, forbidden otherwise)."),
         "auto": obj("Inputs for `mode: auto` (required then, forbidden otherwise).", {
             "source": string("`workload`: cost the described access pattern; `trace`: cost the "
@@ -561,6 +566,19 @@ def layout_policy_status() -> Schema:
         "datafiles": integer("Datafiles of a file created in the directory after the hints were set "
                              "(`pvfs2-viewdist`): what new files really get.", minimum=0),
         "message": string("Why this choice, or what failed."),
+        "existingFiles": obj("Files that existed before the layout and do not have it (new files do), as "
+                             "the last hint Job found them.", {
+            "olderLayout": integer("Files under the directory whose layout differs from a new file's.", minimum=0),
+            "scanned": integer("Regular files compared.", minimum=0),
+            "files": array("The first of them (paths inside the file system).", string("A file."), maxItems=20),
+            "migrated": integer("Files re-laid out by the last Job (`migrate: true`).", minimum=0),
+            "migratedTotal": integer("Files re-laid out since the policy was created.", minimum=0),
+            "failed": array("Files the last Job could not re-lay out (each kept its layout and content).",
+                            obj("One file.", {"path": string("The file."), "reason": string("Why.")}),
+                            maxItems=20),
+            "incomplete": boolean("Some files could not be read while scanning."),
+            "checkedAt": string("When the directory was scanned.", format="date-time"),
+        }),
         "source": string("Where the decision came from: `spec` (explicit, hybrid), `workload` (the rule's "
                          "workload description) or `trace` (the last traced run).",
                          enum=["spec", "workload", "trace"]),
@@ -599,6 +617,9 @@ def layout_policy_status() -> Schema:
                               "no Job until the next drift check."),
         "lastCheckTime": string("When the hints were last read back from the file system.", format="date-time"),
         "checks": integer("Hint Jobs run (applies and drift checks).", minimum=0),
+        "failedDigest": string("Digest of hints whose Job just failed: retried after a minute, not at every "
+                               "poll; empty once hints are verified."),
+        "migrationPending": boolean("A migration moved files and left some: the next poll runs another Job."),
         "learning": obj("The learning loop (with `spec.trace.enabled`).", {
             "collectedJobs": integer("Succeeded MPIJobs whose traces were collected (or found missing).",
                                      minimum=0),

@@ -126,6 +126,12 @@ def test_example_policy_lays_out_explains_repairs_and_reports(cluster, lp_operat
                        timeout=RECHECK_S * 4, interval=2)
     assert read_hint(cluster, namespace, tool, f"{MOUNT}/results", "user.pvfs2.num_dfiles") == "2"
 
+    # A file written under the 2-D layout, with content to check after it is re-laid out.
+    before = sh(cluster, namespace, tool, f"head -c 3145739 /dev/urandom > /tmp/d && md5sum < /tmp/d && "
+                f"pvfs2-cp /tmp/d {MOUNT}/results/data && pvfs2-viewdist -f {MOUNT}/results/data")
+    digest = before.split()[0]
+    assert datafiles(before) == 2, before
+
     # An edit of the policy (kubectl) changes the decision, and a bad rule is reported while the others
     # stay applied.
     edited = copy.deepcopy(lp)
@@ -145,3 +151,25 @@ def test_example_policy_lays_out_explains_repairs_and_reports(cluster, lp_operat
         in ready["message"], ready
     assert read_hint(cluster, namespace, tool, f"{MOUNT}/results", "user.pvfs2.num_dfiles") == "4"
     assert {"DecisionChanged", "RuleInvalid"} <= set(reasons(cluster, namespace, name))
+
+    # Files written before the change keep the 2-D layout (new files get 1-DH): the status lists them
+    # and suggests migrate; `migrate: true` re-lays them out by copying, content intact.
+    older = st["rules"][0]["existingFiles"]
+    assert older["olderLayout"] >= 2 and {"/results/data", "/results/new"} <= set(older["files"]), older
+    assert "OlderLayouts" in reasons(cluster, namespace, name)
+    edited["spec"]["rules"][0]["migrate"] = True
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(edited))
+
+    def migrated() -> dict[str, Any] | None:
+        s = lp_status(cluster, namespace, name)
+        files = s["rules"][0].get("existingFiles") or {}
+        return s if files.get("olderLayout") == 0 and files.get("migratedTotal", 0) >= 2 else None
+    try:
+        st = cluster.wait_until(migrated, "the old files migrated", timeout=240, interval=2)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n{lp_status(cluster, namespace, name)}\n{lp_operator.log_tail()}") from None
+    after = sh(cluster, namespace, tool, f"pvfs2-viewdist -f {MOUNT}/results/data && pvfs2-cp {MOUNT}/results/data "
+               "/tmp/back && md5sum < /tmp/back && pvfs2-ls -a " + f"{MOUNT}/results")
+    assert datafiles(after) == 4 and digest in after, after
+    assert ".pfslayout-migrate-" not in after, after  # no temporary copy left behind
+    assert "FilesMigrated" in reasons(cluster, namespace, name)

@@ -76,7 +76,10 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
     def waiting() -> dict[str, Any] | None:
         st = lp_status(cluster, namespace, name)
         return st if cond(st, "Ready").get("status") == "True" and st.get("learning") else None
-    st = cluster.wait_until(waiting, "the policy ready and waiting", timeout=240, interval=2)
+    try:
+        st = cluster.wait_until(waiting, "the policy ready and waiting", timeout=240, interval=2)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n{lp_status(cluster, namespace, name)}\n{lp_operator.log_tail()}") from None
     rule = st["rules"][0]
     assert rule["source"] == "trace" and not rule.get("applied") and "waiting for a traced run" in rule["message"]
     assert cond(st, "Learned")["reason"] == "WaitingForTrace"

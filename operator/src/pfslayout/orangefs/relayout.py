@@ -47,6 +47,7 @@ STALE_MARK = "PFSLAYOUT-STALE"
 COUNT_MARK = "PFSLAYOUT-STALE-COUNT"
 MIGRATED_MARK = "PFSLAYOUT-MIGRATED"
 FAILED_MARK = "PFSLAYOUT-MIGRATE-FAILED"
+INCOMPLETE_MARK = "PFSLAYOUT-RELAYOUT-INCOMPLETE"  # pfs-relayout could not read everything
 TEMP_PREFIX = ".pfslayout-migrate-"
 DEFAULT_MAX_LIST = 100
 DEFAULT_MAX_MIGRATE = 50
@@ -87,6 +88,11 @@ def flag(index: int) -> str:
     return f"relayout_{index}"
 
 
+def incomplete(mode: str) -> str:
+    """The shell that reports an incomplete pfs-relayout run (one line, not a failed Job)."""
+    return f"printf '%s\\t%s\\n' {INCOMPLETE_MARK} {mode}"
+
+
 def commands(scan: Sequence[tuple[int, str]], migrate: Sequence[tuple[int, str]], max_list: int,
              max_migrate: int) -> list[str]:
     """Shell lines, run after every directory's hints: one pfs-relayout call per mode over the
@@ -100,7 +106,9 @@ def commands(scan: Sequence[tuple[int, str]], migrate: Sequence[tuple[int, str]]
             continue
         lines.append("set --")
         lines += [f'if [ "${{{flag(i)}:-}}" = 1 ]; then set -- "$@" {shlex.quote(p)}; fi' for i, p in dirs]
-        lines.append(f'if [ "$#" -gt 0 ]; then {TOOL} {mode} {opts} -- "$@" || fail=1; fi')
+        # Files that cannot be read do not fail the Job: the hints are set and verified all the same;
+        # the directories without a count line are the ones not scanned (`unreported`).
+        lines.append(f'if [ "$#" -gt 0 ]; then {TOOL} {mode} {opts} -- "$@" || {incomplete(mode)}; fi')
     return lines
 
 

@@ -9,7 +9,7 @@ deletes it. The caller records the outcome (so a finished Job is never run twice
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pfslayout.k8s.api import Kube
 from pfslayout.k8s.meta import Owner, selector_string
@@ -24,6 +24,7 @@ from pfslayout.orangefs.dirhints import (
     verify,
     verify_datafiles,
 )
+from pfslayout.orangefs.relayout import Migrated, StaleReport, parse_migrated, parse_stale, unreported
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class HintOutcome:
     written: int = 0  # hints the Job had to write (0: everything already matched)
     datafiles: dict[str, int | None] | None = None  # checked directories: what a new file gets
     drifted: tuple[str, ...] = ()  # "<dir>: <key>" the Job found different and rewrote
+    stale: dict[str, StaleReport] = field(default_factory=dict)  # scanned directories: files keeping old layouts
+    migrated: dict[str, list[Migrated]] = field(default_factory=dict)  # migrate directories: what was copied
+    unscanned: tuple[str, ...] = ()  # directories asked to scan that report no count (unreadable)
 
 
 def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner,
@@ -41,7 +45,9 @@ def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, ow
     name = hint_job_name(owner, dirs, nonce)
     job = kube.get("Job", owner.namespace, name)
     if job is None:
-        kube.apply(hint_job(cluster, cluster_name, owner, dirs, labels, nonce=nonce))
+        # copying files takes longer than setting hints: a migrating Job gets 30 minutes
+        deadline = 1800 if any(d.migrate for d in dirs) else 300
+        kube.apply(hint_job(cluster, cluster_name, owner, dirs, labels, deadline_s=deadline, nonce=nonce))
         return HintOutcome("created", name, f"Job {name} sets the hints of {len(dirs)} directories")
     pods = kube.list("Pod", owner.namespace, selector_string({"job-name": name}))
     state = job_state(job)
@@ -67,5 +73,6 @@ def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, ow
         return HintOutcome("failed", name, f"hints did not take effect: {'; '.join(problems[:5])}")
     drifted = tuple(f"{d}: {k}" for d, keys in sorted(report.items()) for k, r in sorted(keys.items())
                     if r.action == "set")
+    scanned = [d.path for d in dirs if d.scan or d.migrate]
     return HintOutcome("applied", name, f"{len(dirs)} directories verified", changed(report), parse_datafiles(log),
-                       drifted)
+                       drifted, parse_stale(log), parse_migrated(log), tuple(unreported(scanned, log)))

@@ -23,7 +23,7 @@ from pfslayout.k8s.meta import owner_of
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
-from pfslayout.kinds.layoutpolicy import learn
+from pfslayout.kinds.layoutpolicy import existing, learn
 from pfslayout.kinds.layoutpolicy import status as st
 from pfslayout.kinds.layoutpolicy.rules import Platform, decide_rule, summary
 from pfslayout.kinds.orangefscluster.hintjob import hints_digest
@@ -36,6 +36,7 @@ from pfslayout.operator.reconcilers.orangefscluster import now
 from pfslayout.orangefs.dirhints import DirectoryHints
 
 DEFAULTS = "defaults"
+FAILED_RETRY_S = 60.0  # a hint Job that failed for the same hints is retried after this long
 
 
 def load_params(kube: Kube, namespace: str, spec: dict[str, Any], ofs: dict[str, Any]
@@ -124,7 +125,11 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
     dirs: list[DirectoryHints] = []
     for d in decisions:
         # the rule's own directory gets a check file: what a new file there really gets
-        dirs += [DirectoryHints(x.path, x.xattrs, check=(j == 0)) for j, x in enumerate(d.dirs)]
+        # and is scanned for files keeping an older layout (re-laid out with `migrate: true`)
+        rule = (spec.get("rules") or [])[d.index]
+        dirs += [DirectoryHints(x.path, x.xattrs, check=(j == 0) and not d.pending, scan=(j == 0) and not d.pending,
+                                migrate=(j == 0) and not d.pending and bool(rule.get("migrate")))
+                 for j, x in enumerate(d.dirs)]
     if learn.trace_settings(spec).get("enabled"):
         # where the shim writes the traces of this namespace's jobs (ROMIO cannot create directories)
         dirs.append(DirectoryHints(learn.trace_dir(spec, platform.mount_path, owner.namespace), {}))
@@ -138,8 +143,9 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
         prev = previous.get(d.path) or {}
         if d.error is None and d.dirs and not d.pending and same and prev.get("applied"):
             r.update(applied=True, appliedAt=prev.get("appliedAt"))
-            if prev.get("datafiles") is not None:
-                r["datafiles"] = prev["datafiles"]
+            for key in ("datafiles", "existingFiles"):
+                if prev.get(key) is not None:
+                    r[key] = prev[key]
         elif d.error is None and d.dirs and not d.pending:
             r["applied"] = False
     invalid = [d for d in decisions if d.error]
@@ -148,7 +154,9 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
         status["learning"] = {"collectedJobs": learned.collected, "shimConfigMap": learning.shim_configmap(owner.name),
                               "traceDirectory": learn.trace_dir(spec, platform.mount_path, owner.namespace),
                               **({"lastJob": learned.last_job} if learned.last_job else {})}
-    due = dirs and (not same or _age_s(old.get("lastCheckTime")) >= recheck_s)
+    due = dirs and (not same or _age_s(old.get("lastCheckTime")) >= recheck_s or bool(old.get("migrationPending")))
+    if due and old.get("failedDigest") == digest and _age_s(old.get("lastCheckTime")) < FAILED_RETRY_S:
+        due = False  # the same hints just failed: retry after a pause, not at every poll
     ready: tuple[bool, str, str]
     if due:
         outcome = ensure_hints(kube, cluster, cluster_name, owner, dirs,
@@ -160,17 +168,28 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
             ready = (False, "Applying", f"Job {outcome.job} is setting and reading back the hints") if not same \
                 else (bool(old.get("hintsDigest")), "Applied", "hints applied; drift check running")
         elif outcome.state == "failed":
-            status.update(checks=checks + 1, lastCheckTime=now())
+            status.update(checks=checks + 1, lastCheckTime=now(), migrationPending=False, failedDigest=digest)
             ready = (False, "HintJobFailed", outcome.message)
         else:
             stamp = now()
+            pending = False
             for d, r in zip(decisions, rules):
                 if d.error is None and d.dirs and not d.pending:
                     r.update(applied=True, appliedAt=stamp if not (same and r.get("appliedAt")) else r["appliedAt"])
-                    got = (outcome.datafiles or {}).get(d.dirs[0].path)
+                    primary = d.dirs[0].path
+                    got = (outcome.datafiles or {}).get(primary)
                     if got is not None:
                         r["datafiles"] = got
-            status.update(checks=checks + 1, lastCheckTime=stamp, hintsDigest=digest)
+                    before = (previous.get(d.path) or {}).get("existingFiles")
+                    r["existingFiles"] = existing.files_status(
+                        outcome.stale.get(primary), outcome.migrated.get(primary, []), primary in outcome.unscanned,
+                        platform.mount_path, stamp, before)
+                    rule = (spec.get("rules") or [])[d.index]
+                    for ev in existing.events(d.index, d.path, bool(rule.get("migrate")), r["existingFiles"], before):
+                        post(body, ev.type, ev.reason, ev.message[:1000])
+                    pending = pending or (bool(rule.get("migrate")) and existing.progress(r["existingFiles"]))
+            status.update(checks=checks + 1, lastCheckTime=stamp, hintsDigest=digest, migrationPending=pending,
+                          failedDigest="")
             if same and outcome.drifted:
                 post(body, "Warning", "DriftRepaired",
                      f"hints changed outside the operator were set back: {'; '.join(outcome.drifted[:8])}")
@@ -179,8 +198,14 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
                      "written, every key read back, a new file in each rule directory checked)")
             ready = (True, "Applied", "every valid rule's hints are verified on the file system")
     else:
-        ready = (True, "Applied", "every valid rule's hints are verified on the file system") if same and dirs \
-            else (not dirs and not invalid, "Applied", "nothing to lay out")
+        last: dict[str, Any] = next((c for c in old.get("conditions") or [] if c.get("type") == "Ready"), {})
+        if same and dirs:
+            ready = (True, "Applied", "every valid rule's hints are verified on the file system")
+        elif dirs:  # the failed-hints pause
+            ready = (False, "HintJobFailed", str(last.get("message")) if last.get("reason") == "HintJobFailed" else
+                     f"the hint Job failed; it is retried {FAILED_RETRY_S:.0f} s after the failure")
+        else:
+            ready = (not invalid, "Applied", "nothing to lay out")
     if invalid and ready[0]:
         ready = (False, "RuleInvalid", "; ".join(str(d.error) for d in invalid)[:2000] +
                  " (the other rules are applied)")
