@@ -6,6 +6,7 @@ custom resources do not support strategic merge, and lists (conditions) are alwa
 
 from __future__ import annotations
 
+import builtins
 import json
 from typing import Any
 
@@ -15,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from pfslayout.k8s.resource import CustomResource
 
 MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 
 
 def _json(resp: Any) -> dict[str, Any]:
@@ -71,3 +73,17 @@ class CustomObjects:
             resource.group, resource.version, namespace, resource.plural, name, {"status": status},
             _content_type=MERGE, _preload_content=False, _request_timeout=self.timeout)
         return _json(resp)
+
+    def patch(self, resource: CustomResource, namespace: str, name: str,
+              body: dict[str, Any] | builtins.list[dict[str, Any]]) -> dict[str, Any] | None:
+        """A JSON Patch (a list of RFC 6902 operations) or a merge patch (a dict); None when a `test`
+        operation failed or the object is gone (someone changed or deleted it first)."""
+        try:
+            return _json(self.api.patch_namespaced_custom_object(
+                resource.group, resource.version, namespace, resource.plural, name, body,
+                _content_type=JSON_PATCH if isinstance(body, list) else MERGE, _preload_content=False,
+                _request_timeout=self.timeout))
+        except ApiException as err:
+            if err.status in (404, 409, 422):
+                return None
+            raise

@@ -3,5 +3,6 @@
 from pfslayout.operator.handlers import (
     costcalibration,  # noqa: F401  (registers with Kopf)
     layoutpolicy,  # noqa: F401  (registers with Kopf)
+    mpijob,  # noqa: F401  (registers with Kopf)
     orangefscluster,  # noqa: F401  (registers with Kopf)
 )

@@ -133,6 +133,8 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
     if learn.trace_settings(spec).get("enabled"):
         # where the shim writes the traces of this namespace's jobs (ROMIO cannot create directories)
         dirs.append(DirectoryHints(learn.trace_dir(spec, platform.mount_path, owner.namespace), {}))
+    if spec.get("selector") is not None and (spec.get("shim") or {}).get("enabled", True):
+        # the config selected jobs run with (injected, or mounted by hand)
         learning.publish_shim_config(kube, owner, spec, platform.mount_path)
     digest = hints_digest(dirs) if dirs else ""
     checks = int(old.get("checks") or 0)

@@ -1,0 +1,142 @@
+"""Shim injection without a webhook, for real: a user creates an MPIJob suspended (`runPolicy.suspend:
+true`) with `kubectl apply`; the operator, as a local process, finds the LayoutPolicy selecting it, adds
+the shim (init container, config, pvfs2tab, the MPICH launcher environment) to both templates and
+resumes it. The job then runs IOR on the real node under the real MPI Operator on two worker pods, and
+every rank — started over ssh, so only the forwarded environment reaches it — writes its trace onto
+OrangeFS: the shim was loaded in each. A job no policy selects runs untouched (its templates as
+written, no annotation), and a job two policies select stays suspended with the reason."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from real import assert_real_pods, place
+from test_real_layoutpolicy import cond, lp_operator, lp_status, reasons  # noqa: F401  (fixture)
+from test_real_orangefs import sh, toolbox, wait_ofs_ready
+
+pytestmark = pytest.mark.e2e
+
+MOUNT = "/mnt/orangefs"
+SSHD = "exec /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"
+WAIT_DNS = ("for h in $(sed -e 's/[: ].*//' -e '/^#/d' -e '/^$/d' /etc/mpi/hostfile); do "
+            "for i in $(seq 60); do getent hosts \"$h\" >/dev/null && break; sleep 1; done; done")
+
+
+def ofs() -> dict[str, Any]:
+    return {"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster", "metadata": {"name": "inj"},
+            "spec": {"servers": {"count": 4, "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}},
+                     "storage": {"type": "emptyDir", "size": "1Gi"}, "client": {"replicas": 1},
+                     "calibration": {"auto": False}, "reclaimPolicy": "Delete"}}
+
+
+def policy(name: str = "inject") -> dict[str, Any]:
+    return {"apiVersion": "pfslayout.io/v1alpha1", "kind": "LayoutPolicy", "metadata": {"name": name},
+            "spec": {"clusterRef": {"name": "inj"}, "selector": {"matchLabels": {"pfslayout.io/policy": "inject"}},
+                     "trace": {"enabled": True},
+                     "rules": [{"path": "/ior", "mode": "explicit", "explicit": {"layout": "2-D", "groups": 2}}]}}
+
+
+def mpijob(name: str, command: str, labels: dict[str, str], suspend: bool) -> dict[str, Any]:
+    """What a user writes: the MPI image, a plain mpiexec; no shim, no pvfs2tab, no preload."""
+    security = {"runAsUser": 10001, "runAsGroup": 10001, "runAsNonRoot": True,
+                "seccompProfile": {"type": "RuntimeDefault"}}
+
+    def pod(role: str, cmd: str) -> dict[str, Any]:
+        return {"spec": {"securityContext": security, "enableServiceLinks": False, "containers": [{
+            "name": role, "image": "pfslayout/mpi:dev", "imagePullPolicy": "IfNotPresent",
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "command": ["sh", "-c", cmd]}]}}
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name, "labels": labels},
+            "spec": {"slotsPerWorker": 2, "mpiImplementation": "MPICH",
+                     "launcherCreationPolicy": "WaitForWorkersReady", "sshAuthMountPath": "/home/mpiuser/.ssh",
+                     "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0, "activeDeadlineSeconds": 600,
+                                   "suspend": suspend},
+                     "mpiReplicaSpecs": {
+                         "Launcher": {"replicas": 1, "restartPolicy": "Never",
+                                      "template": pod("launcher", f"set -eu\n{WAIT_DNS}\n{command}\n")},
+                         "Worker": {"replicas": 2, "restartPolicy": "Never", "template": pod("worker", SSHD)}}}}
+
+
+def get_job(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
+    return cluster.kubectl_json("get", "mpijobs.kubeflow.org", name, "-n", ns)
+
+
+def finished(cluster, ns: str, name: str, timeout: float = 420) -> str:  # noqa: ANN001
+    def state() -> str | None:
+        for c in (get_job(cluster, ns, name).get("status") or {}).get("conditions") or []:
+            if c["type"] in ("Succeeded", "Failed") and c["status"] == "True":
+                return str(c["type"])
+        return None
+    got = cluster.wait_until(state, f"MPIJob {name} finished", timeout=timeout, interval=3)
+    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}")["items"]
+    assert_real_pods(cluster, pods)
+    return got
+
+
+def launcher_log(cluster, ns: str, name: str) -> str:  # noqa: ANN001
+    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name},"
+                                "training.kubeflow.org/job-role=launcher")["items"]
+    return cluster.kubectl("logs", "-n", ns, pods[0]["metadata"]["name"], check=False).stdout if pods else ""
+
+
+def test_suspended_jobs_get_the_shim_in_every_rank(cluster, lp_operator, namespace: str) -> None:  # noqa: ANN001, F811
+    fs = place(ofs(), cluster.mode)
+    cluster.apply(fs, namespace=namespace)
+    cluster.apply(policy(), namespace=namespace)
+    wait_ofs_ready(cluster, namespace, "inj", 4)
+    cluster.wait_until(lambda: cond(lp_status(cluster, namespace, "inject"), "Ready").get("status") == "True" or None,
+                       "the policy Ready", timeout=240, interval=2)
+
+    # The unselected job: not suspended, no label; nobody touches it.
+    plain = place(mpijob("plain", "mpiexec -n 2 hostname", {}, suspend=False), cluster.mode)
+    cluster.apply(plain, namespace=namespace)
+    created = get_job(cluster, namespace, "plain")
+
+    # The selected job, as a user writes it: IOR through ROMIO's pvfs2 driver, nothing else.
+    ior = "mpiexec -n 4 ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/shared -t 1m -b 2m -w -r -k"
+    job = place(mpijob("ior-injected", ior, {"pfslayout.io/policy": "inject"}, suspend=True), cluster.mode)
+    cluster.apply(job, namespace=namespace)
+    assert finished(cluster, namespace, "ior-injected") == "Succeeded", launcher_log(cluster, namespace,
+                                                                                     "ior-injected")
+    got = get_job(cluster, namespace, "ior-injected")
+    assert got["metadata"]["annotations"]["pfslayout.io/injected"] == "inject"
+    assert got["spec"]["runPolicy"]["suspend"] is False
+    for role in ("Launcher", "Worker"):
+        spec = got["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]
+        assert [c["name"] for c in spec["initContainers"]] == ["pfslayout-shim"]
+        assert spec["containers"][0]["command"] == job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"][
+            "containers"][0]["command"]  # the user's container is the user's
+    log = launcher_log(cluster, namespace, "ior-injected")
+    assert "Max Write" in log and "cannot write the trace" not in log, log[-3000:]
+    # Every rank loaded the shim: each wrote its trace onto OrangeFS through MPI-IO.
+    tool = toolbox(cluster, namespace, "inj")
+    listing = sh(cluster, namespace, tool, f"pvfs2-ls {MOUNT}/.pfslayout/traces/{namespace}")
+    assert sorted(x for x in listing.split() if x.startswith("ior-injected.")) == [
+        f"ior-injected.rank-{r:06d}.pfstrace" for r in range(4)], listing
+    st = lp_status(cluster, namespace, "inject")
+    assert st.get("injectedJobs", 0) >= 1 and st.get("lastInjectedJob") == "ior-injected", st
+    assert "ShimInjected" in reasons(cluster, namespace, "inject")
+
+    # The unselected job ran as written.
+    assert finished(cluster, namespace, "plain") == "Succeeded"
+    after = get_job(cluster, namespace, "plain")
+    assert after["spec"]["mpiReplicaSpecs"] == created["spec"]["mpiReplicaSpecs"]
+    assert "pfslayout.io/injected" not in (after["metadata"].get("annotations") or {})
+
+    # Two policies select the next job: it stays suspended, annotated and reported, never run without the shim.
+    cluster.apply(policy("inject-too"), namespace=namespace)
+    twice = place(copy.deepcopy(job), cluster.mode)
+    twice["metadata"]["name"] = "ior-twice"
+    cluster.apply(twice, namespace=namespace)
+
+    def refused() -> dict[str, Any] | None:
+        j = get_job(cluster, namespace, "ior-twice")
+        return j if "pfslayout.io/injection-refused" in (j["metadata"].get("annotations") or {}) else None
+    j = cluster.wait_until(refused, "the ambiguous job refused", timeout=60, interval=1)
+    why = j["metadata"]["annotations"]["pfslayout.io/injection-refused"]
+    assert "inject, inject-too" in why and "spec.selector" in why, why
+    assert j["spec"]["runPolicy"]["suspend"] is True
+    pods = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", "training.kubeflow.org/job-name=ior-twice")
+    assert pods["items"] == []

@@ -1,0 +1,174 @@
+"""What an MPIJob selected by a LayoutPolicy gets (pure): the policy that selects it, the refusals, and
+the job's new `mpiReplicaSpecs`.
+
+Everything is appended, never replaced: the MPI Operator rewrites `containers[0]` of each template
+(hostfile, ssh keys, its own environment), so the injector only adds list entries to it and to the pod.
+Launcher and worker templates alike get:
+
+* an init container from `spec.shim.image` that copies `libpfsshim.so` into an emptyDir mounted at
+  `/pfslayout/lib` (the user's image needs nothing but an ABI-compatible MPI);
+* the policy's shim config (ConfigMap `<policy>-shim`, `shim.json`, rendered by the operator from the
+  policy and validated by the model the C parser mirrors) at `/etc/pfslayout`, and the cluster's
+  `pvfs2tab` at `/etc/pvfs2tab`;
+* the environment, on the launcher, in the form each MPI forwards to ranks it starts over ssh (ranks do
+  not inherit a pod's environment): MPICH and Intel MPI (Hydra) pass the launcher's environment to every
+  rank, so the variables are set there, `LD_PRELOAD` with a full path; Open MPI passes only its MCA
+  parameters, so the variables travel in `OMPI_MCA_mca_base_env_list` and `LD_PRELOAD` is not set on
+  the launcher itself. Workers get the same variables but `LD_PRELOAD` (their container runs sshd).
+
+A user's own `LD_PRELOAD` (e.g. Darshan's `libdarshan.so`) is kept: the shim is put first, so its
+MPI-IO wrappers run first and call the next interposer through PMPI (the order is documented in
+docs/shim.md).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+SHIM_DIR = "/pfslayout/lib"
+SHIM_LIB = f"{SHIM_DIR}/libpfsshim.so"
+IMAGE_SHIM = "/usr/local/lib/libpfsshim.so"  # where the project's MPI image keeps it
+CONFIG_DIR = "/etc/pfslayout"
+CONFIG_FILE = f"{CONFIG_DIR}/shim.json"
+PVFS2TAB_DIR = "/etc/pvfs2tab"
+INJECTED = "pfslayout.io/injected"  # annotation: the policy whose shim the job got
+REFUSED = "pfslayout.io/injection-refused"  # annotation (suspend mode): why the job stays suspended
+VOLUMES = ("pfslayout-shim", "pfslayout-shim-config", "pfslayout-pvfs2tab")
+
+
+class Refusal(Exception):
+    """A selected job that must not run without the shim: names the policy, the field and the fix."""
+
+
+def _expression(e: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    return key not in labels  # DoesNotExist
+
+
+def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """LabelSelector semantics; an absent selector matches nothing, `{}` everything."""
+    if selector is None:
+        return False
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    return all(_expression(e, labels) for e in selector.get("matchExpressions") or [])
+
+
+def selecting(job: dict[str, Any], policies: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The policy (same namespace, shim enabled) whose selector matches the job; Refusal when several do."""
+    labels = (job.get("metadata") or {}).get("labels") or {}
+    hits = [p for p in policies if ((p.get("spec") or {}).get("shim") or {}).get("enabled", True)
+            and selects((p.get("spec") or {}).get("selector"), labels)]
+    if len(hits) > 1:
+        names = ", ".join(sorted(p["metadata"]["name"] for p in hits))
+        raise Refusal(f"LayoutPolicies {names} all select this MPIJob (spec.selector); narrow their selectors or "
+                      "the job's labels so exactly one does")
+    return hits[0] if hits else None
+
+
+def _cond(policy: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (policy.get("status") or {}).get("conditions") or [] if c.get("type") == kind), {})
+
+
+def check_policy(policy: dict[str, Any]) -> None:
+    """Refusal when the policy cannot give the job what it promises."""
+    name = policy["metadata"]["name"]
+    if not (policy.get("status") or {}).get("conditions"):
+        raise Refusal(f"LayoutPolicy {name} has not been reconciled yet (no status); wait until it reports "
+                      "Ready, then resubmit the job")
+    ready = _cond(policy, "Ready")
+    if ready.get("reason") in ("ClusterNotReady", "RuleInvalid"):
+        raise Refusal(f"LayoutPolicy {name} is not usable ({ready.get('reason')}: {ready.get('message')}); fix the "
+                      "policy, then resubmit the job")
+    cal = _cond(policy, "Calibrated")
+    if (policy.get("spec") or {}).get("calibrationRef") and cal.get("reason") == "CalibrationNotFound":
+        raise Refusal(f"LayoutPolicy {name}: spec.calibrationRef names a CostCalibration that does not exist "
+                      f"({cal.get('message')}); create it or drop calibrationRef")
+
+
+def _templates(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    specs = (job.get("spec") or {}).get("mpiReplicaSpecs") or {}
+    out = {}
+    for role in ("Launcher", "Worker"):
+        pod = ((specs.get(role) or {}).get("template") or {}).get("spec") or {}
+        if not pod.get("containers"):
+            raise Refusal(f"spec.mpiReplicaSpecs.{role}.template.spec.containers is empty: there is no MPI "
+                          "container to give the shim; add the launcher and worker containers")
+        out[role] = pod
+    return out
+
+
+def environment(impl: str, job_name: str, user_preload: str | None) -> tuple[list[dict[str, str]], dict[str, str]]:
+    """(launcher env entries, the variables every rank must see)."""
+    preload = SHIM_LIB + (f":{user_preload}" if user_preload else "")
+    ranks = {"LD_PRELOAD": preload, "PFSLAYOUT_SHIM_CONFIG": CONFIG_FILE, "PFSLAYOUT_SHIM_JOB": job_name,
+             "PVFS2TAB_FILE": f"{PVFS2TAB_DIR}/pvfs2tab"}
+    if impl == "OpenMPI":
+        listed = ";".join(f"{k}={v}" for k, v in ranks.items())
+        return [{"name": "OMPI_MCA_mca_base_env_list", "value": listed},
+                {"name": "PFSLAYOUT_SHIM_JOB", "value": job_name}], ranks
+    return [{"name": k, "value": v} for k, v in ranks.items()], ranks
+
+
+def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> dict[str, Any]:
+    """The job's `spec.mpiReplicaSpecs` with the shim added (the input is not modified)."""
+    job = copy.deepcopy(job)
+    pods = _templates(job)
+    name = job["metadata"]["name"]
+    shim = (policy.get("spec") or {}).get("shim") or {}
+    impl = str((job.get("spec") or {}).get("mpiImplementation") or "OpenMPI")
+    for role, pod in pods.items():
+        taken = {v.get("name") for v in pod.get("volumes") or []}
+        clash = taken & set(VOLUMES)
+        if clash:
+            raise Refusal(f"spec.mpiReplicaSpecs.{role}.template.spec.volumes already has {sorted(clash)[0]}: "
+                          "was the job injected already? rename that volume")
+        first = pod["containers"][0]
+        user_env = {e.get("name"): e.get("value") for e in first.get("env") or []}
+        launcher_env, ranks = environment(impl, name, user_env.get("LD_PRELOAD"))
+        # Workers get the variables but not LD_PRELOAD: their container runs sshd, which must not load an
+        # MPI library; ranks get LD_PRELOAD from the launcher through the MPI's own forwarding.
+        add_env = launcher_env if role == "Launcher" else [{"name": k, "value": v} for k, v in ranks.items()
+                                                            if k != "LD_PRELOAD"]
+        first["env"] = [e for e in first.get("env") or [] if e.get("name") not in {x["name"] for x in add_env}] \
+            + add_env
+        mounts = [{"name": "pfslayout-shim", "mountPath": SHIM_DIR, "readOnly": True},
+                  {"name": "pfslayout-shim-config", "mountPath": CONFIG_DIR, "readOnly": True},
+                  {"name": "pfslayout-pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}]
+        first["volumeMounts"] = [*(first.get("volumeMounts") or []), *mounts]
+        copier = {"name": "pfslayout-shim", "image": shim.get("image") or "pfslayout/mpi:dev",
+                  "imagePullPolicy": shim.get("imagePullPolicy") or "IfNotPresent",
+                  "command": ["cp", IMAGE_SHIM, SHIM_LIB],
+                  "volumeMounts": [{"name": "pfslayout-shim", "mountPath": SHIM_DIR}],
+                  "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}
+        pod["initContainers"] = [*(pod.get("initContainers") or []), copier]
+        volumes = [{"name": "pfslayout-shim", "emptyDir": {}},
+                   {"name": "pfslayout-shim-config", "configMap": {"name": f"{policy['metadata']['name']}-shim"}},
+                   {"name": "pfslayout-pvfs2tab", "configMap": {"name": f"{cluster_name}-pvfs2tab"}}]
+        pod["volumes"] = [*(pod.get("volumes") or []), *volumes]
+    return dict(job["spec"]["mpiReplicaSpecs"])
+
+
+def suspended(job: dict[str, Any]) -> bool:
+    return bool(((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+
+
+def json_patch(job: dict[str, Any], replicas: dict[str, Any], policy: str, resume: bool) -> list[dict[str, Any]]:
+    """RFC 6902 operations: the new templates, the marker annotation, and (suspend mode) the resume."""
+    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion",
+                                  "value": job["metadata"]["resourceVersion"]},
+                                 {"op": "replace", "path": "/spec/mpiReplicaSpecs", "value": replicas}]
+    if not (job["metadata"].get("annotations")):
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {INJECTED: policy}})
+    else:
+        ops.append({"op": "add", "path": f"/metadata/annotations/{INJECTED.replace('/', '~1')}", "value": policy})
+    if resume:
+        ops.append({"op": "replace", "path": "/spec/runPolicy/suspend", "value": False})
+    return ops

@@ -1,0 +1,132 @@
+"""What an MPIJob selected by a LayoutPolicy gets (kinds/layoutpolicy/inject.py): selection, refusals
+naming the policy, the field and the fix, and templates where everything is appended, nothing replaced."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from pfslayout.kinds.layoutpolicy import inject
+
+pytestmark = pytest.mark.unit
+
+
+def policy(name: str = "lp", selector: dict[str, Any] | None = None, ready: str = "Applied",
+           shim: dict[str, Any] | None = None, calibrated: str = "NoCalibration",
+           calibration_ref: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {"clusterRef": {"name": "fs"}, "selector": selector if selector is not None else
+                            {"matchLabels": {"app": "ior"}}, "shim": shim or {"enabled": True,
+                                                                           "image": "pfslayout/mpi:dev"}}
+    if calibration_ref:
+        spec["calibrationRef"] = {"name": "cal"}
+    return {"metadata": {"name": name}, "spec": spec, "status": {"conditions": [
+        {"type": "Ready", "status": "True" if ready == "Applied" else "False", "reason": ready, "message": "m"},
+        {"type": "Calibrated", "status": "False", "reason": calibrated, "message": "c"}]}}
+
+
+def job(impl: str = "MPICH", labels: dict[str, str] | None = None, env: list[dict[str, str]] | None = None
+        ) -> dict[str, Any]:
+    def pod(role: str) -> dict[str, Any]:
+        return {"spec": {"containers": [{"name": role, "image": "user/app:1", "command": ["run"],
+                                         "env": list(env or []),
+                                         "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                         "volumes": [{"name": "data", "emptyDir": {}}]}}
+    return {"metadata": {"name": "j1", "namespace": "ns", "resourceVersion": "7",
+                         "labels": labels if labels is not None else {"app": "ior"}},
+            "spec": {"mpiImplementation": impl, "runPolicy": {"suspend": True},
+                     "mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": pod("launcher")},
+                                         "Worker": {"replicas": 2, "template": pod("worker")}}}}
+
+
+def env_of(c: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in c.get("env") or []}
+
+
+def test_selection_follows_label_selectors() -> None:
+    assert inject.selecting(job(), [policy()])["metadata"]["name"] == "lp"  # type: ignore[index]
+    assert inject.selecting(job(labels={"app": "other"}), [policy()]) is None
+    assert inject.selecting(job(), [policy(selector={})]) is not None  # {} selects every job
+    no_selector = policy()
+    del no_selector["spec"]["selector"]
+    assert inject.selecting(job(), [no_selector]) is None
+    assert inject.selecting(job(), [policy(shim={"enabled": False})]) is None
+    expr = {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]},
+                                 {"key": "skip", "operator": "DoesNotExist"}]}
+    assert inject.selecting(job(labels={"tier": "a"}), [policy(selector=expr)]) is not None
+    assert inject.selecting(job(labels={"tier": "a", "skip": "1"}), [policy(selector=expr)]) is None
+    with pytest.raises(inject.Refusal, match="LayoutPolicies a, b all select"):
+        inject.selecting(job(), [policy("a"), policy("b")])
+
+
+@pytest.mark.parametrize(("pol", "match"), [
+    (policy(ready="RuleInvalid"), "LayoutPolicy lp is not usable \\(RuleInvalid"),
+    (policy(ready="ClusterNotReady"), "ClusterNotReady"),
+    ({"metadata": {"name": "lp"}, "spec": {}}, "has not been reconciled yet"),
+    (policy(calibration_ref=True, calibrated="CalibrationNotFound"), "spec.calibrationRef names a CostCalibration"),
+])
+def test_policies_that_cannot_serve_are_refusals(pol: dict[str, Any], match: str) -> None:
+    with pytest.raises(inject.Refusal, match=match):
+        inject.check_policy(pol)
+
+
+def test_mpich_gets_the_shim_in_the_launcher_environment_and_everything_is_appended() -> None:
+    original = job(env=[{"name": "LD_PRELOAD", "value": "/opt/darshan/lib/libdarshan.so"},
+                        {"name": "KEEP", "value": "1"}])
+    before = copy.deepcopy(original)
+    out = inject.inject(original, policy(), "fs")
+    assert original == before  # the input is left alone
+    launcher = out["Launcher"]["template"]["spec"]
+    first = launcher["containers"][0]
+    env = env_of(first)
+    # the shim first, the user's interposer after it; the user's other variables kept
+    assert env["LD_PRELOAD"] == f"{inject.SHIM_LIB}:/opt/darshan/lib/libdarshan.so" and env["KEEP"] == "1"
+    assert env["PFSLAYOUT_SHIM_CONFIG"] == "/etc/pfslayout/shim.json" and env["PFSLAYOUT_SHIM_JOB"] == "j1"
+    assert env["PVFS2TAB_FILE"] == "/etc/pvfs2tab/pvfs2tab"
+    assert [m["name"] for m in first["volumeMounts"]] == ["data", "pfslayout-shim", "pfslayout-shim-config",
+                                                          "pfslayout-pvfs2tab"]
+    assert first["image"] == "user/app:1" and first["command"] == ["run"]
+    assert [c["name"] for c in launcher["initContainers"]] == ["pfslayout-shim"]
+    assert launcher["initContainers"][0]["command"] == ["cp", inject.IMAGE_SHIM, inject.SHIM_LIB]
+    vols = {v["name"]: v for v in launcher["volumes"]}
+    assert vols["pfslayout-shim-config"]["configMap"]["name"] == "lp-shim"
+    assert vols["pfslayout-pvfs2tab"]["configMap"]["name"] == "fs-pvfs2tab" and "data" in vols
+    worker = out["Worker"]["template"]["spec"]
+    wenv = env_of(worker["containers"][0])
+    assert "LD_PRELOAD" not in wenv or wenv["LD_PRELOAD"] == "/opt/darshan/lib/libdarshan.so"  # sshd runs there
+    assert wenv["PFSLAYOUT_SHIM_CONFIG"] == "/etc/pfslayout/shim.json"
+    assert [c["name"] for c in worker["initContainers"]] == ["pfslayout-shim"]
+    assert out["Worker"]["replicas"] == 2
+
+
+def test_open_mpi_gets_the_variables_through_its_mca_env_list() -> None:
+    out = inject.inject(job("OpenMPI"), policy(), "fs")
+    env = env_of(out["Launcher"]["template"]["spec"]["containers"][0])
+    assert "LD_PRELOAD" not in env  # not into mpirun itself: Open MPI would not forward it anyway
+    listed = dict(x.split("=", 1) for x in env["OMPI_MCA_mca_base_env_list"].split(";"))
+    assert listed["LD_PRELOAD"] == inject.SHIM_LIB and listed["PFSLAYOUT_SHIM_JOB"] == "j1"
+    assert "LD_PRELOAD" not in env_of(out["Worker"]["template"]["spec"]["containers"][0])
+
+
+def test_unpatchable_jobs_are_refusals() -> None:
+    bad = job()
+    bad["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = []
+    with pytest.raises(inject.Refusal, match=r"Worker\.template\.spec\.containers is empty"):
+        inject.inject(bad, policy(), "fs")
+    twice = {"metadata": job()["metadata"], "spec": {**job()["spec"],
+                                                     "mpiReplicaSpecs": inject.inject(job(), policy(), "fs")}}
+    with pytest.raises(inject.Refusal, match="already has pfslayout-"):
+        inject.inject(twice, policy(), "fs")
+
+
+def test_the_patch_is_guarded_and_resumes() -> None:
+    j = job()
+    ops = inject.json_patch(j, inject.inject(j, policy(), "fs"), "lp", resume=True)
+    assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "7"}
+    assert {"op": "add", "path": "/metadata/annotations", "value": {inject.INJECTED: "lp"}} in ops
+    assert ops[-1] == {"op": "replace", "path": "/spec/runPolicy/suspend", "value": False}
+    j["metadata"]["annotations"] = {"x": "y"}
+    ops = inject.json_patch(j, {}, "lp", resume=False)
+    assert {"op": "add", "path": "/metadata/annotations/pfslayout.io~1injected", "value": "lp"} in ops
+    assert not any(o["path"] == "/spec/runPolicy/suspend" for o in ops)
