@@ -61,15 +61,18 @@ def _derive_fast(trace: Trace, group: str, m_of: str) -> Trace:
     req_set = file_set[trace.file_id]
     ord_s = stable_argsort(np.asarray(trace.start, dtype=np.float64))
     rank = trace.rank
-    node = _node_of_request(trace.node_of_rank, rank.astype(np.int64))
     # ranks present with their node: node is a function of the rank, so this is the reference's
     # distinct (rank, node) columns without sorting N pairs
     present = np.flatnonzero(np.bincount(rank)) if int(rank.max()) < 4 * n + (1 << 20) else np.unique(rank)
+    node = None
     per_node = None
     m_mode = "none"
-    if node is not None:
-        node_of_present = _node_of_request(trace.node_of_rank, present.astype(np.int64))
-        assert node_of_present is not None
+    node_of_present = _node_of_request(trace.node_of_rank, present.astype(np.int64))
+    if node_of_present is not None:
+        # per request through a per-rank table, int32 where it fits: no int64 copy of the rank column
+        table = np.zeros(int(present[-1]) + 1, dtype=np.int64)
+        table[present] = node_of_present
+        node = table.astype(np.int32)[rank] if int(table.max()) <= np.iinfo(np.int32).max else table[rank]
         per_node = np.bincount(node_of_present)
         ranks_per_node = per_node[per_node > 0]
         if ranks_per_node.size > 1 and ranks_per_node.max() > 1:
