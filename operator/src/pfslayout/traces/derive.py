@@ -1,8 +1,9 @@
 """Per-request model inputs from a raw trace: concurrency p, ranks per node m, sequential vs random,
 and per file the dominant request size (docs/seeds.md §3.5, §6 A4/A5).
 
-Everything is vectorised (sorts, ``searchsorted``, cumulative maxima); there is no Python loop over
-requests, files or ranks, so a trace of millions of requests derives in seconds.
+Two implementations with identical results: the default fast path (``derive_fast``: numba bucket sorts
+and one time sweep per count, O(N) expected) and the reference (``method="reference"``: vectorised numpy
+sorts, ``searchsorted``, cumulative maxima and a merge-sort tree, O(N log² N)), kept to test against.
 
 Definitions (docs/trace-format.md, "Derived model inputs"):
 
