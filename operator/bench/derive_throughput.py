@@ -1,4 +1,5 @@
-"""Throughput of ``pfslayout.traces.derive`` on a synthetic trace; prints records per second.
+"""Throughput of ``pfslayout.traces.derive`` on a synthetic trace, fast (default) and reference paths in
+the same run; prints records per second and whether both derive the same p, m and sequential flags.
 
     python operator/bench/derive_throughput.py [--records 2000000] [--ranks 256] [--ranks-per-node 16]
 
@@ -77,13 +78,20 @@ def main() -> None:
     ap.add_argument("--loop-records", type=int, default=20_000, help="subsample for the Python loop")
     args = ap.parse_args()
 
+    derive(synthetic(1000, 8, 2))  # JIT compilation (or loading the cached code) is not timed
+    ref = synthetic(args.records, args.ranks, args.ranks_per_node)
+    t0 = time.perf_counter()
+    derive(ref, method="reference")
+    ref_elapsed = time.perf_counter() - t0
     trace = synthetic(args.records, args.ranks, args.ranks_per_node)
     t0 = time.perf_counter()
     derive(trace)
     elapsed = time.perf_counter() - t0
     rate = args.records / elapsed
+    same = all(np.array_equal(getattr(trace, k), getattr(ref, k)) for k in ("p", "m", "sequential", "dominant_size"))
     print(f"derive: {args.records:,} records, {args.ranks} ranks, {args.ranks // args.ranks_per_node} nodes: "
-          f"{elapsed:.2f} s = {rate:,.0f} records/s")
+          f"fast {elapsed:.2f} s = {rate:,.0f} records/s; reference {ref_elapsed:.2f} s = "
+          f"{args.records / ref_elapsed:,.0f} records/s; {ref_elapsed / elapsed:.1f}x; identical: {same}")
     print(f"  p: mean {trace.p.mean():.1f}, max {trace.p.max()}; m: mean {trace.m.mean():.1f}; "  # type: ignore[union-attr]
           f"sequential {trace.sequential.mean():.0%}")  # type: ignore[union-attr]
 

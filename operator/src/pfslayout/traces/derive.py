@@ -1,8 +1,9 @@
 """Per-request model inputs from a raw trace: concurrency p, ranks per node m, sequential vs random,
 and per file the dominant request size (docs/seeds.md §3.5, §6 A4/A5).
 
-Everything is vectorised (sorts, ``searchsorted``, cumulative maxima); there is no Python loop over
-requests, files or ranks, so a trace of millions of requests derives in seconds.
+Two implementations with identical results: the default fast path (``derive_fast``: numba bucket sorts
+and one time sweep per count, O(N) expected) and the reference (``method="reference"``: vectorised numpy
+sorts, ``searchsorted``, cumulative maxima and a merge-sort tree, O(N log² N)), kept to test against.
 
 Definitions (docs/trace-format.md, "Derived model inputs"):
 
@@ -24,26 +25,88 @@ import os
 import numpy as np
 
 from pfslayout.errors import InputError
+from pfslayout.traces import derive_fast
+from pfslayout.traces.jit_sort import stable_argsort
 from pfslayout.traces.model import Trace
 
 GROUPS = ("directory", "file")
 M_OF = ("issuing-node", "busiest-node")
+METHODS = ("fast", "reference")
 
 
-def derive(trace: Trace, *, group: str = "directory", m_of: str = "issuing-node") -> Trace:
+def derive(trace: Trace, *, group: str = "directory", m_of: str = "issuing-node", method: str = "fast") -> Trace:
     """Fill ``p``, ``m``, ``sequential``, ``dominant_size``, ``file_set`` and ``file_sets`` in place; returns
     the trace. ``group`` picks the file set concurrency is counted over: ``directory`` or ``file``.
     ``m_of``: ``issuing-node`` (default) counts the overlapping ranks on the request's own node;
     ``busiest-node`` the largest count on any node (the other reading of docs/seeds.md §6 A4; one more count
-    per node)."""
+    per node). ``method``: ``fast`` (default; ``derive_fast``: linear-time sorts and one sweep per count)
+    or ``reference`` (the original sort/merge-sort-tree implementation) — the results are identical."""
     if group not in GROUPS:
         raise InputError("group", f"unknown file-set grouping {group!r}", f"use one of {', '.join(GROUPS)}")
     if m_of not in M_OF:
         raise InputError("m_of", f"unknown m definition {m_of!r}", f"use one of {', '.join(M_OF)}")
-    n = len(trace)
-    if n == 0:
+    if method not in METHODS:
+        raise InputError("method", f"unknown derive method {method!r}", f"use one of {', '.join(METHODS)}")
+    if len(trace) == 0:
         raise InputError("trace", "has no I/O requests", "trace a run that reads or writes data")
+    if method == "fast" and derive_fast.fast_path_applies(trace):
+        return _derive_fast(trace, group, m_of)
+    return _derive_reference(trace, group, m_of)
 
+
+def _derive_fast(trace: Trace, group: str, m_of: str) -> Trace:
+    n = len(trace)
+    set_names, file_set = _file_sets(trace.files, int(trace.file_id.max()) + 1, group)
+    trace.file_sets = set_names
+    trace.file_set = file_set
+    req_set = file_set[trace.file_id]
+    ord_s = stable_argsort(np.asarray(trace.start, dtype=np.float64))
+    rank = trace.rank
+    # ranks present with their node: node is a function of the rank, so this is the reference's
+    # distinct (rank, node) columns without sorting N pairs
+    present = np.flatnonzero(np.bincount(rank)) if int(rank.max()) < 4 * n + (1 << 20) else np.unique(rank)
+    node = None
+    per_node = None
+    m_mode = "none"
+    node_of_present = _node_of_request(trace.node_of_rank, present.astype(np.int64))
+    if node_of_present is not None:
+        # per request through a per-rank table, int32 where it fits: no int64 copy of the rank column
+        table = np.zeros(int(present[-1]) + 1, dtype=np.int64)
+        table[present] = node_of_present
+        node = table.astype(np.int32)[rank] if int(table.max()) <= np.iinfo(np.int32).max else table[rank]
+        per_node = np.bincount(node_of_present)
+        ranks_per_node = per_node[per_node > 0]
+        if ranks_per_node.size > 1 and ranks_per_node.max() > 1:
+            m_mode = m_of
+    p, m_counted = derive_fast.counts(trace, ord_s, req_set, node, m_mode, len(set_names))
+    if node is None:
+        m = np.ones(n, dtype=np.int32)
+    elif m_counted is not None:
+        m = m_counted
+    elif per_node is not None and np.count_nonzero(per_node) == 1:
+        m = p.copy()  # one node: every overlapping rank is on the issuing node
+    else:
+        m = np.ones(n, dtype=np.int32)  # one rank per node
+
+    if trace.collective is not None and np.any(trace.collective):
+        coll = np.asarray(trace.collective, dtype=bool)
+        comm = trace.nprocs if trace.nprocs else int(present.size)
+        if comm > np.iinfo(np.int32).max:  # the reference's int64 arithmetic, then its int32 cast
+            p, m = p.astype(np.int64), m.astype(np.int64)
+        p[coll] = comm
+        m[coll] = 1 if node is None or per_node is None else per_node[node[coll]]
+    np.minimum(m, p, out=m)
+    trace.p = p.astype(np.int32, copy=False)
+    trace.m = m.astype(np.int32, copy=False)
+    trace.sequential = derive_fast.sequential(trace, ord_s)
+    trace.dominant_size = derive_fast.dominant_sizes(trace.file_id, trace.size, len(trace.files))
+    return trace
+
+
+def _derive_reference(trace: Trace, group: str, m_of: str) -> Trace:
+    """Today's original implementation, kept as the reference the fast path is tested against: integer
+    ticks from ``np.unique``, busy periods per (key, rank) and a merge-sort-tree gap correction."""
+    n = len(trace)
     set_names, file_set = _file_sets(trace.files, int(trace.file_id.max()) + 1, group)
     trace.file_sets = set_names
     trace.file_set = file_set

@@ -133,8 +133,14 @@ class _RankFile:
                              f"{data_size} bytes", "the trace was truncated; rerun the traced job")
         if table_at < header_size + count * record_size or table_at > data_size:
             raise InputError(f"{path}: file_table_offset", f"{table_at} is outside the file or overlaps records")
-        self.records = np.fromfile(path, dtype=record_dtype(record_size), count=count, offset=header_size)
+        self.count = count
+        self._records_at = (header_size, record_size)
         self.table = self._file_table(path, table_at, int(head["file_count"]), data_size)
+
+    def records(self) -> np.ndarray:
+        """The records, read on demand so that one rank's buffer at a time is alive while merging."""
+        at, record_size = self._records_at
+        return np.fromfile(self.path, dtype=record_dtype(record_size), count=self.count, offset=at)
 
     @staticmethod
     def _file_table(path: Path, at: int, count: int, data_size: int) -> dict[int, str]:
@@ -185,9 +191,17 @@ def read_shim_trace_dir(path: str | Path) -> Trace:
                          "keep the files of one run per directory")
     epoch0 = min(rf.epoch for rf in ranks)
     files: dict[str, int] = {}
-    parts: list[dict[str, np.ndarray]] = []
+    # the merged columns are allocated once and filled rank by rank: peak memory is the trace plus one
+    # rank's records, not the records, per-rank copies and their concatenation at once
+    total = sum(rf.count for rf in ranks)
+    cols: dict[str, np.ndarray] = {
+            "rank": np.empty(total, np.int32), "op": np.empty(total, np.uint8), "offset": np.empty(total, np.int64),
+            "size": np.empty(total, np.int64), "start": np.empty(total, np.float64),
+            "end": np.empty(total, np.float64), "file_id": np.empty(total, np.int32),
+            "collective": np.empty(total, bool)}
+    at = 0
     for rf in ranks:
-        rec = rf.records
+        rec = rf.records()
         local = np.full(max(rf.table, default=-1) + 1, -1, dtype=np.int64)
         for table_id, name in rf.table.items():
             local[table_id] = files.setdefault(name, len(files))
@@ -204,17 +218,17 @@ def read_shim_trace_dir(path: str | Path) -> Trace:
             i = int(np.argmax(bad))
             raise InputError(f"{rf.path}: record {i}: op", f"is {int(op[i])}; must be 1 (read) or 2 (write)")
         shift = rf.epoch - epoch0
-        parts.append({
-            "rank": np.full(rec.shape[0], rf.rank, dtype=np.int32),
-            "op": op.astype(np.uint8),
-            "offset": rec["offset"].astype(np.int64),
-            "size": rec["size"].astype(np.int64),
-            "start": rec["start"] + shift,
-            "end": rec["end"] + shift,
-            "file_id": mapped.astype(np.int32),
-            "collective": (rec["flags"] & REC_COLLECTIVE) != 0,
-        })
-    cols = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+        part = slice(at, at + rec.shape[0])
+        cols["rank"][part] = rf.rank
+        cols["op"][part] = op
+        cols["offset"][part] = rec["offset"]  # uint64 → int64 wraps as astype did
+        cols["size"][part] = rec["size"]
+        np.add(rec["start"], shift, out=cols["start"][part])
+        np.add(rec["end"], shift, out=cols["end"][part])
+        cols["file_id"][part] = mapped
+        np.not_equal(rec["flags"] & REC_COLLECTIVE, 0, out=cols["collective"][part])
+        at += rec.shape[0]
+        del rec, fid, mapped
     max_rank = max(rf.rank for rf in ranks)
     node_keys = np.full(max_rank + 1, -1, dtype=np.int64)
     for rf in ranks:

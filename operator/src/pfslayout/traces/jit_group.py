@@ -1,0 +1,137 @@
+"""Grouping helpers for the fast derive path (numba): dense ids of (a, b) pairs, per-group modes and the
+sequential flags, each in one or two linear passes instead of the sorts (``np.unique``, ``lexsort``)
+the reference uses. Results are identical: ids are only labels, and modes/flags follow the same rules.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_EMPTY = np.int64(-1)
+_DIRECT_PER_ROW = 4  # a dense a × b table is used while it is at most this many entries per row (+ 2^20)
+
+
+@numba.njit(inline="always")
+def _hash(a: np.int64, b: np.int64, mask: int) -> int:
+    h = (a * np.int64(0x9E3779B97F4A7C15)) ^ (b * np.int64(0xC2B2AE3D27D4EB4F))
+    return int((h ^ (h >> 29)) & mask)
+
+
+@numba.njit(cache=True, nogil=True)
+def _grow(keys_a: np.ndarray, keys_b: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cap = keys_a.shape[0] * 2
+    mask = cap - 1
+    na = np.full(cap, _EMPTY, dtype=np.int64)
+    nb = np.zeros(cap, dtype=np.int64)
+    ni = np.zeros(cap, dtype=np.int32)
+    for slot in range(keys_a.shape[0]):
+        if keys_a[slot] != _EMPTY:
+            h = _hash(keys_a[slot], keys_b[slot], mask)
+            while na[h] != _EMPTY:
+                h = (h + 1) & mask
+            na[h] = keys_a[slot]
+            nb[h] = keys_b[slot]
+            ni[h] = ids[slot]
+    return na, nb, ni
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_ids(a: np.ndarray, b: np.ndarray, b_width: int) -> tuple[np.ndarray, int]:
+    """Dense id (0..count-1) of each row's (a, b) pair, a ≥ 0 and 0 ≤ b < b_width: a direct table when
+    a × b_width is small, else an open-addressing hash table that grows with the distinct pairs."""
+    n = a.shape[0]
+    ids = np.empty(n, dtype=np.int32)
+    a_max = 0
+    for i in range(n):
+        if a[i] > a_max:
+            a_max = a[i]
+    if (a_max + 1) * b_width <= _DIRECT_PER_ROW * n + (1 << 20):
+        table = np.full((a_max + 1) * b_width, -1, dtype=np.int32)
+        count = 0
+        for i in range(n):
+            key = np.int64(a[i]) * b_width + b[i]
+            v = table[key]
+            if v < 0:
+                v = count
+                table[key] = v
+                count += 1
+            ids[i] = v
+        return ids, count
+    keys_a = np.full(1024, _EMPTY, dtype=np.int64)
+    keys_b = np.zeros(1024, dtype=np.int64)
+    vals = np.zeros(1024, dtype=np.int32)
+    count = 0
+    for i in range(n):
+        ka = np.int64(a[i])
+        kb = np.int64(b[i])
+        mask = keys_a.shape[0] - 1
+        h = _hash(ka, kb, mask)
+        while keys_a[h] != _EMPTY and (keys_a[h] != ka or keys_b[h] != kb):
+            h = (h + 1) & mask
+        if keys_a[h] == _EMPTY:
+            keys_a[h] = ka
+            keys_b[h] = kb
+            vals[h] = count
+            ids[i] = count
+            count += 1
+            if 2 * count > keys_a.shape[0]:
+                keys_a, keys_b, vals = _grow(keys_a, keys_b, vals)
+        else:
+            ids[i] = vals[h]
+    return ids, count
+
+
+@numba.njit(cache=True, nogil=True)
+def group_modes(group: np.ndarray, value: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group (0..n_groups-1) its most common value, ties to the larger value; 0 for an empty group."""
+    keys_a = np.full(1024, _EMPTY, dtype=np.int64)
+    keys_b = np.zeros(1024, dtype=np.int64)
+    counts = np.zeros(1024, dtype=np.int32)
+    used = 0
+    for i in range(group.shape[0]):
+        ka = np.int64(group[i])
+        kb = np.int64(value[i])
+        mask = keys_a.shape[0] - 1
+        h = _hash(ka, kb, mask)
+        while keys_a[h] != _EMPTY and (keys_a[h] != ka or keys_b[h] != kb):
+            h = (h + 1) & mask
+        if keys_a[h] == _EMPTY:
+            keys_a[h] = ka
+            keys_b[h] = kb
+            counts[h] = 1
+            used += 1
+            if 2 * used > keys_a.shape[0]:
+                keys_a, keys_b, counts = _grow(keys_a, keys_b, counts)
+        else:
+            counts[h] += 1
+    out = np.zeros(n_groups, dtype=np.int64)
+    best = np.zeros(n_groups, dtype=np.int64)
+    for h in range(keys_a.shape[0]):
+        g = keys_a[h]
+        if g == _EMPTY:
+            continue
+        c = counts[h]
+        v = keys_b[h]
+        if c > best[g] or (c == best[g] and v > out[g]):
+            best[g] = c
+            out[g] = v
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def sequential_flags(order: np.ndarray, pair: np.ndarray, n_pairs: int, offset: np.ndarray,
+                     size: np.ndarray) -> np.ndarray:
+    """Visiting requests in ``order`` (by start, ties by index): sequential iff the offset continues the
+    same (file, rank) pair's previous request, or is 0 for the pair's first."""
+    seen = np.zeros(n_pairs, dtype=np.bool_)
+    last_end = np.zeros(n_pairs, dtype=np.int64)
+    out = np.empty(order.shape[0], dtype=np.bool_)
+    for j in range(order.shape[0]):
+        i = order[j]
+        pr = pair[i]
+        off = np.int64(offset[i])
+        out[i] = off == last_end[pr] if seen[pr] else off == 0
+        seen[pr] = True
+        last_end[pr] = off + np.int64(size[i])
+    return out

@@ -1,0 +1,157 @@
+"""The fast derive path against the reference (``derive(..., method="reference")``): identical p, m,
+sequential flags, dominant sizes and file sets — on hypothesis-generated traces and on hand-made edge
+cases (many ranks and nodes, collective records, zero-length and negative-length requests, shared
+start/end instants, requests spanning many others, several directories, both ``group`` and ``m_of``)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pfslayout.traces import OP_READ, OP_WRITE, Trace, derive
+from pfslayout.traces.jit_sort import stable_argsort
+
+pytestmark = pytest.mark.unit
+
+FILES = ["/a/x", "/a/y", "/b/z", "/b/w", "c", "/d/deep/f"]
+SETTINGS = [("directory", "issuing-node"), ("directory", "busiest-node"), ("file", "issuing-node"),
+            ("file", "busiest-node")]
+
+
+def assert_same(t: Trace, group: str, m_of: str) -> None:
+    fast = derive(copy.deepcopy(t), group=group, m_of=m_of)
+    ref = derive(copy.deepcopy(t), group=group, m_of=m_of, method="reference")
+    for name in ("p", "m", "sequential", "dominant_size", "file_set"):
+        a, b = getattr(fast, name), getattr(ref, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), (name, group, m_of, a, b)
+    assert fast.file_sets == ref.file_sets
+
+
+def make(rank: np.ndarray, start: np.ndarray, end: np.ndarray, file_id: np.ndarray, *, offset: np.ndarray | None = None,
+         size: np.ndarray | None = None, nodes: np.ndarray | None = None, collective: np.ndarray | None = None,
+         nprocs: int | None = None, files: list[str] | None = None) -> Trace:
+    n = rank.shape[0]
+    return Trace(rank=rank.astype(np.int32), op=np.where(np.arange(n) % 3, OP_READ, OP_WRITE).astype(np.uint8),
+                 offset=np.zeros(n, np.int64) if offset is None else offset.astype(np.int64),
+                 size=np.full(n, 4096, np.int64) if size is None else size.astype(np.int64),
+                 start=start.astype(np.float64), end=end.astype(np.float64), file_id=file_id.astype(np.int32),
+                 files=list(FILES if files is None else files), node_of_rank=nodes, collective=collective,
+                 nprocs=nprocs)
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> Trace:
+    n = draw(st.integers(1, 120))
+    n_ranks = draw(st.integers(1, 12))
+    # coarse times make equal instants (shared starts/ends, touching requests) common
+    grid = draw(st.sampled_from([1.0, 0.5, 0.25, 1e-3]))
+    ints = st.integers(0, 40)
+    start = np.array(draw(st.lists(ints, min_size=n, max_size=n)), dtype=np.float64) * grid
+    length = np.array(draw(st.lists(st.sampled_from([0, 0, 1, 1, 2, 3, 8, 30, -1]), min_size=n, max_size=n)),
+                      dtype=np.float64) * grid
+    rank = np.array(draw(st.lists(st.integers(0, n_ranks - 1), min_size=n, max_size=n)))
+    file_id = np.array(draw(st.lists(st.integers(0, len(FILES) - 1), min_size=n, max_size=n)))
+    offset = np.array(draw(st.lists(st.sampled_from([0, 4096, 8192, 12288]), min_size=n, max_size=n)))
+    size = np.array(draw(st.lists(st.sampled_from([0, 4096, 8192]), min_size=n, max_size=n)))
+    nodes = None
+    node_kind = draw(st.sampled_from(["none", "one", "each", "some", "partial"]))
+    if node_kind == "one":
+        nodes = np.zeros(n_ranks, np.int32)
+    elif node_kind == "each":
+        nodes = np.arange(n_ranks, dtype=np.int32)
+    elif node_kind == "some":
+        nodes = np.array(draw(st.lists(st.integers(0, 3), min_size=n_ranks, max_size=n_ranks)), dtype=np.int32)
+    elif node_kind == "partial":  # a table shorter than the ranks, with a -1: those ranks get nodes of their own
+        nodes = np.array(draw(st.lists(st.integers(-1, 2), min_size=1, max_size=n_ranks)), dtype=np.int32)
+    collective = None
+    if draw(st.booleans()):
+        collective = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    nprocs = draw(st.sampled_from([None, n_ranks, 64]))
+    return make(rank, start, start + length, file_id, offset=offset, size=size, nodes=nodes, collective=collective,
+                nprocs=nprocs)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(traces(), st.sampled_from(SETTINGS))
+def test_fast_path_equals_reference(t: Trace, setting: tuple[str, str]) -> None:
+    assert_same(t, *setting)
+
+
+@pytest.mark.parametrize(("group", "m_of"), SETTINGS)
+def test_many_ranks_nodes_and_long_requests(group: str, m_of: str) -> None:
+    """Bulk-synchronous phases on 200 ranks / 25 nodes with a few requests spanning many others'."""
+    rng = np.random.default_rng(7)
+    n, ranks = 20_000, 200
+    rank = rng.integers(0, ranks, n)
+    start = np.round(rng.random(n) * 50, 3)
+    dur = rng.gamma(2.0, 0.05, n)
+    long = rng.random(n) < 0.01
+    dur[long] *= 300  # the long overlapping requests the reference's gap correction exists for
+    dur[rng.random(n) < 0.05] = 0.0
+    t = make(rank, start, start + np.round(dur, 3), rng.integers(0, len(FILES), n),
+             offset=rng.integers(0, 4, n) * 4096, size=rng.choice([4096, 65536], n),
+             nodes=(np.arange(ranks) // 8).astype(np.int32), collective=rng.random(n) < 0.02, nprocs=ranks)
+    assert_same(t, group, m_of)
+
+
+def test_one_request_spanning_everything_and_identical_instants() -> None:
+    k = 400
+    rank = np.r_[0, np.arange(1, k + 1) % 7 + 1]
+    start = np.r_[0.0, np.arange(k) // 3 * 1.0]  # triples share start instants; back to back
+    end = np.r_[1e6, start[1:] + 1.0]
+    t = make(rank, start, end, np.zeros(k + 1, int), nodes=np.array([0, 0, 1, 1, 2, 2, 3, 3], np.int32))
+    for group, m_of in SETTINGS:
+        assert_same(t, group, m_of)
+
+
+def test_zero_length_requests_at_shared_instants() -> None:
+    start = np.array([0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 2.0, 3.0])
+    end = np.array([0.0, 1.0, 1.0, 2.0, 0.5, 2.0, 3.0, 3.0])
+    rank = np.array([0, 1, 2, 3, 0, 1, 2, 3])
+    for nodes in (None, np.array([0, 0, 1, 1], np.int32)):
+        t = make(rank, start, end, np.zeros(8, int), nodes=nodes)
+        for group, m_of in SETTINGS:
+            assert_same(t, group, m_of)
+
+
+def test_unusual_inputs_fall_back_to_the_reference() -> None:
+    """Non-finite times: the fast path hands them to the reference, so both agree."""
+    start = np.array([0.0, np.inf, 1.0, np.nan])
+    t = make(np.array([0, 1, 2, 3]), start, start + 1, np.zeros(4, int))
+    fast = derive(copy.deepcopy(t))
+    ref = derive(copy.deepcopy(t), method="reference")
+    assert np.array_equal(fast.p, ref.p) and np.array_equal(fast.m, ref.m)  # type: ignore[arg-type]
+
+
+def test_shim_like_order_and_many_files() -> None:
+    """Per-rank blocks in call order (as the shim writes them), one file per rank plus a shared one."""
+    rng = np.random.default_rng(3)
+    ranks, per = 64, 150
+    rank = np.repeat(np.arange(ranks), per)
+    k = np.tile(np.arange(per), ranks)
+    start = k * 1.0 + rng.random(ranks * per) * 0.3
+    files = ["/s/shared"] + [f"/s/out/part.{r}" for r in range(ranks)]
+    fid = np.where(rng.random(ranks * per) < 0.5, 0, rank + 1)
+    size = rng.choice([4096, 65536], ranks * per)
+    t = make(rank, start, start + rng.gamma(4, 0.25, ranks * per), fid, offset=k * size, size=size,
+             nodes=(np.arange(ranks) // 4).astype(np.int32), files=files)
+    for group, m_of in SETTINGS:
+        assert_same(t, group, m_of)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), max_size=300))
+def test_stable_argsort_matches_numpy(values: list[float]) -> None:
+    v = np.array(values, dtype=np.float64)
+    assert np.array_equal(stable_argsort(v), np.argsort(v, kind="stable"))
+
+
+def test_unknown_method_is_an_error() -> None:
+    from pfslayout.errors import InputError
+
+    with pytest.raises(InputError, match="unknown derive method"):
+        derive(make(np.array([0]), np.array([0.0]), np.array([1.0]), np.array([0])), method="quick")
