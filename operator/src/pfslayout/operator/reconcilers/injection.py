@@ -1,13 +1,15 @@
 """Injection without a webhook (suspend mode): an MPIJob created with `spec.runPolicy.suspend: true` and
 selected by a LayoutPolicy in its namespace is patched with the shim (kinds/layoutpolicy/inject.py) and
-resumed in one JSON Patch guarded by its resourceVersion, so the MPI Operator never starts a pod of it
-without the shim. A job the injector must refuse stays suspended, annotated with the reason, with a
+resumed: the templates and the marker annotation in one JSON Patch guarded by its resourceVersion, the
+launcher Job the MPI Operator made from the old template replaced, then `suspend: false` — so no pod of
+the job starts without the shim. A job the injector must refuse stays suspended, annotated with the reason, with a
 Warning on the job and on the policy: it never runs silently without the shim. Jobs no policy selects,
 and jobs not created suspended, are not touched at all (not even annotated).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pfslayout.k8s.api import Kube
@@ -15,6 +17,41 @@ from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import MPIJOB
 from pfslayout.kinds.layoutpolicy import inject
 from pfslayout.operator.reconcilers.events import Post
+
+
+def _injected(pod_template: dict[str, Any]) -> bool:
+    return any(c.get("name") == "pfslayout-shim" for c in (pod_template.get("spec") or {}).get("initContainers") or [])
+
+
+def _replace_launcher(kube: Kube, ns: str, name: str, uid: str | None, wait_s: float = 30.0) -> None:
+    """The MPI Operator creates a suspended job's launcher Job at once, from the template it has seen
+    (possibly the one before the patch, from its cache), and on resume only unsuspends it: a Job's pod
+    template cannot be changed. So before resuming, wait until the launcher Job carries the shim, deleting
+    any made from the old template; after `wait_s` resume anyway (none exists: the MPI Operator then
+    creates it from the patched job)."""
+    launcher = f"{name}-launcher"
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        job = kube.get("Job", ns, launcher)
+        if job is not None:
+            if _injected((job.get("spec") or {}).get("template") or {}):
+                return
+            owners = {o.get("uid") for o in (job.get("metadata") or {}).get("ownerReferences") or []}
+            if uid not in owners:
+                return  # not the MPI Operator's launcher of this job: leave it alone
+            if not (job.get("metadata") or {}).get("deletionTimestamp"):
+                kube.delete("Job", ns, launcher, propagation="Background")
+        time.sleep(0.5)
+
+
+def retry_waiting(kube: Kube, namespace: str, post: Post) -> int:
+    """Suspended jobs kept back by a refusal are tried again (a policy that became Ready, a second policy
+    that was removed): the policy's timer calls this, since nothing changes on the job itself."""
+    done = 0
+    for job in kube.custom.list(MPIJOB, namespace):
+        if inject.REFUSED in ((job.get("metadata") or {}).get("annotations") or {}):
+            done += handle(kube, job, post) == "injected"
+    return done
 
 
 def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
@@ -42,10 +79,13 @@ def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
                 post(policy, "Warning", "InjectionRefused", f"MPIJob {name} kept suspended: {message}")
         return "refused"
     pname = policy["metadata"]["name"]
-    ops = inject.json_patch(job, replicas, pname, resume=True)
+    ops = inject.json_patch(job, replicas, pname, resume=False)
     if inject.REFUSED in annotations:
         ops.append({"op": "remove", "path": f"/metadata/annotations/{inject.REFUSED.replace('/', '~1')}"})
     if kube.custom.patch(MPIJOB, ns, name, ops) is None:
+        return "raced"
+    _replace_launcher(kube, ns, name, meta.get("uid"))
+    if kube.custom.patch(MPIJOB, ns, name, {"spec": {"runPolicy": {"suspend": False}}}) is None:
         return "raced"
     impl = (job.get("spec") or {}).get("mpiImplementation") or "OpenMPI"
     post(job, "Normal", "ShimInjected", f"LayoutPolicy {pname}: libpfsshim.so, its config and the pvfs2tab added "
