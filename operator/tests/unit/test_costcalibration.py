@@ -85,7 +85,7 @@ def test_probe_mpijob_shape() -> None:
     assert job["spec"]["runPolicy"]["activeDeadlineSeconds"] == 1800
     assert job["spec"]["slotsPerWorker"] == 2 and job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
     script = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"][2]
-    assert "mpiexec -n 4 " in script and "--out -" in script and objs.BEGIN in script
+    assert "mpiexec -iface eth0 -n 4 " in script and "--out -" in script and objs.BEGIN in script
     assert job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["nodeSelector"] == {"k": "v"}
     assert objs.mpijob_name("x" * 60, 12, 345) .startswith("x" * 25) and len(objs.mpijob_name("x" * 60, 12, 345)) <= 42
 

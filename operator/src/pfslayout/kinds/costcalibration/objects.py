@@ -67,6 +67,12 @@ def _check(what: str) -> str:
     return f"command -v pfsprobe >/dev/null 2>&1 || {{ echo {shlex.quote(msg)} >&2; exit 127; }}"
 
 
+# Hydra's proxies on the workers connect back to the launcher by the name in its control-port string,
+# and the launcher's DNS record may not exist yet when they start (they then fail and mpiexec waits
+# forever). With -iface the string carries the pod interface's address instead.
+POD_IFACE = "eth0"
+
+
 def _invocation(inv: Invocation, i: int, ranks: int) -> str:
     # Rank 0 runs on a worker, not on the launcher: the grid travels in the environment (-genv) and each
     # rank writes it to its own file; the document comes back on rank 0's stdout, which mpiexec forwards.
@@ -76,7 +82,8 @@ def _invocation(inv: Invocation, i: int, ranks: int) -> str:
                 f"--backend {inv.backend} --servers {inv.servers} {targets} --out -")
     return "\n".join([
         f"grid={shlex.quote(json.dumps(inv.grid, separators=(',', ':')))}",
-        f"mpiexec -n {ranks} -genv PVFS2TAB_FILE {PVFS2TAB_DIR}/{PVFS2TAB_KEY} -genv PFSLAYOUT_GRID \"$grid\" "
+        f"mpiexec -iface {POD_IFACE} -n {ranks} -genv PVFS2TAB_FILE {PVFS2TAB_DIR}/{PVFS2TAB_KEY} "
+        f"-genv PFSLAYOUT_GRID \"$grid\" "
         f"sh -c {shlex.quote(rank_cmd)} > {out}",
         f"echo {BEGIN} {inv.key}", f"cat {out}", "echo", f"echo {END} {inv.key}",
     ])

@@ -114,7 +114,10 @@ def environment(impl: str, job_name: str, user_preload: str | None) -> tuple[lis
         listed = ";".join(f"{k}={v}" for k, v in ranks.items())
         return [{"name": "OMPI_MCA_mca_base_env_list", "value": listed},
                 {"name": "PFSLAYOUT_SHIM_JOB", "value": job_name}], ranks
-    return [{"name": k, "value": v} for k, v in ranks.items()], ranks
+    # Hydra: the workers' proxies reach the launcher by the pod interface's address, not by a DNS name
+    # that may not exist yet when they start (they would fail and mpiexec would wait forever).
+    hydra = [{"name": "HYDRA_IFACE", "value": "eth0"}] if impl == "MPICH" else []
+    return [{"name": k, "value": v} for k, v in ranks.items()] + hydra, ranks
 
 
 def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> dict[str, Any]:
