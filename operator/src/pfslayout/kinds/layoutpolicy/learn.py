@@ -27,14 +27,9 @@ from typing import Any
 from pfslayout.costmodel.params import CostParams
 from pfslayout.k8s.meta import Owner, content_hash, object_metadata
 from pfslayout.kinds import MANAGED_BY
-from pfslayout.kinds.orangefscluster.objects import (
-    PVFS2TAB_DIR,
-    PVFS2TAB_KEY,
-    container_security_context,
-    pod_security_context,
-)
+from pfslayout.kinds.orangefscluster.hintjob import client_container, client_pod
+from pfslayout.kinds.orangefscluster.objects import container_security_context
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
-from pfslayout.orangefs import naming
 from pfslayout.planner.models import CandidateCost, Decision
 from pfslayout.planner.summary import TraceSummary, plan_summary
 from pfslayout.shimconfig import ShimConfig, TraceSettings, render_shim_config
@@ -124,36 +119,18 @@ def collector_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner,
         summarise += ["--path", p]
     run = (f"if ls /traces/*.pfstrace >/dev/null 2>&1; then exec {shlex.join(summarise)}; "
            f"else echo '{MARKER} {{\"files\":0}}'; fi")
-    volumes = [{"name": "traces", "mountPath": "/traces"}, {"name": "tmp", "mountPath": "/tmp"}]
-    pod_spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "enableServiceLinks": False,
-        "automountServiceAccountToken": False,
-        "securityContext": pod_security_context(fs_group=False),
-        "initContainers": [{
-            "name": "copy", "image": cluster.client.image or cluster.image,
-            "imagePullPolicy": cluster.image_pull_policy,
-            "command": ["sh", "-c", collector_script(source_dir, job["metadata"]["name"])],
-            "env": [{"name": "PVFS2TAB_FILE", "value": f"{PVFS2TAB_DIR}/{PVFS2TAB_KEY}"}],
-            "volumeMounts": [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}, *volumes],
-            "securityContext": container_security_context(),
-            "terminationMessagePolicy": "FallbackToLogsOnError",
-        }],
-        "containers": [{
-            "name": "summarise", "image": operator_image, "imagePullPolicy": pull_policy,
-            "command": ["sh", "-c", run],
-            "env": [{"name": "HOME", "value": "/tmp"}],
-            "volumeMounts": volumes,
-            "securityContext": container_security_context(),
-            "terminationMessagePolicy": "FallbackToLogsOnError",
-        }],
-        "volumes": [{"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}},
-                    {"name": "traces", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
+    mounts = [{"name": "traces", "mountPath": "/traces"}, {"name": "tmp", "mountPath": "/tmp"}]
+    copy = client_container(cluster, "copy", collector_script(source_dir, job["metadata"]["name"]), mounts)
+    summariser = {
+        "name": "summarise", "image": operator_image, "imagePullPolicy": pull_policy,
+        "command": ["sh", "-c", run],
+        "env": [{"name": "HOME", "value": "/tmp"}],
+        "volumeMounts": mounts,
+        "securityContext": container_security_context(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",
     }
-    if cluster.node_selector:
-        pod_spec["nodeSelector"] = dict(cluster.node_selector)
-    if cluster.tolerations:
-        pod_spec["tolerations"] = [t.as_k8s() for t in cluster.tolerations]
+    pod_spec = client_pod(cluster, cluster_name, [summariser],
+                          [{"name": "traces", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}], init=[copy])
     all_labels = {**labels, "app.kubernetes.io/component": COLLECTOR_COMPONENT,
                   "app.kubernetes.io/managed-by": MANAGED_BY}
     return {"apiVersion": "batch/v1", "kind": "Job",

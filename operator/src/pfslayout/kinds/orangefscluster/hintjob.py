@@ -44,34 +44,51 @@ def hint_job_name(owner: Owner, dirs: Sequence[DirectoryHints], nonce: int = 0) 
     return f"{owner.name[:36]}-hints-{hints_digest(dirs)}-{nonce}"
 
 
-def hint_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner, dirs: Sequence[DirectoryHints],
-             labels: dict[str, str], deadline_s: int = 300, nonce: int = 0) -> dict[str, Any]:
+def client_container(cluster: OrangeFSClusterSpec, name: str, command: str,
+                     mounts: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """A container of the cluster's client image that reaches the file system through its pvfs2tab
+    (the hint Job's, the trace collector's copy step)."""
+    return {
+        "name": name,
+        "image": cluster.client.image or cluster.image,
+        "imagePullPolicy": cluster.image_pull_policy,
+        "command": ["sh", "-c", command],
+        "env": [{"name": "PVFS2TAB_FILE", "value": f"{PVFS2TAB_DIR}/{PVFS2TAB_KEY}"}],
+        "volumeMounts": [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}, *mounts],
+        "securityContext": container_security_context(),
+        # The kubelet keeps the last lines of a failed container's log in its status, so the
+        # reason survives even when the log itself cannot be read.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+
+
+def client_pod(cluster: OrangeFSClusterSpec, cluster_name: str, containers: list[dict[str, Any]],
+               volumes: Sequence[dict[str, Any]], init: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The pod of a client Job: run once, no ServiceAccount token, non-root, the cluster's pvfs2tab,
+    placed where the cluster's pods may go."""
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
         "securityContext": pod_security_context(fs_group=False),
-        "containers": [{
-            "name": "hints",
-            "image": cluster.client.image or cluster.image,
-            "imagePullPolicy": cluster.image_pull_policy,
-            "command": ["sh", "-c", script(dirs)],
-            "env": [{"name": "PVFS2TAB_FILE", "value": f"{PVFS2TAB_DIR}/{PVFS2TAB_KEY}"}],
-            # libpvfs2 writes the configuration it fetches from the servers to /tmp.
-            "volumeMounts": [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True},
-                             {"name": "tmp", "mountPath": "/tmp"}],
-            "securityContext": container_security_context(),
-            # The kubelet keeps the last lines of a failed container's log in its status, so the
-            # reason survives even when the log itself cannot be read.
-            "terminationMessagePolicy": "FallbackToLogsOnError",
-        }],
+        "containers": containers,
         "volumes": [{"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}},
-                    {"name": "tmp", "emptyDir": {}}],
+                    *volumes],
     }
+    if init:
+        pod_spec["initContainers"] = list(init)
     if cluster.node_selector:
         pod_spec["nodeSelector"] = dict(cluster.node_selector)
     if cluster.tolerations:
         pod_spec["tolerations"] = [t.as_k8s() for t in cluster.tolerations]
+    return pod_spec
+
+
+def hint_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner, dirs: Sequence[DirectoryHints],
+             labels: dict[str, str], deadline_s: int = 300, nonce: int = 0) -> dict[str, Any]:
+    # libpvfs2 writes the configuration it fetches from the servers to /tmp.
+    hints = client_container(cluster, "hints", script(dirs), [{"name": "tmp", "mountPath": "/tmp"}])
+    pod_spec = client_pod(cluster, cluster_name, [hints], [{"name": "tmp", "emptyDir": {}}])
     all_labels = {**labels, "app.kubernetes.io/component": HINTS_COMPONENT, "app.kubernetes.io/managed-by": MANAGED_BY}
     return {
         "apiVersion": "batch/v1", "kind": "Job",
