@@ -46,7 +46,11 @@ def test_release_objects(cluster, release: str) -> None:  # noqa: ANN001
         crd = cluster.kubectl_json("get", "crd", f"{name}.pfslayout.io")
         assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
         assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == RELEASE
-    assert cluster.kubectl("get", "mutatingwebhookconfiguration", RELEASE, check=False).returncode != 0
+    # The webhook is on by default; its namespace scope and CA bundle are the operator's to keep.
+    (hook,) = cluster.kubectl_json("get", "mutatingwebhookconfiguration", RELEASE)["webhooks"]
+    assert hook["clientConfig"]["service"] == {"name": f"{RELEASE}-webhook", "namespace": RELEASE_NS,
+                                               "path": "/inject", "port": 443}
+    assert hook["failurePolicy"] == "Fail" and hook["rules"][0]["resources"] == ["mpijobs"]
 
 
 def test_helm_test_hook_succeeds(cluster, release: str) -> None:  # noqa: ANN001
@@ -77,6 +81,10 @@ CAN = [
     ("create", "mpijobs.kubeflow.org", "-n", "default"),
     ("delete", "mpijobs.kubeflow.org", "-n", "default"),
     ("get", "pods/log", "-n", "default"),
+    # The admission webhook: its certificate Secret and the chart's configuration, by name.
+    ("create", "secrets", "-n", RELEASE_NS),
+    ("update", f"secrets/{RELEASE}-webhook-tls", "-n", RELEASE_NS),
+    ("patch", f"mutatingwebhookconfigurations.admissionregistration.k8s.io/{RELEASE}"),
     # What Kopf needs to run --all-namespaces.
     ("list", "customresourcedefinitions.apiextensions.k8s.io"),
     ("watch", "namespaces"),
@@ -85,6 +93,11 @@ CAN = [
 CANNOT = [
     ("get", "secrets", "-A"),
     ("list", "secrets", "-n", RELEASE_NS),
+    # the webhook's own Secret and configuration only
+    ("get", f"secrets/{RELEASE}-other", "-n", RELEASE_NS),
+    ("create", "secrets", "-n", "default"),
+    ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/other"),
+    ("delete", f"mutatingwebhookconfigurations.admissionregistration.k8s.io/{RELEASE}"),
     ("delete", "nodes"),
     ("get", "nodes"),
     ("create", "pods", "-n", "default"),

@@ -30,19 +30,28 @@ def example() -> dict[str, dict[str, Any]]:
     return {d["kind"]: d for d in docs}
 
 
+def suspended(job: dict[str, Any]) -> dict[str, Any]:
+    """The example job as it must be submitted where no webhook runs (the operator here is a local
+    process): created suspended, injected and resumed by the operator (docs/operator.md)."""
+    job = copy.deepcopy(job)
+    job["spec"].setdefault("runPolicy", {})["suspend"] = True
+    return job
+
+
 def with_command(job: dict[str, Any], name: str, ior: str | None) -> dict[str, Any]:
-    """The example job renamed, running `ior` instead of its IOR line (None: the ranks run `hostname`
-    without the shim: a selected job that leaves no trace)."""
+    """The example job renamed, running `ior` instead of its IOR line (None: the ranks run `hostname`,
+    and the job is not suspended, so nothing gives it the shim: a selected job that leaves no trace)."""
     job = copy.deepcopy(job)
     job["metadata"]["name"] = name
     c = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    script = c["command"][2]
-    assert IOR_SHARED in script, "the example's IOR line changed: update this test"
+    assert " ".join(c["args"][3:]) == IOR_SHARED, "the example's IOR line changed: update this test"
     if ior is None:
-        script = script.split("mpiexec", 1)[0] + "mpiexec -n 4 hostname\n"
+        c["args"] = ["mpiexec", "-n", "4", "hostname"]
+        # what injection would have added for Hydra: workers reach the launcher by address
+        c["env"] = [*(c.get("env") or []), {"name": "HYDRA_IFACE", "value": "eth0"}]
+        job["spec"]["runPolicy"].pop("suspend", None)
     else:
-        script = script.replace(IOR_SHARED, ior)
-    c["command"][2] = script
+        c["args"] = c["args"][:3] + ior.split()
     return job
 
 
@@ -66,6 +75,7 @@ def mpijob_done(cluster, ns: str, name: str, timeout: float = 420) -> None:  # n
 def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> None:  # noqa: ANN001, F811
     docs = example()
     ofs, lp, job = (place(docs[k], cluster.mode) for k in ("OrangeFSCluster", "LayoutPolicy", "MPIJob"))
+    job = suspended(job)
     ofs["spec"]["reclaimPolicy"] = "Delete"
     name = lp["metadata"]["name"]
     cluster.apply(ofs, namespace=namespace)

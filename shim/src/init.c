@@ -92,14 +92,8 @@ static uint64_t g_trace_written = UINT64_MAX; /* record count at the last write;
  * the operator collects the files from it after the job. ROMIO cannot rename, so the file is written in
  * place (truncated first); the operator reads traces only after the job has succeeded. The directory must
  * exist (the operator creates it with the policy's hints). */
-static int write_trace_mpiio(const char *job)
+static int write_mpiio(const char *path, const unsigned char *img, size_t len)
 {
-    char path[4096];
-    pfs_trace_file_name(path, sizeof path, g_cfg.trace_dir, job, g_trace.rank);
-    size_t len = 0;
-    unsigned char *img = pfs_trace_image(&g_trace, &len);
-    if (!img)
-        return -1;
     MPI_File fh;
     int rc = PMPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
     if (rc == MPI_SUCCESS) {
@@ -114,8 +108,55 @@ static int write_trace_mpiio(const char *job)
         if (rc == MPI_SUCCESS)
             rc = rc2;
     }
-    free(img);
     return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+/* a directory on a file system only MPI-IO reaches (a ROMIO prefix other than ufs:) */
+static int via_mpiio(const char *dir)
+{
+    return pfs_romio_bare(dir) != dir && strncmp(dir, "ufs:", 4) != 0;
+}
+
+static int write_trace_mpiio(const char *job)
+{
+    char path[4096];
+    pfs_trace_file_name(path, sizeof path, g_cfg.trace_dir, job, g_trace.rank);
+    size_t len = 0;
+    unsigned char *img = pfs_trace_image(&g_trace, &len);
+    if (!img)
+        return -1;
+    int rc = write_mpiio(path, img, len);
+    free(img);
+    return rc;
+}
+
+/* The stats document goes where the trace goes: a POSIX directory (created if missing) or, with a ROMIO
+ * prefix, a directory on the parallel file system written through MPI-IO (it must exist). */
+static void write_stats(void)
+{
+    char path[PATH_MAX];
+    const char *job = g_job_id ? g_job_id : g_cfg.job_id;
+    if (job) /* one directory serves many jobs: the job's name keeps their files apart */
+        snprintf(path, sizeof path, "%s/%s.stats.rank-%06d.json", g_stats_dir, job, g_world_rank);
+    else
+        snprintf(path, sizeof path, "%s/stats.rank-%06d.json", g_stats_dir, g_world_rank);
+    json_t *doc = json_pack("{s:s, s:i, s:i, s:o}", "format", "pfsshim-stats/1", "rank", g_world_rank, "size",
+                            g_world_size, "files", g_stats ? g_stats : json_array());
+    g_stats = NULL;
+    int rc = -1;
+    if (doc && via_mpiio(g_stats_dir)) {
+        char *text = json_dumps(doc, JSON_INDENT(1));
+        if (text)
+            rc = write_mpiio(path, (const unsigned char *)text, strlen(text));
+        free(text);
+    } else if (doc) {
+        mkdir(g_stats_dir, 0777);
+        rc = json_dump_file(doc, path, JSON_INDENT(1));
+    }
+    if (rc != 0)
+        say("rank %d: cannot write %s: %s", g_world_rank, path,
+            via_mpiio(g_stats_dir) ? "MPI-IO error (does the directory exist?)" : strerror(errno));
+    json_decref(doc);
 }
 
 /* At the last close the trace is rewritten only when it has doubled since the last write, so a job that
@@ -128,11 +169,10 @@ void write_trace(int at_finalize)
     if (g_trace_written != UINT64_MAX && (at_finalize ? n == g_trace_written : n < 2 * g_trace_written))
         return;
     const char *job = g_job_id ? g_job_id : g_cfg.job_id;
-    const int via_mpiio = pfs_romio_bare(g_cfg.trace_dir) != g_cfg.trace_dir &&
-                          strncmp(g_cfg.trace_dir, "ufs:", 4) != 0;
-    if (via_mpiio ? write_trace_mpiio(job) != 0 : pfs_trace_write(&g_trace, g_cfg.trace_dir, job) != 0)
+    const int mpiio = via_mpiio(g_cfg.trace_dir);
+    if (mpiio ? write_trace_mpiio(job) != 0 : pfs_trace_write(&g_trace, g_cfg.trace_dir, job) != 0)
         say("rank %d: cannot write the trace into %s: %s", g_world_rank, g_cfg.trace_dir,
-            via_mpiio ? "MPI-IO error (does the directory exist?)" : strerror(errno));
+            mpiio ? "MPI-IO error (does the directory exist?)" : strerror(errno));
     else
         g_trace_written = n;
 }
@@ -152,17 +192,8 @@ int MPI_Finalize(void)
             }
         }
         write_trace(1);
-        if (g_stats_dir && g_world_rank >= 0) {
-            char path[PATH_MAX];
-            mkdir(g_stats_dir, 0777);
-            snprintf(path, sizeof path, "%s/stats.rank-%06d.json", g_stats_dir, g_world_rank);
-            json_t *doc = json_pack("{s:s, s:i, s:i, s:o}", "format", "pfsshim-stats/1", "rank", g_world_rank, "size",
-                                    g_world_size, "files", g_stats ? g_stats : json_array());
-            g_stats = NULL;
-            if (!doc || json_dump_file(doc, path, JSON_INDENT(1)) != 0)
-                say("rank %d: cannot write %s: %s", g_world_rank, path, strerror(errno));
-            json_decref(doc);
-        }
+        if (g_stats_dir && g_world_rank >= 0)
+            write_stats();
     }
     return PMPI_Finalize();
 }

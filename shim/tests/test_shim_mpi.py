@@ -35,7 +35,7 @@ def replica_paths(tmp: Path, name: str) -> list[Path]:
 
 
 def stats(stats_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(stats_dir.glob("stats.rank-*.json"))]
+    return [json.loads(p.read_text()) for p in sorted(stats_dir.glob("*stats.rank-*.json"))]
 
 
 def run_plain(mpi: MpiBuild, tmp: Path, np: int, prog: str, *args: str) -> tuple[str, bytes]:

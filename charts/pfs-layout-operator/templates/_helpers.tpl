@@ -44,18 +44,24 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* Name of the Secret holding the webhook's serving certificate. */}}
 {{- define "pfslayout.webhookSecret" -}}
-{{- if .Values.webhook.certManager.enabled -}}
+{{- if or .Values.webhook.certManager.enabled (not .Values.webhook.tls.secretName) -}}
 {{- printf "%s-webhook-tls" (include "pfslayout.fullname" .) -}}
 {{- else -}}
 {{- .Values.webhook.tls.secretName -}}
 {{- end -}}
 {{- end -}}
 
-{{/* The webhook needs a serving certificate: from cert-manager, or a Secret plus its CA bundle. */}}
-{{- define "pfslayout.validateWebhook" -}}
-{{- if and .Values.webhook.enabled (not .Values.webhook.certManager.enabled) -}}
-{{- if or (not .Values.webhook.tls.secretName) (not .Values.webhook.tls.caBundle) -}}
-{{- fail "webhook.enabled needs TLS: set webhook.certManager.enabled=true, or both webhook.tls.secretName and webhook.tls.caBundle" -}}
+{{/* Where the webhook's certificate comes from: certManager, secret (the user's) or operator. */}}
+{{- define "pfslayout.webhookCerts" -}}
+{{- if .Values.webhook.certManager.enabled -}}certManager
+{{- else if .Values.webhook.tls.secretName -}}secret
+{{- else -}}operator
 {{- end -}}
+{{- end -}}
+
+{{/* A Secret of your own needs the CA that signed it: the API server must trust the serving certificate. */}}
+{{- define "pfslayout.validateWebhook" -}}
+{{- if and .Values.webhook.enabled (eq (include "pfslayout.webhookCerts" .) "secret") (not .Values.webhook.tls.caBundle) -}}
+{{- fail "webhook.tls.secretName needs webhook.tls.caBundle (the base64 PEM CA that signed the Secret's certificate); or unset webhook.tls.secretName to let the operator generate the certificate" -}}
 {{- end -}}
 {{- end -}}

@@ -27,6 +27,9 @@ VALUE_SETS = {
     "defaults": [],
     "crds-off": ["--set", "crds.install=false"],
     "crds-not-kept": ["--set", "crds.keep=false"],
+    "webhook-off": ["--set", "webhook.enabled=false"],
+    "webhook-fixed-scope-ignore": ["--set", "webhook.failurePolicy=Ignore", "--set-json",
+                                   'webhook.namespaceSelector={"matchLabels":{"batch":"yes"}}'],
     "webhook-cert-manager": ["--set", "webhook.enabled=true", "--set", "webhook.certManager.enabled=true"],
     "webhook-own-tls": ["--set", "webhook.enabled=true", "--set", "webhook.tls.secretName=pfs-webhook-tls",
                         "--set", "webhook.tls.caBundle=TFMwdExTMUNSVWRKVGc9PQ=="],
@@ -72,7 +75,8 @@ def test_operator_command_is_the_kopf_contract(render: Render) -> None:
     assert from_field == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
     for probe in ("livenessProbe", "readinessProbe"):
         assert c[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
-    assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"health": 8080, "metrics": 9090}
+    assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"health": 8080, "metrics": 9090, "webhook": 9443}
+    assert env["PFSLAYOUT_WEBHOOK_ADDR"] == "0.0.0.0:9443"
 
 
 def test_pod_is_hardened(render: Render) -> None:
@@ -106,42 +110,83 @@ def test_crd_toggles(render: Render) -> None:
 
 def test_metrics_service_targets_the_operator(render: Render) -> None:
     docs = render()
-    (svc,) = by_kind(docs, "Service")
+    (svc,) = [s for s in by_kind(docs, "Service") if not s["metadata"]["name"].endswith("-webhook")]
     (deploy,) = by_kind(docs, "Deployment")
     labels = deploy["spec"]["template"]["metadata"]["labels"]
     assert all(labels.get(k) == v for k, v in svc["spec"]["selector"].items())
     assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {"metrics": 9090, "health": 8080}
-    assert by_kind(render("--set", "metrics.service.enabled=false"), "Service") == []
+    assert by_kind(render("--set", "metrics.service.enabled=false", "--set", "webhook.enabled=false"), "Service") == []
 
 
-def test_webhook_is_off_by_default_and_wired_when_on(render: Render) -> None:
-    assert by_kind(render(), "MutatingWebhookConfiguration") == []
-    docs = render(*VALUE_SETS["webhook-cert-manager"])
+def env_of(c: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value") for e in c["env"]}
+
+
+def test_webhook_is_on_by_default_with_operator_certificates_and_a_managed_scope(render: Render) -> None:
+    docs = render()
     (mwc,) = by_kind(docs, "MutatingWebhookConfiguration")
     (hook,) = mwc["webhooks"]
     assert hook["rules"][0]["resources"] == ["mpijobs"] and hook["rules"][0]["operations"] == ["CREATE"]
     assert hook["rules"][0]["apiGroups"] == ["kubeflow.org"] and hook["rules"][0]["apiVersions"] == ["v2beta1"]
-    assert hook["sideEffects"] == "None"
+    assert hook["sideEffects"] == "NoneOnDryRun" and hook["failurePolicy"] == "Fail"
+    assert hook["timeoutSeconds"] == 5
+    # The operator patches the bundle in; until it has synced, no namespace matches.
+    assert "caBundle" not in hook["clientConfig"] and hook["clientConfig"]["service"]["path"] == "/inject"
+    assert hook["namespaceSelector"] == {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["none.pfslayout.io"]}]}
+    assert hook["objectSelector"]["matchExpressions"] == [
+        {"key": "pfslayout.io/inject", "operator": "NotIn", "values": ["false"]}]
     svc_name = hook["clientConfig"]["service"]["name"]
     assert svc_name in {s["metadata"]["name"] for s in by_kind(docs, "Service")}
+    c = operator_container(docs)
+    env = env_of(c)
+    assert env["PFSLAYOUT_WEBHOOK_CERTS"] == "operator" and env["PFSLAYOUT_WEBHOOK_SCOPE"] == "managed"
+    assert env["PFSLAYOUT_WEBHOOK_CONFIGURATION"] == mwc["metadata"]["name"]
+    assert env["PFSLAYOUT_WEBHOOK_SERVICE"] == svc_name and env["PFSLAYOUT_WEBHOOK_CERT_DIR"].startswith("/tmp/")
+    assert not any(m["mountPath"] == "/etc/pfslayout/webhook-tls" for m in c["volumeMounts"])
+    (role,) = by_kind(docs, "Role")
+    assert role["metadata"]["namespace"] == "pfs-system"
+    named = [r for r in role["rules"] if r.get("resourceNames")]
+    assert named == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": [env["PFSLAYOUT_WEBHOOK_SECRET"]],
+                      "verbs": ["get", "update"]}]
+    assert by_kind(docs, "Certificate") == []
+
+    off = render(*VALUE_SETS["webhook-off"])
+    assert by_kind(off, "MutatingWebhookConfiguration") == [] and by_kind(off, "Role") == []
+    assert "PFSLAYOUT_WEBHOOK_ADDR" not in env_of(operator_container(off))
+
+    fixed = render(*VALUE_SETS["webhook-fixed-scope-ignore"])
+    (hook3,) = by_kind(fixed, "MutatingWebhookConfiguration")[0]["webhooks"]
+    assert hook3["namespaceSelector"] == {"matchLabels": {"batch": "yes"}} and hook3["failurePolicy"] == "Ignore"
+    assert env_of(operator_container(fixed))["PFSLAYOUT_WEBHOOK_SCOPE"] == "fixed"
+
+
+def test_webhook_certificates_from_cert_manager_or_a_secret_of_ones_own(render: Render) -> None:
+    docs = render(*VALUE_SETS["webhook-cert-manager"])
+    (mwc,) = by_kind(docs, "MutatingWebhookConfiguration")
+    (hook,) = mwc["webhooks"]
     (cert,) = by_kind(docs, "Certificate")
     assert mwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == \
         f"pfs-system/{cert['metadata']['name']}"
-    assert f"{svc_name}.pfs-system.svc" in cert["spec"]["dnsNames"]
+    assert f"{hook['clientConfig']['service']['name']}.pfs-system.svc" in cert["spec"]["dnsNames"]
     c = operator_container(docs)
     assert any(m["mountPath"] == "/etc/pfslayout/webhook-tls" for m in c["volumeMounts"])
+    assert env_of(c)["PFSLAYOUT_WEBHOOK_CERTS"] == "mounted" and by_kind(docs, "Role") == []
 
     own = render(*VALUE_SETS["webhook-own-tls"])
     (mwc2,) = by_kind(own, "MutatingWebhookConfiguration")
     assert mwc2["webhooks"][0]["clientConfig"]["caBundle"] == "TFMwdExTMUNSVWRKVGc9PQ=="
-    assert by_kind(own, "Certificate") == []
+    assert by_kind(own, "Certificate") == [] and by_kind(own, "Role") == []
+    (deploy,) = by_kind(own, "Deployment")
+    assert {"name": "webhook-tls", "secret": {"secretName": "pfs-webhook-tls"}} in \
+        deploy["spec"]["template"]["spec"]["volumes"]
 
 
-def test_webhook_without_tls_is_refused_with_the_fix(helm: list[str], helm_env: dict[str, str]) -> None:
-    proc = subprocess.run([*helm, "template", "rel", str(CHART), "--set", "webhook.enabled=true"],
+def test_own_tls_without_its_ca_is_refused_with_the_fix(helm: list[str], helm_env: dict[str, str]) -> None:
+    proc = subprocess.run([*helm, "template", "rel", str(CHART), "--set", "webhook.tls.secretName=mine"],
                           capture_output=True, text=True, timeout=60, check=False, env=helm_env)
     assert proc.returncode != 0
-    assert "webhook.certManager.enabled=true" in proc.stderr and "webhook.tls.secretName" in proc.stderr
+    assert "webhook.tls.caBundle" in proc.stderr and "unset webhook.tls.secretName" in proc.stderr
 
 
 def test_rbac_is_least_privilege(render: Render) -> None:
@@ -156,7 +201,9 @@ def test_rbac_is_least_privilege(render: Render) -> None:
     for r in role["rules"]:
         for field in ("apiGroups", "resources", "verbs"):
             assert "*" not in r[field], f"wildcard in {r}"
-        assert "nonResourceURLs" not in r and "resourceNames" not in r
+        assert "nonResourceURLs" not in r
+        # the one named rule: the chart's own webhook configuration (its CA bundle and scope)
+        assert "resourceNames" not in r or r["resources"] == ["mutatingwebhookconfigurations"]
         for g in r["apiGroups"]:
             for res in r["resources"]:
                 granted.setdefault((g, res), set()).update(r["verbs"])
@@ -177,6 +224,8 @@ def test_rbac_is_least_privilege(render: Render) -> None:
         assert key not in granted, f"{key} must not be granted"
     assert granted[("apiextensions.k8s.io", "customresourcedefinitions")] == {"get", "list", "watch"}
     assert "create" not in granted[("pfslayout.io", "orangefsclusters")]
+    (hooks,) = [r for r in role["rules"] if r.get("resourceNames")]
+    assert hooks["resourceNames"] == [role["metadata"]["name"]] and hooks["verbs"] == ["get", "patch"]
 
 
 def test_existing_service_account_without_rbac(render: Render) -> None:

@@ -130,3 +130,27 @@ def test_the_patch_is_guarded_and_resumes() -> None:
     ops = inject.json_patch(j, {}, "lp", resume=False)
     assert {"op": "add", "path": "/metadata/annotations/pfslayout.io~1injected", "value": "lp"} in ops
     assert not any(o["path"] == "/spec/runPolicy/suspend" for o in ops)
+
+
+def test_decide_is_none_for_unselected_jobs_and_names_the_policy_in_refusals() -> None:
+    assert inject.decide(job(labels={"app": "other"}), [policy()]) is None
+    chosen, replicas = inject.decide(job(), [policy()])  # type: ignore[misc]
+    assert chosen["metadata"]["name"] == "lp" and set(replicas) == {"Launcher", "Worker"}
+    nameless = job()
+    nameless["metadata"]["name"] = ""
+    nameless["metadata"]["generateName"] = "j-"
+    with pytest.raises(inject.Refusal, match=r"LayoutPolicy lp selects this MPIJob, but metadata.name") as err:
+        inject.decide(nameless, [policy()])
+    assert err.value.policy is not None
+    empty = job()
+    empty["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = []
+    with pytest.raises(inject.Refusal, match=r"LayoutPolicy lp selects this MPIJob, but spec.mpiReplicaSpecs.Worker"):
+        inject.decide(empty, [policy()])
+    with pytest.raises(inject.Refusal, match=r"^LayoutPolicy lp is not usable"):
+        inject.decide(job(), [policy(ready="ClusterNotReady")])
+
+
+def test_a_users_own_preload_is_kept_after_the_shim_and_a_second_shim_is_dropped() -> None:
+    env, _ = inject.environment("MPICH", "j", "/opt/darshan/lib/libdarshan.so /usr/local/lib/libpfsshim.so")
+    assert {e["name"]: e["value"] for e in env}["LD_PRELOAD"] == \
+        "/pfslayout/lib/libpfsshim.so:/opt/darshan/lib/libdarshan.so"

@@ -15,7 +15,6 @@ from pfslayout.kinds.layoutpolicy import learn
 from pfslayout.kinds.layoutpolicy.rules import Platform, decide_rule
 from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.planner.summary import TraceSummary
-from pfslayout.shimconfig import parse_shim_config
 
 pytestmark = pytest.mark.unit
 
@@ -74,14 +73,6 @@ def test_label_selector_string() -> None:
                                 {"key": "skip", "operator": "DoesNotExist"}]}
     assert learn.label_selector(sel) == "app=ior,team=io,tier in (a,b),!skip"
     assert learn.label_selector({}) == ""
-
-
-def test_shim_config_traces_through_mpiio_into_the_namespace_directory() -> None:
-    spec = {"trace": {"enabled": True, "maxRecordsPerRank": 1000}}
-    cfg = parse_shim_config(learn.shim_config(spec, "/mnt/orangefs", "ns"))
-    assert cfg.trace is not None and cfg.trace.dir == "pvfs2:/mnt/orangefs/.pfslayout/traces/ns"
-    assert cfg.trace.max_records == 1000 and cfg.trace.job_id is None  # PFSLAYOUT_SHIM_JOB names the files
-    assert parse_shim_config(learn.shim_config({}, "/mnt/orangefs", "ns")).trace is None
 
 
 def test_collector_job_copies_then_summarises() -> None:

@@ -9,13 +9,16 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from typing import Any
 
 import kopf
 
 from pfslayout import metrics
-from pfslayout.errors import InputError
 from pfslayout.k8s.api import load_config
+from pfslayout.operator.env import seconds
+from pfslayout.operator.reconcilers import webhook
+from pfslayout.operator.runtime import kube
 
 PREFIX = "pfslayout.io"
 FINALIZER = f"{PREFIX}/finalizer"
@@ -23,19 +26,6 @@ FINALIZER = f"{PREFIX}/finalizer"
 # storage prefix from the diff it reacts to, and users' `pfslayout.io/...` annotations (e.g. the
 # scale-down consent) must count as changes.
 STORAGE_PREFIX = f"operator.{PREFIX}"
-
-
-def seconds(var: str, default: float) -> float:
-    raw = os.environ.get(var)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InputError(var, f"{raw!r} is not a number of seconds", f"unset it or give e.g. {default:g}") from None
-    if value <= 0:
-        raise InputError(var, f"{raw!r} must be positive", f"unset it or give e.g. {default:g}")
-    return value
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
@@ -60,10 +50,31 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.execution.max_workers = 8
 
 
+def serve_webhook(settings: kopf.OperatorSettings, logger: Any) -> None:
+    """When the chart enabled the webhook: TLS and the configuration in order first (a failure stops the
+    operator with the reason), then Kopf's server on the given address, and the periodic upkeep."""
+    s = webhook.settings_from_env()
+    if s is None:
+        logger.info("PFSLAYOUT_WEBHOOK_ADDR unset: no admission webhook (suspend-mode injection only)")
+        return
+    webhook.upkeep(kube(), s)
+    # Kopf does not manage the configuration (the chart owns it; webhook.py keeps its bundle and scope):
+    # it only serves `/<handler id>` and restarts its listener when the certificate files change.
+    settings.admission.managed = None
+    settings.admission.server = kopf.WebhookServer(addr=s.host, port=s.port, certfile=str(s.certfile),
+                                                   pkeyfile=str(s.keyfile), file_check_interval=5)
+    stop = threading.Event()
+    threading.Thread(target=webhook.run_forever, args=(kube(), s, stop), name="pfslayout-webhook-upkeep",
+                     daemon=True).start()
+    logger.info(f"admission webhook on https://{s.host}:{s.port}/inject (certificates: {s.certs}, "
+                f"namespaces: {s.scope})")
+
+
 @kopf.on.startup()
 def startup(settings: kopf.OperatorSettings, logger: Any, **_: Any) -> None:
     configure(settings)
     load_config()
+    serve_webhook(settings, logger)
     addr = os.environ.get("PFSLAYOUT_METRICS_ADDR")
     if addr:
         host, port = metrics.serve(addr).server_address[:2]

@@ -40,6 +40,10 @@ VOLUMES = ("pfslayout-shim", "pfslayout-shim-config", "pfslayout-pvfs2tab")
 class Refusal(Exception):
     """A selected job that must not run without the shim: names the policy, the field and the fix."""
 
+    def __init__(self, message: str, policy: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.policy = policy
+
 
 def _expression(e: dict[str, Any], labels: dict[str, str]) -> bool:
     key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
@@ -107,7 +111,9 @@ def _templates(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def environment(impl: str, job_name: str, user_preload: str | None) -> tuple[list[dict[str, str]], dict[str, str]]:
     """(launcher env entries, the variables every rank must see)."""
-    preload = SHIM_LIB + (f":{user_preload}" if user_preload else "")
+    # a shim the user preloads already (by hand, from this image) would be a second copy: ours replaces it
+    theirs = [p for p in (user_preload or "").replace(" ", ":").split(":") if p and not p.endswith("/libpfsshim.so")]
+    preload = ":".join([SHIM_LIB, *theirs])
     ranks = {"LD_PRELOAD": preload, "PFSLAYOUT_SHIM_CONFIG": CONFIG_FILE, "PFSLAYOUT_SHIM_JOB": job_name,
              "PVFS2TAB_FILE": f"{PVFS2TAB_DIR}/pvfs2tab"}
     if impl == "OpenMPI":
@@ -157,6 +163,27 @@ def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> di
                    {"name": "pfslayout-pvfs2tab", "configMap": {"name": f"{cluster_name}-pvfs2tab"}}]
         pod["volumes"] = [*(pod.get("volumes") or []), *volumes]
     return dict(job["spec"]["mpiReplicaSpecs"])
+
+
+def decide(job: dict[str, Any], policies: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the selecting policy, the job's new `mpiReplicaSpecs`), or None when no policy selects the job.
+    Refusal (carrying the policy when there is one) when the job must not run as it is."""
+    policy = selecting(job, policies)
+    if policy is None:
+        return None
+    name = policy["metadata"]["name"]
+    try:
+        if not (job.get("metadata") or {}).get("name"):
+            raise Refusal("metadata.name is empty (only generateName is set): the shim names each rank's trace "
+                          "after the job; give the MPIJob a name")
+        check_policy(policy)
+        cluster = str(((policy.get("spec") or {}).get("clusterRef") or {}).get("name"))
+        replicas = inject(job, policy, cluster)
+    except Refusal as err:
+        text = str(err)
+        raise Refusal(text if text.startswith(f"LayoutPolicy {name}") else
+                      f"LayoutPolicy {name} selects this MPIJob, but {text}", policy) from None
+    return policy, replicas
 
 
 def suspended(job: dict[str, Any]) -> bool:

@@ -1,5 +1,5 @@
 """The learning loop of a LayoutPolicy (pure): which finished MPIJobs to learn from, the Job that
-collects their traces, the shim config the jobs trace with, and the hysteresis that decides whether a
+collects their traces, and the hysteresis that decides whether a
 rule switches layout.
 
 * **Which jobs.** MPIJobs in the policy's namespace that match `spec.selector`, have succeeded, and were
@@ -7,7 +7,7 @@ rule switches layout.
 * **Where traces are.** The shim writes `<job>.rank-NNNNNN.pfstrace` through MPI-IO into
   `pvfs2:<mount><spec.trace.path>/<namespace>` (`trace_dir`); the operator creates that directory with
   the policy's other directories. Jobs get the shim config published in ConfigMap `<policy>-shim`
-  (`shim_config`) and `PFSLAYOUT_SHIM_JOB=<job name>`.
+  (shimconf.py) and `PFSLAYOUT_SHIM_JOB=<job name>`.
 * **The collector** (`collector_job`): an init container from the cluster's client image copies the
   job's trace files out of OrangeFS (`pvfs2-ls`, `pvfs2-cp`) into an emptyDir; the operator's own image
   reduces them to one small summary per `auto`/`trace` rule (`pfslayout summarise`) and prints it as one
@@ -32,7 +32,6 @@ from pfslayout.kinds.orangefscluster.objects import container_security_context
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.planner.models import CandidateCost, Decision
 from pfslayout.planner.summary import TraceSummary, plan_summary
-from pfslayout.shimconfig import ShimConfig, TraceSettings, render_shim_config
 
 MARKER = "PFSLAYOUT-TRACE-SUMMARY"
 FILES_MARKER = "PFSLAYOUT-TRACE-FILES"
@@ -60,14 +59,6 @@ def trace_dir(spec: dict[str, Any], mount_path: str, namespace: str) -> str:
     """The client path (below the pvfs2tab mount point) the shim writes this namespace's traces to."""
     path = str(trace_settings(spec).get("path") or DEFAULT_TRACE_PATH).rstrip("/")
     return f"{mount_path.rstrip('/')}{path}/{namespace}"
-
-
-def shim_config(spec: dict[str, Any], mount_path: str, namespace: str) -> str:
-    """The shim config the policy's jobs run with (validated by the same model the C parser mirrors)."""
-    t = trace_settings(spec)
-    trace = TraceSettings(enabled=True, dir=f"pvfs2:{trace_dir(spec, mount_path, namespace)}",
-                          max_records=int(t.get("maxRecordsPerRank") or 1048576)) if t.get("enabled") else None
-    return render_shim_config(ShimConfig(trace=trace))
 
 
 def label_selector(selector: dict[str, Any]) -> str:

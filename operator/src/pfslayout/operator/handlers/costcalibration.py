@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from pfslayout.kinds import COST_CALIBRATION as CC
+from pfslayout.operator.env import seconds
 from pfslayout.operator.handlers.leveltriggered import register
 from pfslayout.operator.reconcilers import costcalibration as reconciler
 from pfslayout.operator.runtime import kube, post
-from pfslayout.operator.settings import seconds
 
 POLL_S = seconds("PFSLAYOUT_CALIBRATION_POLL_SECONDS", 5)
 BACKOFF_S = seconds("PFSLAYOUT_RETRY_SECONDS", 5)

@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from pfslayout.kinds import LAYOUT_POLICY as LP
+from pfslayout.operator.env import seconds
 from pfslayout.operator.handlers.leveltriggered import register
 from pfslayout.operator.reconcilers import layoutpolicy as reconciler
+from pfslayout.operator.reconcilers import webhook
 from pfslayout.operator.runtime import kube, post
-from pfslayout.operator.settings import seconds
 
 POLL_S = seconds("PFSLAYOUT_LAYOUT_POLL_SECONDS", 5)
 RECHECK_S = seconds("PFSLAYOUT_LAYOUT_RECHECK_SECONDS", 300)
@@ -22,4 +23,13 @@ def _describe(status: dict[str, Any]) -> str:
     return f"{status.get('appliedRules')} rules applied: {status.get('summary')}"
 
 
-register(LP, lambda body: reconciler.reconcile(kube(), body, post, RECHECK_S), POLL_S, BACKOFF_S, _describe)
+WEBHOOK = webhook.settings_from_env()
+
+
+def _reconcile(body: dict[str, Any]) -> dict[str, Any]:
+    # The policy's namespace joins the webhook's scope before the policy can report Ready.
+    webhook.include_namespace(kube(), WEBHOOK, body["metadata"]["namespace"])
+    return reconciler.reconcile(kube(), body, post, RECHECK_S)
+
+
+register(LP, _reconcile, POLL_S, BACKOFF_S, _describe)

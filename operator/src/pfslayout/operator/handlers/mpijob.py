@@ -1,7 +1,10 @@
-"""Kopf entry point for MPIJobs (the webhook-free injection, reconcilers/injection.py).
+"""Kopf entry points for MPIJobs: the mutating webhook (reconcilers/admission.py) and the webhook-free
+injection of suspended jobs (reconcilers/injection.py).
 
-A raw event handler, not create/update handlers: those would store Kopf's bookkeeping annotations on
-every MPIJob in the cluster, and a job no policy selects must stay exactly as its user wrote it."""
+The suspend mode uses a raw event handler, not create/update handlers: those would store Kopf's
+bookkeeping annotations on every MPIJob in the cluster, and a job no policy selects must stay exactly as
+its user wrote it. The admission handler's id is the webhook's URL path (`/inject`, the chart's
+clientConfig); it answers only when this process serves webhooks (settings.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +14,9 @@ import kopf
 
 from pfslayout import metrics
 from pfslayout.kinds import MPIJOB
-from pfslayout.operator.reconcilers import injection
-from pfslayout.operator.runtime import kube, post
+from pfslayout.kinds.layoutpolicy import inject
+from pfslayout.operator.reconcilers import admission, injection
+from pfslayout.operator.runtime import kube, post, post_direct
 
 
 @kopf.on.event(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject-suspended",
@@ -24,3 +28,20 @@ def on_event(body: kopf.Body, type: str | None, logger: Any, **_: Any) -> None:
     outcome = injection.handle(kube(), dict(body), post)
     if outcome != "untouched":
         logger.info(f"shim injection: {outcome}")
+
+
+@kopf.on.mutate(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject", operations=["CREATE"],
+                persistent=False, side_effects=False)
+@metrics.instrumented(MPIJOB.kind, "admission")
+def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: Any, **_: Any) -> None:
+    try:
+        decided = admission.review(kube(), dict(body), post_direct, dryrun)
+    except inject.Refusal as err:
+        logger.warning(f"shim injection refused at admission: {err}")
+        raise kopf.AdmissionError(str(err), code=403) from None
+    if decided is None:
+        return  # not selected: no patch, the job is stored exactly as sent
+    policy, replicas = decided
+    patch.setdefault("spec", {})["mpiReplicaSpecs"] = replicas
+    patch.setdefault("metadata", {}).setdefault("annotations", {})[inject.INJECTED] = policy
+    logger.info(f"shim injected at admission (LayoutPolicy {policy})")

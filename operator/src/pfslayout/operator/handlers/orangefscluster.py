@@ -12,9 +12,9 @@ from pfslayout.errors import InputError
 from pfslayout.kinds import MANAGED_BY
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.orangefscluster.meta import CLUSTER_LABEL
+from pfslayout.operator.env import seconds
 from pfslayout.operator.reconcilers import orangefscluster as reconciler
 from pfslayout.operator.runtime import kube, post
-from pfslayout.operator.settings import seconds
 
 KIND = OFS.kind
 RESYNC_S = seconds("PFSLAYOUT_RESYNC_SECONDS", 300)

@@ -61,23 +61,19 @@ def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
     if not inject.suspended(job) or inject.INJECTED in annotations or meta.get("deletionTimestamp"):
         return "untouched"
     ns, name = meta["namespace"], meta["name"]
-    policies = kube.custom.list(LP, ns)
-    policy: dict[str, Any] | None = None
     try:
-        policy = inject.selecting(job, policies)
-        if policy is None:
-            return "untouched"
-        inject.check_policy(policy)
-        cluster = str(((policy.get("spec") or {}).get("clusterRef") or {}).get("name"))
-        replicas = inject.inject(job, policy, cluster)
+        decision = inject.decide(job, kube.custom.list(LP, ns))
     except inject.Refusal as err:
         message = str(err)
         if annotations.get(inject.REFUSED) != message[:1000]:
             kube.custom.patch(MPIJOB, ns, name, {"metadata": {"annotations": {inject.REFUSED: message[:1000]}}})
             post(job, "Warning", "InjectionRefused", f"kept suspended: {message}")
-            if policy is not None:
-                post(policy, "Warning", "InjectionRefused", f"MPIJob {name} kept suspended: {message}")
+            if err.policy is not None:
+                post(err.policy, "Warning", "InjectionRefused", f"MPIJob {name} kept suspended: {message}")
         return "refused"
+    if decision is None:
+        return "untouched"
+    policy, replicas = decision
     pname = policy["metadata"]["name"]
     ops = inject.json_patch(job, replicas, pname, resume=False)
     if inject.REFUSED in annotations:

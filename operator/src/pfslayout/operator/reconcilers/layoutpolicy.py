@@ -23,7 +23,7 @@ from pfslayout.k8s.meta import owner_of
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
-from pfslayout.kinds.layoutpolicy import existing, learn
+from pfslayout.kinds.layoutpolicy import existing, learn, shimconf
 from pfslayout.kinds.layoutpolicy import status as st
 from pfslayout.kinds.layoutpolicy.rules import Platform, decide_rule, summary
 from pfslayout.kinds.orangefscluster.hintjob import hints_digest
@@ -134,8 +134,10 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
         # where the shim writes the traces of this namespace's jobs (ROMIO cannot create directories)
         dirs.append(DirectoryHints(learn.trace_dir(spec, platform.mount_path, owner.namespace), {}))
     if spec.get("selector") is not None and (spec.get("shim") or {}).get("enabled", True):
-        # the config selected jobs run with (injected, or mounted by hand)
-        learning.publish_shim_config(kube, owner, spec, platform.mount_path)
+        # the config selected jobs run with: tracing, and the replica sets of hybrid rules
+        learning.publish_shim_config(kube, owner, shimconf.shim_config(
+            spec, platform.mount_path, owner.namespace, params, platform.servers,
+            [d.status for d in decisions if d.error is None and not d.pending]))
         injection.retry_waiting(kube, owner.namespace, post)
     digest = hints_digest(dirs) if dirs else ""
     checks = int(old.get("checks") or 0)

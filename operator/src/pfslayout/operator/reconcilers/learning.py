@@ -69,9 +69,9 @@ def _save(kube: Kube, owner: Owner, state: dict[str, Any]) -> None:
                 "data": {"state.json": json.dumps(state, indent=1, sort_keys=True)}})
 
 
-def publish_shim_config(kube: Kube, owner: Owner, spec: dict[str, Any], mount_path: str) -> None:
-    """ConfigMap `<policy>-shim`: the shim config (`shim.json`) the policy's jobs run with."""
-    text = learn.shim_config(spec, mount_path, owner.namespace)
+def publish_shim_config(kube: Kube, owner: Owner, text: str) -> None:
+    """ConfigMap `<policy>-shim`: the shim config (`shim.json`, kinds/layoutpolicy/shimconf.py) the
+    policy's jobs run with."""
     cm = kube.get("ConfigMap", owner.namespace, shim_configmap(owner.name))
     if ((cm or {}).get("data") or {}).get("shim.json") != text:
         kube.apply({"apiVersion": "v1", "kind": "ConfigMap",

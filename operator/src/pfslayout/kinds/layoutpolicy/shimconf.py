@@ -1,0 +1,55 @@
+"""The shim config a LayoutPolicy's jobs run with (pure): ConfigMap `<policy>-shim`, `shim.json`.
+
+* `trace` (when `spec.trace.enabled`): every rank's requests, written through MPI-IO into
+  `pvfs2:<trace dir>` — the learning loop's input;
+* `stats` (with the trace, into the same directory): each rank's per-file counts at `MPI_Finalize`,
+  named `<job>.stats.rank-NNNNNN.json`;
+* `rules` for every rule whose decision is a replica set (`hybrid`): the rule's directory becomes the
+  shim's replica set, each copy in `<path>/.replica-<name>` with the layout the hint Job gave that
+  directory, and the router costs each request against the calibrated `params` on `servers` servers.
+
+Paths carry the `pvfs2:` prefix, so the shim reaches OrangeFS through ROMIO's pvfs2 driver whatever
+path form the job uses (the shim matches rules on the bare path). The text is validated by the model
+the C parser mirrors (shimconfig.py) before it is written, so a job never gets a config its shim refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pfslayout.costmodel.params import CostParams
+from pfslayout.kinds.layoutpolicy import learn
+from pfslayout.shimconfig import Replica, Rule, ShimConfig, ShimParams, StatsSettings, TraceSettings, render_shim_config
+
+PREFIX = "pvfs2:"
+
+
+def _replica(target: str, r: dict[str, Any]) -> Replica:
+    return Replica(dir=f"{PREFIX}{target}/.replica-{r['name']}", layout=r["layout"], g=r.get("groups"),
+                   strip_size=r.get("stripSize"), datafiles=r.get("servers"))
+
+
+def replica_rules(rules: list[dict[str, Any]], mount_path: str) -> list[Rule]:
+    """The shim's replica-set rules for the policy's applied `hybrid` decisions (status.rules[])."""
+    out = []
+    for r in rules:
+        if r.get("decision") != "hybrid" or not r.get("replicas"):
+            continue
+        target = mount_path.rstrip("/") + (r["path"] if r["path"] != "/" else "")
+        out.append(Rule(path=f"{PREFIX}{target}", replicas=[_replica(target, x) for x in r["replicas"]]))
+    return out
+
+
+def shim_config(spec: dict[str, Any], mount_path: str, namespace: str, params: CostParams, servers: int,
+                rules: list[dict[str, Any]]) -> str:
+    t = learn.trace_settings(spec)
+    where = f"{PREFIX}{learn.trace_dir(spec, mount_path, namespace)}"
+    trace = TraceSettings(enabled=True, dir=where, max_records=int(t.get("maxRecordsPerRank") or 1048576)) \
+        if t.get("enabled") else None
+    replica_sets = replica_rules(rules, mount_path)
+    config = ShimConfig(
+        trace=trace, stats=StatsSettings(dir=where) if trace else None, rules=replica_sets or None,
+        params=ShimParams(e=params.e, v=params.v, alpha_seq=params.alpha_seq, alpha_rand=params.alpha_rand,
+                          beta=params.beta) if replica_sets else None,
+        servers=servers if replica_sets else None)
+    return render_shim_config(config)

@@ -1,0 +1,48 @@
+"""The shim config a LayoutPolicy publishes for its jobs (kinds/layoutpolicy/shimconf.py): trace and stats
+through MPI-IO into the namespace's directory, and the replica sets of hybrid rules with the calibrated
+parameters — every rendering accepted by the model the C parser mirrors."""
+
+from __future__ import annotations
+
+import pytest
+
+from pfslayout.costmodel.params import CostParams
+from pfslayout.kinds.layoutpolicy import shimconf
+from pfslayout.shimconfig import parse_shim_config
+
+pytestmark = pytest.mark.unit
+
+PARAMS = CostParams(e=1e-4, v=1e-9, alpha_seq=1e-3, alpha_rand=5e-3, beta=2e-9)
+HYBRID = {"path": "/hy", "decision": "hybrid", "applied": True,
+          "replicas": [{"layout": "1-DH", "name": "wide", "servers": 4, "stripSize": 65536},
+                       {"layout": "2-D", "groups": 2, "name": "grouped", "stripSize": 1048576}]}
+STATIC = {"path": "/out", "decision": "static", "layout": {"layout": "1-DV"}}
+
+
+def test_trace_and_stats_go_through_mpiio_into_the_namespace_directory() -> None:
+    spec = {"trace": {"enabled": True, "maxRecordsPerRank": 1000}}
+    cfg = parse_shim_config(shimconf.shim_config(spec, "/mnt/orangefs", "ns", PARAMS, 4, [STATIC]))
+    assert cfg.trace is not None and cfg.trace.dir == "pvfs2:/mnt/orangefs/.pfslayout/traces/ns"
+    assert cfg.trace.max_records == 1000 and cfg.trace.job_id is None  # PFSLAYOUT_SHIM_JOB names the files
+    assert cfg.stats is not None and cfg.stats.dir == cfg.trace.dir
+    assert cfg.rules is None and cfg.params is None  # a static layout needs nothing from the shim
+    bare = parse_shim_config(shimconf.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, []))
+    assert bare.trace is None and bare.stats is None
+
+
+def test_a_hybrid_rule_becomes_the_shims_replica_set_with_the_calibrated_parameters() -> None:
+    cfg = parse_shim_config(shimconf.shim_config({}, "/mnt/orangefs/", "ns", PARAMS, 4, [STATIC, HYBRID]))
+    (rule,) = cfg.rules or []
+    assert rule.path == "pvfs2:/mnt/orangefs/hy"
+    wide, grouped = rule.replicas or []
+    assert (wide.dir, wide.layout, wide.datafiles, wide.strip_size, wide.g) == (
+        "pvfs2:/mnt/orangefs/hy/.replica-wide", "1-DH", 4, 65536, None)
+    assert (grouped.dir, grouped.layout, grouped.g, grouped.strip_size) == (
+        "pvfs2:/mnt/orangefs/hy/.replica-grouped", "2-D", 2, 1048576)
+    assert cfg.servers == 4 and cfg.params is not None and cfg.params.alpha_rand == PARAMS.alpha_rand
+
+
+def test_a_replica_the_cluster_cannot_hold_is_refused_before_it_is_written() -> None:
+    too_many = {**HYBRID, "replicas": [{"layout": "2-D", "groups": 8, "name": "x"}]}
+    with pytest.raises(ValueError, match=r"g: must be 1..servers \(4\)"):
+        shimconf.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, [too_many])
