@@ -47,9 +47,18 @@ step "helm install $RELEASE ($chart) into $OPERATOR_NAMESPACE, the operator from
 shopt -s nullglob
 policies=(policies/*.yaml)
 [ ${#policies[@]} -gt 0 ] || fail "no example manifests in policies/ yet (the OrangeFSCluster examples live there)"
-step "applying ${policies[*]} in namespace $DEMO_NAMESPACE"
+# Clusters and policies first; the examples' MPIJobs once the policies selecting them are Ready, so the
+# admission webhook injects them (a job created before its policy is reconciled would be refused).
+only() { "$venv/bin/python" -c 'import sys, yaml
+keep = sys.argv[1] == "jobs"
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d and (d.get("kind") == "MPIJob") == keep]
+sys.stdout.write(yaml.safe_dump_all(docs) if docs else "")' "$1"; }
+step "applying the clusters and policies of ${policies[*]} in namespace $DEMO_NAMESPACE"
 k create namespace "$DEMO_NAMESPACE" --dry-run=client -o yaml | k apply -f - >/dev/null
-for f in "${policies[@]}"; do place < "$f" | k -n "$DEMO_NAMESPACE" apply -f -; done
+for f in "${policies[@]}"; do
+  docs=$(place < "$f" | only other)
+  [ -z "$docs" ] || k -n "$DEMO_NAMESPACE" apply -f - <<<"$docs"
+done
 
 step "waiting up to ${READY_TIMEOUT}s for the OrangeFSClusters to be Ready"
 # One deadline for all of them (`kubectl wait --all` spends the whole timeout on the first one).
@@ -76,13 +85,22 @@ step "waiting up to ${READY_TIMEOUT}s for the CostCalibrations to publish and th
 deadline=$((SECONDS + READY_TIMEOUT))
 while [ $SECONDS -lt $deadline ]; do
   phases=$(k -n "$DEMO_NAMESPACE" get costcalibrations -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')
-  policies=$(k -n "$DEMO_NAMESPACE" get layoutpolicies \
+  lp_states=$(k -n "$DEMO_NAMESPACE" get layoutpolicies \
     -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].reason}{"\n"}{end}')
-  ! grep -qvE '^(Succeeded|Failed)$' <<<"$phases" && ! grep -qv '^Applied$' <<<"$policies" && break
+  ! grep -qvE '^(Succeeded|Failed)$' <<<"$phases" && ! grep -qv '^Applied$' <<<"$lp_states" && break
   sleep 3
 done
 step "kubectl get cc,lp"
 k -n "$DEMO_NAMESPACE" get costcalibrations,layoutpolicies -o wide
+
+step "submitting the examples' MPIJobs as plain jobs: the webhook gives the selected ones the shim"
+for f in "${policies[@]}"; do
+  docs=$(place < "$f" | only jobs)
+  [ -z "$docs" ] || k -n "$DEMO_NAMESPACE" apply -f - <<<"$docs"
+done
+k -n "$DEMO_NAMESPACE" get mpijobs.kubeflow.org \
+  -o custom-columns='MPIJOB:.metadata.name,INJECTED BY:.metadata.annotations.pfslayout\.io/injected'
+echo "(kubectl -n $DEMO_NAMESPACE get lp learning -o yaml: the rule learns from the job once it succeeds)" >&2
 cat >&2 <<MSG
 
 The cluster is still running. Use it with:   eval "\$(e2e/cluster.sh env)"

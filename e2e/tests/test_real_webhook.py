@@ -19,9 +19,13 @@ import base64
 import copy
 import datetime as dt
 import json
+import re
+import shutil
 import socket
 import ssl
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,10 +81,12 @@ def webhook_operator(cluster) -> Iterator[dict[str, Any]]:
         cluster.kubectl("scale", "deployment", RELEASE, "-n", RELEASE_NS, "--replicas=1", check=False)
 
         def leftovers() -> list[str]:
-            items = cluster.kubectl_json("get", "orangefsclusters.pfslayout.io", "-A")["items"]
+            # the operator removes its finalizers from these: uninstalled first, their namespaces would hang
+            items = cluster.kubectl_json("get", "orangefsclusters.pfslayout.io,layoutpolicies.pfslayout.io",
+                                         "-A")["items"]
             return [o["metadata"]["name"] for o in items if o["metadata"]["namespace"].startswith("e2e-")]
         try:
-            cluster.wait_until(lambda: not leftovers(), "the tests' OrangeFSClusters deleted", timeout=180,
+            cluster.wait_until(lambda: not leftovers(), "the tests' clusters and policies deleted", timeout=180,
                                interval=2)
         finally:
             cluster.helm("uninstall", RELEASE, "-n", RELEASE_NS, "--wait", "--timeout", "120s", check=False)
@@ -198,11 +204,54 @@ def user_job(name: str, args: list[str], labels: dict[str, str]) -> dict[str, An
     return job
 
 
+@pytest.fixture(scope="module")
+def countio(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Darshan stand-in (e2e/tests/interposer/countio.c), compiled against MPICH's headers and linked to
+    nothing: its PMPI calls bind to the rank's own libmpi."""
+    out = tmp_path_factory.mktemp("countio") / "libcountio.so"
+    show = subprocess.run(["mpicc.mpich", "-show"], capture_output=True, text=True, check=True).stdout
+    includes = [w for w in show.split() if w.startswith("-I")]
+    subprocess.run(["gcc", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", *includes, "-o", str(out),
+                    str(Path(__file__).parent / "interposer" / "countio.c")], check=True)
+    return out
+
+
+def with_interposer(job: dict[str, Any]) -> dict[str, Any]:
+    """The user's own interposer, as a Darshan user has it: their LD_PRELOAD on the launcher, the library
+    in both templates (ranks on workers load it from the worker's filesystem)."""
+    job = copy.deepcopy(job)
+    for role in ("Launcher", "Worker"):
+        spec = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]
+        spec["volumes"] = [{"name": "countio", "configMap": {"name": "countio"}}]
+        spec["containers"][0]["volumeMounts"] = [{"name": "countio", "mountPath": "/opt/countio", "readOnly": True}]
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["env"] = [{"name": "LD_PRELOAD", "value": "/opt/countio/libcountio.so"}]
+    return job
+
+
+def openmpi_job(name: str, labels: dict[str, str], out: str) -> dict[str, Any]:
+    """A plain Open MPI job: `mpiImplementation: OpenMPI`, the image's Open MPI flavour, IOR file per
+    process on each pod's own disk (Debian's Open MPI has no OrangeFS driver), and the shim's trace and stats
+    sent to `out` (a hostPath here) with `-x`, since its MPI-IO cannot reach the config's pvfs2: directory."""
+    job = user_job(name, ["/usr/bin/mpirun.openmpi", "-n", "4", "--mca", "btl", "self,vader,tcp",
+                          "--mca", "btl_tcp_if_include", "eth0", "--mca", "oob_tcp_if_include", "eth0",
+                          "-x", "PFSLAYOUT_SHIM_TRACE=/out", "-x", "PFSLAYOUT_SHIM_STATS=/out",
+                          "/opt/ior-openmpi/bin/ior", "-a", "MPIIO", "-o", "/tmp/ior.dat", "-F", "-t", "64k",
+                          "-b", "256k", "-w", "-r", "-k"], labels)
+    job["spec"]["mpiImplementation"] = "OpenMPI"
+    for role in ("Launcher", "Worker"):
+        spec = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]
+        spec["volumes"] = [{"name": "out", "hostPath": {"path": out, "type": "Directory"}}]
+        spec["containers"][0]["volumeMounts"] = [{"name": "out", "mountPath": "/out"}]
+    return job
+
+
 def read_file(cluster, ns: str, tool: str, path: str) -> str:
     return sh(cluster, ns, tool, f"pvfs2-cp {path} /tmp/read.$$ >/dev/null && cat /tmp/read.$$; rm -f /tmp/read.$$")
 
 
-def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, namespace: str) -> None:
+def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, namespace: str,
+                                                   countio: Path) -> None:
     cluster.apply(place(ofs(), cluster.mode), namespace=namespace)
     cluster.apply(policy("wh", {"matchLabels": SELECTED}, trace={"enabled": True},
                          rules=[HYBRID, {"path": "/ior", "mode": "explicit",
@@ -250,7 +299,8 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, nam
     # The selected job: IOR writes one shared file in the hybrid directory and reads it back on other ranks.
     ior = ["mpiexec", "-n", "4", "ior", "-a", "MPIIO", "-o", f"pvfs2:{MOUNT}/hy/ior.dat", "-t", "256k", "-b", "1m",
            "-w", "-r", "-C", "-k"]
-    job = place(user_job("ior-wh", ior, SELECTED), cluster.mode)
+    job = place(with_interposer(user_job("ior-wh", ior, SELECTED)), cluster.mode)
+    cluster.kubectl("create", "configmap", "countio", "-n", namespace, f"--from-file=libcountio.so={countio}")
     sent = copy.deepcopy(job)
     cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
     got = get_job(cluster, namespace, "ior-wh")
@@ -262,11 +312,17 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, nam
         assert spec["containers"][0]["args"] == mine["args"] and spec["containers"][0]["image"] == mine["image"]
     env = {e["name"]: e["value"] for e in got["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"][
         "containers"][0]["env"]}
-    assert env["LD_PRELOAD"] == "/pfslayout/lib/libpfsshim.so" and env["PFSLAYOUT_SHIM_JOB"] == "ior-wh"
+    # the user's interposer kept, after the shim
+    assert env["LD_PRELOAD"] == "/pfslayout/lib/libpfsshim.so:/opt/countio/libcountio.so", env
+    assert env["PFSLAYOUT_SHIM_JOB"] == "ior-wh"
     state = finished(cluster, namespace, "ior-wh")
     log = launcher_log(cluster, namespace, "ior-wh")
     assert state == "Succeeded", log[-4000:]
     assert "Summary of all tests" in log and "cannot write" not in log, log[-4000:]
+    # Both interposers loaded in every rank; MPI-IO reached the shim first, the rest reached the stand-in.
+    counts = re.findall(r"countio: pid \d+ MPI_File_open (\d+) MPI_Barrier (\d+)", log)
+    assert len(counts) == 4, log[-4000:]
+    assert all(opens == "0" and int(barriers) > 0 for opens, barriers in counts), counts
 
     # Every rank loaded the shim: each wrote its trace and its stats onto OrangeFS through MPI-IO.
     tool = toolbox(cluster, namespace, "wh")
@@ -296,6 +352,33 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, nam
     assert "ShimInjected" in reasons(cluster, namespace, "wh")
     cluster.wait_until(lambda: lp_status(cluster, namespace, "wh").get("lastInjectedJob") == "ior-wh",
                        "the injection counted", timeout=30, interval=1)
+
+    # Open MPI: the same policy selects a job of the image's Open MPI flavour; it gets the shim built for
+    # Open MPI's ABI, and the variables in OMPI_MCA_mca_base_env_list reach every rank over ssh.
+    out = Path(f"/tmp/pfse2e-{namespace}")  # the real node is this machine
+    out.mkdir()
+    out.chmod(0o777)
+    try:
+        ompi = place(openmpi_job("ompi-wh", SELECTED, str(out)), cluster.mode)
+        cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(ompi))
+        got = get_job(cluster, namespace, "ompi-wh")
+        assert got["metadata"]["annotations"]["pfslayout.io/injected"] == "wh"
+        launcher = got["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+        assert launcher["initContainers"][0]["command"][1] == "/usr/local/lib/openmpi/libpfsshim.so"
+        env = {e["name"]: e["value"] for e in launcher["containers"][0]["env"]}
+        assert "LD_PRELOAD=/pfslayout/lib/libpfsshim.so" in env["OMPI_MCA_mca_base_env_list"].split(";")
+        assert "LD_PRELOAD" not in env  # mpirun itself is no MPI program
+        state = finished(cluster, namespace, "ompi-wh")
+        log = launcher_log(cluster, namespace, "ompi-wh")
+        assert state == "Succeeded" and "Summary of all tests" in log, log[-4000:]
+        names = sorted(p.name for p in out.iterdir())
+        assert [n for n in names if n.endswith(".pfstrace")] == [f"ompi-wh.rank-{r:06d}.pfstrace" for r in range(4)], \
+            names
+        ranks = [json.loads((out / f"ompi-wh.stats.rank-{r:06d}.json").read_text()) for r in range(4)]
+        assert [(s["rank"], s["size"]) for s in ranks] == [(r, 4) for r in range(4)]
+        assert all((out / f"ompi-wh.rank-{r:06d}.pfstrace").stat().st_size > 64 for r in range(4))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
     # The unselected job ran as written.
     assert finished(cluster, namespace, "plain") == "Succeeded"

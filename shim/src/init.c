@@ -34,6 +34,14 @@ static void shim_init(void)
             say("%s; the job runs without the shim (pass-through)", err);
         return;
     }
+    /* The environment may move the trace (and turn it on) for one job, as PFSLAYOUT_SHIM_STATS moves the
+     * stats: e.g. to a local directory for an MPI whose MPI-IO cannot reach the config's pvfs2: path. */
+    const char *td = getenv("PFSLAYOUT_SHIM_TRACE");
+    if (td && *td) {
+        free(g_cfg.trace_dir);
+        g_cfg.trace_dir = strdup(td);
+        g_cfg.trace_enabled = g_cfg.trace_dir != NULL;
+    }
     g_active = g_cfg.nrules > 0 || g_cfg.trace_enabled;
     /* One config serves every job of a policy: the job's name comes from the environment the operator
      * forwards to every rank (trace file names carry it). */

@@ -318,6 +318,21 @@ def test_trace_buffer_limit_counts_dropped_records(mpi: MpiBuild, tmp_path: Path
         assert [r[5] for r in records] == [2, 2, 2, 2, 1] and list(files.values()) == [str(tmp_path / "d" / "f.dat")]
 
 
+def test_environment_moves_trace_and_stats_and_names_them_after_the_job(mpi: MpiBuild, tmp_path: Path) -> None:
+    """PFSLAYOUT_SHIM_TRACE turns the trace on in a directory of its own (the config has none) and
+    PFSLAYOUT_SHIM_STATS moves the stats; PFSLAYOUT_SHIM_JOB names both sets of files."""
+    (tmp_path / "d").mkdir()
+    cfg = write_config(tmp_path / "cfg.json", [], trace={"enabled": False})
+    env = {**mpi.shim_env(cfg), "PFSLAYOUT_SHIM_TRACE": str(tmp_path / "t"),
+           "PFSLAYOUT_SHIM_STATS": str(tmp_path / "s"), "PFSLAYOUT_SHIM_JOB": "job-7"}
+    mpi.run(2, [mpi.program("mpiio_route"), tmp_path / "d" / "f.dat", "4096", "4"], env)
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == [f"job-7.rank-{r:06d}.pfstrace" for r in range(2)]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [f"job-7.stats.rank-{r:06d}.json" for r in range(2)]
+    assert [(s["rank"], s["size"]) for s in stats(tmp_path / "s")] == [(0, 2), (1, 2)]
+    head, records, files = read_trace(tmp_path / "t" / "job-7.rank-000001.pfstrace")
+    assert len(records) == 8 and list(files.values()) == [str(tmp_path / "d" / "f.dat")]  # 4 writes, 4 reads
+
+
 # ---------------------------------------------------------------------------------------------- crashes
 
 def test_killed_rank_leaves_markers_then_repair(mpi: MpiBuild, tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def test_mpich_gets_the_shim_in_the_launcher_environment_and_everything_is_appen
                                                           "pfslayout-pvfs2tab"]
     assert first["image"] == "user/app:1" and first["command"] == ["run"]
     assert [c["name"] for c in launcher["initContainers"]] == ["pfslayout-shim"]
-    assert launcher["initContainers"][0]["command"] == ["cp", inject.IMAGE_SHIM, inject.SHIM_LIB]
+    assert launcher["initContainers"][0]["command"] == ["cp", "/usr/local/lib/libpfsshim.so", inject.SHIM_LIB]
     vols = {v["name"]: v for v in launcher["volumes"]}
     assert vols["pfslayout-shim-config"]["configMap"]["name"] == "lp-shim"
     assert vols["pfslayout-pvfs2tab"]["configMap"]["name"] == "fs-pvfs2tab" and "data" in vols
@@ -107,6 +107,9 @@ def test_open_mpi_gets_the_variables_through_its_mca_env_list() -> None:
     listed = dict(x.split("=", 1) for x in env["OMPI_MCA_mca_base_env_list"].split(";"))
     assert listed["LD_PRELOAD"] == inject.SHIM_LIB and listed["PFSLAYOUT_SHIM_JOB"] == "j1"
     assert "LD_PRELOAD" not in env_of(out["Worker"]["template"]["spec"]["containers"][0])
+    for role in ("Launcher", "Worker"):  # the shim built against Open MPI's ABI
+        assert out[role]["template"]["spec"]["initContainers"][0]["command"][1] == \
+            "/usr/local/lib/openmpi/libpfsshim.so"
 
 
 def test_unpatchable_jobs_are_refusals() -> None:

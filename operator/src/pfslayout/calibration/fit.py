@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import nnls
 
 from pfslayout.calibration.design import PARAMS, Identifiability, design_matrix, identifiability
 from pfslayout.calibration.measurements import Measurements
@@ -126,6 +125,8 @@ def _fit_global(measurements: Measurements, *, variant: str, weighting: str) -> 
     design = identifiability(Aw)
     scale = np.linalg.norm(Aw, axis=0)
     scale[scale == 0] = 1.0
+    from scipy.optimize import nnls  # here: scipy costs the operator ~40 MB until a fit runs
+
     xs, _ = nnls(Aw / scale, y * w, maxiter=50 * len(PARAMS))
     x = xs / scale
     predicted = A @ x

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import nnls
 
 from pfslayout.calibration.design import PARAMS, design_matrix, identifiability
 from pfslayout.calibration.grid import GridCell, ProbeGrid
@@ -89,6 +88,8 @@ def fit_server(index: int, base: CostParams, m: Measurements, *, variant: str = 
     warnings += [f"server {index}: {w_}" for w_ in design.warnings() if not w_.startswith(("e:", "v:"))]
     scale = np.linalg.norm(Bw, axis=0)
     scale[scale == 0] = 1.0
+    from scipy.optimize import nnls  # here: scipy costs the operator ~40 MB until a fit runs
+
     xs, _ = nnls(Bw / scale, (y - network) * w, maxiter=50 * len(STORAGE))
     x = xs / scale
     predicted = network + B @ x

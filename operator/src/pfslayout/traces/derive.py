@@ -25,8 +25,6 @@ import os
 import numpy as np
 
 from pfslayout.errors import InputError
-from pfslayout.traces import derive_fast
-from pfslayout.traces.jit_sort import stable_argsort
 from pfslayout.traces.model import Trace
 
 GROUPS = ("directory", "file")
@@ -49,12 +47,19 @@ def derive(trace: Trace, *, group: str = "directory", m_of: str = "issuing-node"
         raise InputError("method", f"unknown derive method {method!r}", f"use one of {', '.join(METHODS)}")
     if len(trace) == 0:
         raise InputError("trace", "has no I/O requests", "trace a run that reads or writes data")
+    # Imported here: numba and llvmlite cost ~100 MB of memory, and the operator process, which imports
+    # this module through the planner, never derives a trace (its collector Jobs do).
+    from pfslayout.traces import derive_fast
+
     if method == "fast" and derive_fast.fast_path_applies(trace):
         return _derive_fast(trace, group, m_of)
     return _derive_reference(trace, group, m_of)
 
 
 def _derive_fast(trace: Trace, group: str, m_of: str) -> Trace:
+    from pfslayout.traces import derive_fast
+    from pfslayout.traces.jit_sort import stable_argsort
+
     n = len(trace)
     set_names, file_set = _file_sets(trace.files, int(trace.file_id.max()) + 1, group)
     trace.file_sets = set_names

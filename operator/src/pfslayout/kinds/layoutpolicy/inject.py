@@ -5,8 +5,9 @@ Everything is appended, never replaced: the MPI Operator rewrites `containers[0]
 (hostfile, ssh keys, its own environment), so the injector only adds list entries to it and to the pod.
 Launcher and worker templates alike get:
 
-* an init container from `spec.shim.image` that copies `libpfsshim.so` into an emptyDir mounted at
-  `/pfslayout/lib` (the user's image needs nothing but an ABI-compatible MPI);
+* an init container from `spec.shim.image` that copies the `libpfsshim.so` built for the job's MPI
+  (`spec.mpiImplementation`: Open MPI's ABI, or MPICH's for MPICH and Intel MPI) into an emptyDir
+  mounted at `/pfslayout/lib` (the user's image needs nothing but that MPI);
 * the policy's shim config (ConfigMap `<policy>-shim`, `shim.json`, rendered by the operator from the
   policy and validated by the model the C parser mirrors) at `/etc/pfslayout`, and the cluster's
   `pvfs2tab` at `/etc/pvfs2tab`;
@@ -28,12 +29,17 @@ from typing import Any
 
 SHIM_DIR = "/pfslayout/lib"
 SHIM_LIB = f"{SHIM_DIR}/libpfsshim.so"
-IMAGE_SHIM = "/usr/local/lib/libpfsshim.so"  # where the project's MPI image keeps it
+# Where the project's MPI image keeps the shim, per MPI ABI: an interposer must be built against the
+# MPI it wraps (MPICH and Intel MPI share one ABI; Open MPI's handles are pointers).
+IMAGE_SHIM = {"OpenMPI": "/usr/local/lib/openmpi/libpfsshim.so"}
+IMAGE_SHIM_DEFAULT = "/usr/local/lib/libpfsshim.so"
 CONFIG_DIR = "/etc/pfslayout"
 CONFIG_FILE = f"{CONFIG_DIR}/shim.json"
 PVFS2TAB_DIR = "/etc/pvfs2tab"
 INJECTED = "pfslayout.io/injected"  # annotation: the policy whose shim the job got
-REFUSED = "pfslayout.io/injection-refused"  # annotation (suspend mode): why the job stays suspended
+# suspend mode: the annotation says why the job stays suspended; the label of the same name ("true")
+# lets the policy's retry LIST only those jobs
+REFUSED = "pfslayout.io/injection-refused"
 VOLUMES = ("pfslayout-shim", "pfslayout-shim-config", "pfslayout-pvfs2tab")
 
 
@@ -154,7 +160,7 @@ def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> di
         first["volumeMounts"] = [*(first.get("volumeMounts") or []), *mounts]
         copier = {"name": "pfslayout-shim", "image": shim.get("image") or "pfslayout/mpi:dev",
                   "imagePullPolicy": shim.get("imagePullPolicy") or "IfNotPresent",
-                  "command": ["cp", IMAGE_SHIM, SHIM_LIB],
+                  "command": ["cp", IMAGE_SHIM.get(impl, IMAGE_SHIM_DEFAULT), SHIM_LIB],
                   "volumeMounts": [{"name": "pfslayout-shim", "mountPath": SHIM_DIR}],
                   "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}
         pod["initContainers"] = [*(pod.get("initContainers") or []), copier]

@@ -5,13 +5,16 @@ every `PFSLAYOUT_LAYOUT_RECHECK_SECONDS` (300)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+import kopf
 
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.operator.env import seconds
 from pfslayout.operator.handlers.leveltriggered import register
+from pfslayout.operator.reconcilers import admission, webhook
 from pfslayout.operator.reconcilers import layoutpolicy as reconciler
-from pfslayout.operator.reconcilers import webhook
 from pfslayout.operator.runtime import kube, post
 
 POLL_S = seconds("PFSLAYOUT_LAYOUT_POLL_SECONDS", 5)
@@ -33,3 +36,13 @@ def _reconcile(body: dict[str, Any]) -> dict[str, Any]:
 
 
 register(LP, _reconcile, POLL_S, BACKOFF_S, _describe)
+
+
+@kopf.on.event(LP.group, LP.version, LP.plural, id="admission-copy")
+async def on_policy_event(body: kopf.Body, type: str | None, **_: Any) -> None:
+    """The admission webhook's copy of the policies (reconcilers/admission.py), kept on the event loop."""
+    meta = body.get("metadata") or {}
+    if type == "DELETED":
+        admission.POLICIES.drop(str(meta.get("namespace")), str(meta.get("name")))
+    else:
+        admission.POLICIES.put(copy.deepcopy(dict(body)))

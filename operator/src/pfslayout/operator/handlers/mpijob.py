@@ -1,5 +1,5 @@
-"""Kopf entry points for MPIJobs: the mutating webhook (reconcilers/admission.py) and the webhook-free
-injection of suspended jobs (reconcilers/injection.py).
+"""Kopf entry points for MPIJobs: the mutating webhook (reconcilers/admission.py) or, in a process that
+does not serve it, the webhook-free injection of suspended jobs (reconcilers/injection.py).
 
 The suspend mode uses a raw event handler, not create/update handlers: those would store Kopf's
 bookkeeping annotations on every MPIJob in the cluster, and a job no policy selects must stay exactly as
@@ -8,19 +8,19 @@ clientConfig); it answers only when this process serves webhooks (settings.py)."
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import kopf
 
 from pfslayout import metrics
+from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import MPIJOB
 from pfslayout.kinds.layoutpolicy import inject
-from pfslayout.operator.reconcilers import admission, injection
+from pfslayout.operator.reconcilers import admission, injection, webhook
 from pfslayout.operator.runtime import kube, post, post_direct
 
 
-@kopf.on.event(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject-suspended",
-               when=lambda body, **_: bool(((body.get("spec") or {}).get("runPolicy") or {}).get("suspend")))
 @metrics.instrumented(MPIJOB.kind, "event")
 def on_event(body: kopf.Body, type: str | None, logger: Any, **_: Any) -> None:
     if type == "DELETED":
@@ -30,12 +30,17 @@ def on_event(body: kopf.Body, type: str | None, logger: Any, **_: Any) -> None:
         logger.info(f"shim injection: {outcome}")
 
 
-@kopf.on.mutate(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject", operations=["CREATE"],
-                persistent=False, side_effects=False)
 @metrics.instrumented(MPIJOB.kind, "admission")
-def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: Any, **_: Any) -> None:
+async def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: Any, **_: Any) -> None:
+    # async and without I/O (policies from the in-memory copy): an admission never waits for a thread of
+    # the pool the policies' timers keep busy
+    job = dict(body)
+    ns = str((job.get("metadata") or {}).get("namespace") or "")
+    policies = admission.POLICIES.in_namespace(ns)
+    if policies is None:
+        policies = await asyncio.to_thread(kube().custom.list, LP, ns)
     try:
-        decided = admission.review(kube(), dict(body), post_direct, dryrun)
+        decided = admission.review(kube(), job, policies, post_direct, dryrun)
     except inject.Refusal as err:
         logger.warning(f"shim injection refused at admission: {err}")
         raise kopf.AdmissionError(str(err), code=403) from None
@@ -45,3 +50,16 @@ def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: Any, **_
     patch.setdefault("spec", {})["mpiReplicaSpecs"] = replicas
     patch.setdefault("metadata", {}).setdefault("annotations", {})[inject.INJECTED] = policy
     logger.info(f"shim injected at admission (LayoutPolicy {policy})")
+
+
+# One mode per process. With the webhook (the chart sets PFSLAYOUT_WEBHOOK_ADDR) every selected job is
+# injected at admission, suspended or not, so the operator need not watch MPIJobs at all (with thousands of
+# jobs that watch costs memory and CPU for nothing). Without it, the suspended jobs' watch events drive
+# the injection. (Kopf also refuses to start with admission handlers and no server.)
+if webhook.settings_from_env() is not None:
+    kopf.on.mutate(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject", operations=["CREATE"],
+                   persistent=False, side_effects=False)(on_create)
+else:
+    kopf.on.event(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject-suspended",
+                  when=lambda body, **_: bool(((body.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+                  )(on_event)

@@ -8,14 +8,18 @@ exists, so the MPI Operator only ever sees the injected job.
 * the job must not run as it is: Refusal, which the handler turns into a denial naming the policy, the
   field and the fix.
 
-Events (posted through the API: Kopf's poster serves only its per-object tasks) and the policy's
-`injectedJobs` count are written off the request path (one background thread), so a review costs one
-LIST of the namespace's LayoutPolicies; dry-run requests write nothing.
+A review makes no API call: the LayoutPolicies come from `POLICIES`, an in-memory copy seeded by a LIST
+at start-up (before the webhook listens and before Kopf watches), kept current by the LayoutPolicy watch
+events (handlers/layoutpolicy.py) and checked against a fresh LIST at every webhook upkeep (a policy
+deleted while a watch was down would otherwise linger). Events (posted through the API: Kopf's poster
+serves only its per-object tasks) and the policy's `injectedJobs` count are written off the request path
+(one background thread); dry-run requests write nothing.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -28,6 +32,52 @@ from pfslayout.operator.reconcilers.events import Post
 # One worker: the policy's count is read, incremented and written without a second writer in this process.
 log = logging.getLogger("pfslayout.admission")
 _after = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pfslayout-admission")
+
+
+class PolicyCache:
+    """The LayoutPolicies of every namespace, as the last watch event or LIST showed them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_ns: dict[str, dict[str, dict[str, Any]]] = {}
+        self.seeded = False
+
+    def put(self, body: dict[str, Any]) -> None:
+        meta = body["metadata"]
+        with self._lock:
+            self._by_ns.setdefault(meta["namespace"], {})[meta["name"]] = body
+
+    def drop(self, namespace: str, name: str) -> None:
+        with self._lock:
+            self._by_ns.get(namespace, {}).pop(name, None)
+
+    def merge_listing(self, policies: list[dict[str, Any]], gone: Callable[[str, str], bool]) -> None:
+        """A fresh LIST: policies missing here are added (the watch has not shown them yet); cached ones the
+        LIST lacks are dropped when `gone(namespace, name)` confirms it (a GET answering 404), since the LIST
+        may predate a creation the watch already delivered."""
+        listed = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in policies}
+        with self._lock:
+            for p in policies:
+                self._by_ns.setdefault(p["metadata"]["namespace"], {}).setdefault(p["metadata"]["name"], p)
+            cached = [(ns, n) for ns, names in self._by_ns.items() for n in names]
+        for ns, n in cached:
+            if (ns, n) not in listed and gone(ns, n):
+                self.drop(ns, n)
+        self.seeded = True
+
+    def in_namespace(self, namespace: str) -> list[dict[str, Any]] | None:
+        """None until seeded (the caller then asks the API)."""
+        if not self.seeded:
+            return None
+        with self._lock:
+            return list(self._by_ns.get(namespace, {}).values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._by_ns.values())
+
+
+POLICIES = PolicyCache()
 
 
 def _later(fn: Callable[..., Any], *args: Any) -> None:
@@ -47,12 +97,13 @@ def _count(kube: Kube, namespace: str, policy: str, job: str) -> None:
     kube.custom.patch_status(LP, namespace, policy, {"injectedJobs": count, "lastInjectedJob": job})
 
 
-def review(kube: Kube, job: dict[str, Any], post: Post, dryrun: bool) -> tuple[str, dict[str, Any]] | None:
-    """(policy name, new `mpiReplicaSpecs`) or None; raises inject.Refusal."""
+def review(kube: Kube, job: dict[str, Any], policies: list[dict[str, Any]], post: Post, dryrun: bool
+           ) -> tuple[str, dict[str, Any]] | None:
+    """(policy name, new `mpiReplicaSpecs`) or None; raises inject.Refusal. `policies`: the job's namespace's."""
     meta = job.get("metadata") or {}
     ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or meta.get("generateName") or "")
     try:
-        decision = inject.decide(job, kube.custom.list(LP, ns))
+        decision = inject.decide(job, policies)
     except inject.Refusal as err:
         if err.policy is not None and not dryrun:
             _later(post, err.policy, "Warning", "InjectionRefused", f"MPIJob {name} refused at admission: {err}")

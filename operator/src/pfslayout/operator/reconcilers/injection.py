@@ -48,7 +48,8 @@ def retry_waiting(kube: Kube, namespace: str, post: Post) -> int:
     """Suspended jobs kept back by a refusal are tried again (a policy that became Ready, a second policy
     that was removed): the policy's timer calls this, since nothing changes on the job itself."""
     done = 0
-    for job in kube.custom.list(MPIJOB, namespace):
+    # by label, so the API server filters: a namespace may hold thousands of jobs, and this runs per poll
+    for job in kube.custom.list(MPIJOB, namespace, f"{inject.REFUSED}=true"):
         if inject.REFUSED in ((job.get("metadata") or {}).get("annotations") or {}):
             done += handle(kube, job, post) == "injected"
     return done
@@ -66,7 +67,8 @@ def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
     except inject.Refusal as err:
         message = str(err)
         if annotations.get(inject.REFUSED) != message[:1000]:
-            kube.custom.patch(MPIJOB, ns, name, {"metadata": {"annotations": {inject.REFUSED: message[:1000]}}})
+            kube.custom.patch(MPIJOB, ns, name, {"metadata": {"annotations": {inject.REFUSED: message[:1000]},
+                                                              "labels": {inject.REFUSED: "true"}}})
             post(job, "Warning", "InjectionRefused", f"kept suspended: {message}")
             if err.policy is not None:
                 post(err.policy, "Warning", "InjectionRefused", f"MPIJob {name} kept suspended: {message}")
@@ -78,6 +80,8 @@ def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
     ops = inject.json_patch(job, replicas, pname, resume=False)
     if inject.REFUSED in annotations:
         ops.append({"op": "remove", "path": f"/metadata/annotations/{inject.REFUSED.replace('/', '~1')}"})
+    if inject.REFUSED in (meta.get("labels") or {}):
+        ops.append({"op": "remove", "path": f"/metadata/labels/{inject.REFUSED.replace('/', '~1')}"})
     if kube.custom.patch(MPIJOB, ns, name, ops) is None:
         return "raced"
     _replace_launcher(kube, ns, name, meta.get("uid"))

@@ -38,6 +38,7 @@ from pfslayout.k8s import certs
 from pfslayout.k8s.api import Kube
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.operator.env import seconds
+from pfslayout.operator.reconcilers import admission
 
 WEBHOOK = "mpijobs.pfslayout.io"  # the entry of the configuration this operator serves
 NS_LABEL = "kubernetes.io/metadata.name"
@@ -253,13 +254,16 @@ def _all_policies(kube: Kube) -> list[dict[str, Any]]:
 
 
 def upkeep(kube: Kube, s: WebhookSettings) -> None:
-    """Certificates current, the bundle in the configuration, the scope equal to the policies' namespaces."""
+    """Certificates current, the bundle in the configuration, the scope equal to the policies' namespaces,
+    the admission's copy of the policies checked against a fresh LIST."""
     global _scope
     bundle = ensure_certs(kube, s).bundle(dt.datetime.now(dt.UTC)) if s.certs == "operator" else None
+    policies = _all_policies(kube)
+    admission.POLICIES.merge_listing(policies, lambda ns, name: kube.custom.get(LP, ns, name) is None)
     selector = None
     if s.scope == "managed":
         with _scope_lock:
-            _scope = injecting_namespaces(_all_policies(kube))
+            _scope = injecting_namespaces(policies)
             selector = scope_selector(_scope)
     sync_configuration(kube, s, bundle, selector)
 
