@@ -87,10 +87,13 @@ files_of() {
            images/build/mpich.sh images/build/ior.sh images/build/shim.sh -type f -print0 ;;
   esac | LC_ALL=C sort -z)
 }
-components_of() { case $1 in orangefs) echo orangefs ;; mpi) echo mpich ior shim ;; esac; }
+# openmpi-ior and openmpi-shim are the Open MPI flavours of ior and shim: the same sources and recipes,
+# built against Debian's Open MPI (source_of names the source they share).
+components_of() { case $1 in orangefs) echo orangefs ;; mpi) echo mpich ior openmpi-ior shim openmpi-shim ;; esac; }
+source_of() { echo "${1#openmpi-}"; }
 content_hash_of() {
-  case $1 in orangefs) echo "$ORANGEFS_CONTENT_SHA256" ;; mpich) echo "$MPICH_CONTENT_SHA256" ;;
-             ior) echo "$IOR_CONTENT_SHA256" ;; esac
+  case $(source_of "$1") in orangefs) echo "$ORANGEFS_CONTENT_SHA256" ;; mpich) echo "$MPICH_CONTENT_SHA256" ;;
+                            ior) echo "$IOR_CONTENT_SHA256" ;; esac
 }
 # The shim's sources as images/build/host.sh hashes them: all of shim/ but its build trees and
 # shim/tools/ (standalone tools of other images: pfs-relayout is in the orangefs image's files).
@@ -127,10 +130,11 @@ key_of() { # memoised: the key of an image
       k=$( { echo "$name $DRIVER_REVISION $engine trees=$TREES base=$(key_of base)"
              [ "$name" = mpi ] && echo "orangefs-image=$(key_of orangefs)"
              files_of "$name" | hash_files
-             local c
+             local c tk
              for c in $(components_of "$name"); do
-               if [ "$TREES" = host ]; then echo "$c tree $("$build_dir/host.sh" key "$c")"
-               elif [ "$c" = shim ]; then echo "shim source"; shim_files | hash_files
+               # (an assignment, so a failing host.sh key stops here instead of hashing an empty key)
+               if [ "$TREES" = host ]; then tk=$("$build_dir/host.sh" key "$c"); echo "$c tree $tk"
+               elif [ "$(source_of "$c")" = shim ]; then echo "$c source"; shim_files | hash_files
                else echo "$c source $(content_hash_of "$c")"; fi
              done; } | h16) ;;
   esac
@@ -155,11 +159,11 @@ assemble_context() { # name dir
     mkdir -p "$ctx/in/$c"
     if [ "$TREES" = host ]; then
       link_or_copy "$("$build_dir/host.sh" path "$c")" "$ctx/in/$c/tree"
-    elif [ "$c" = shim ]; then
-      mkdir -p "$ctx/in/shim/source"
-      shim_files | (cd "$repo/shim" && sed -z 's|^shim/||' | tar --null -T - -cf -) | tar -xf - -C "$ctx/in/shim/source"
+    elif [ "$(source_of "$c")" = shim ]; then
+      mkdir -p "$ctx/in/$c/source"
+      shim_files | (cd "$repo/shim" && sed -z 's|^shim/||' | tar --null -T - -cf -) | tar -xf - -C "$ctx/in/$c/source"
     else
-      link_or_copy "$("$build_dir/fetch-source.sh" "$c")" "$ctx/in/$c/source"
+      link_or_copy "$("$build_dir/fetch-source.sh" "$(source_of "$c")")" "$ctx/in/$c/source"
     fi
   done
 }

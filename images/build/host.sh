@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Host builds of what the images and the host test tiers share, each built once per machine:
-#   host.sh orangefs|mpich|ior|shim   prints the tree's path on stdout (logs on stderr)
-#   host.sh env                       builds all four, prints `export` lines (ORANGEFS_PREFIX,
+#   host.sh COMPONENT                 prints the tree's path on stdout (logs on stderr)
+#   host.sh env                       builds orangefs mpich ior shim, prints `export` lines (ORANGEFS_PREFIX,
 #                                     PFSLAYOUT_MPICH_PREFIX, PFSLAYOUT_IOR_PREFIX, PFSLAYOUT_SHIM_PREFIX)
-#   host.sh key orangefs|mpich|ior|shim   prints the cache key only (builds nothing)
-# A tree is the content of its image prefix (/opt/orangefs, /opt/mpich, /opt/ior; the shim's /usr/local),
-# built by the same recipe the Dockerfile runs (images/build/<name>.sh) with DESTDIR staging, and kept
-# under ~/.cache/pfs-layout-operator/host/<name>-<version>-<key>. The key hashes the pinned version and
-# content hash (images/sources.env), the recipe script, the keys of the trees it builds against, the
-# shim's sources (shim) and the distribution (the trees link its libraries). A build runs in a temporary
+#   host.sh key|path COMPONENT        prints the cache key or path only (builds nothing)
+# COMPONENT is orangefs, mpich, ior or shim, or the Open MPI flavours openmpi-ior and openmpi-shim: IOR
+# and libpfsshim.so built by the same recipes against Debian's Open MPI (libopenmpi-dev, mpicc.openmpi)
+# instead of the MPICH tree.
+# A tree is the content of its image prefix (/opt/orangefs, /opt/mpich, /opt/ior, /opt/ior-openmpi; the
+# shims' /usr/local), built by the same recipe the Dockerfile runs (images/build/<name>.sh) with DESTDIR
+# staging, and kept under ~/.cache/pfs-layout-operator/host/<name>-<version>-<key>. The key hashes the
+# pinned version and content hash (images/sources.env), the recipe script, the keys of the trees it
+# builds against (for the Open MPI flavours: Open MPI's package version), the shim's sources (shims) and
+# the distribution (the trees link its libraries). A build runs in a temporary
 # directory that is renamed into place and stamped <tree>.complete; a lock makes concurrent runs wait.
 # Using a tree on the host: its bin/ and sbin/ run directly with LD_LIBRARY_PATH=<orangefs>/lib:<mpich>/lib
 # (no rpath anywhere); mpicc and pvfs2-config locate their own prefix. See docs/images.md.
@@ -22,6 +26,7 @@ repo=$(cd "$here/../.." && pwd)
 . "$here/../sources.env"
 CACHE_ROOT=${PFSLAYOUT_CACHE:-$HOME/.cache/pfs-layout-operator}
 HOST_DIR=$CACHE_ROOT/host
+COMPONENTS='orangefs|mpich|ior|shim|openmpi-ior|openmpi-shim'
 
 log() { printf 'host-build: %s\n' "$*" >&2; }
 die() { printf 'host-build: %s\n' "$*" >&2; exit 1; }
@@ -41,28 +46,50 @@ shim_files() {
 
 version_of() {
   case $1 in
-    orangefs) echo "$ORANGEFS_VERSION" ;; mpich) echo "$MPICH_VERSION" ;; ior) echo "$IOR_VERSION" ;;
-    shim) echo src ;;
+    orangefs) echo "$ORANGEFS_VERSION" ;; mpich) echo "$MPICH_VERSION" ;; ior|openmpi-ior) echo "$IOR_VERSION" ;;
+    shim|openmpi-shim) echo src ;;
   esac
 }
 
+# The Open MPI flavours build against Debian's Open MPI (what the image installs as openmpi-bin): its
+# compiler wrapper, and the package version for their keys (a new Open MPI build rebuilds them).
+OPENMPI_CC=/usr/bin/mpicc.openmpi
+openmpi_version() {
+  local v
+  if ! v=$(dpkg-query -W -f '${Package}:${Architecture} ${Version}' libopenmpi-dev 2>/dev/null) \
+     || [ ! -x "$OPENMPI_CC" ]; then
+    die "the Open MPI trees need Debian's libopenmpi-dev ($OPENMPI_CC): apt-get install libopenmpi-dev"
+  fi
+  echo "$v"
+}
+
 key() {
+  local v
   case $1 in
     orangefs) { echo "orangefs $ORANGEFS_VERSION $ORANGEFS_CONTENT_SHA256"; cat "$here/orangefs.sh"; platform; } | h16 ;;
     mpich) { echo "mpich $MPICH_VERSION $MPICH_CONTENT_SHA256 $(key orangefs)"; cat "$here/mpich.sh"; platform; } | h16 ;;
     ior) { echo "ior $IOR_VERSION $IOR_CONTENT_SHA256 $(key mpich)"; cat "$here/ior.sh"; platform; } | h16 ;;
     shim) { echo "shim $(key mpich) $(key orangefs)"; cat "$here/shim.sh"; platform
             shim_files | (cd "$repo" && xargs -0 sha256sum); } | h16 ;;
-    *) die "unknown component '$1': orangefs|mpich|ior|shim" ;;
+    openmpi-ior) v=$(openmpi_version)
+                 { echo "openmpi-ior $IOR_VERSION $IOR_CONTENT_SHA256 $v"; cat "$here/ior.sh"; platform; } | h16 ;;
+    openmpi-shim) v=$(openmpi_version)
+                  { echo "openmpi-shim $v"; cat "$here/shim.sh"; platform
+                    shim_files | (cd "$repo" && xargs -0 sha256sum); } | h16 ;;
+    *) die "unknown component '$1': $COMPONENTS" ;;
   esac
 }
 
-tree_path() { echo "$HOST_DIR/$1-$(version_of "$1")-$(key "$1")"; }
+tree_path() { local k; k=$(key "$1"); echo "$HOST_DIR/$1-$(version_of "$1")-$k"; }
 
 # Trees of a component's older keys: the newest two stay (a test session started before a recipe
-# changed may still be running from the previous one), the rest go.
+# changed may still be running from the previous one), the rest go. A tree is <name>-<version>-<key>
+# with a version free of dashes, so one component never matches another's trees. (The Open MPI flavours
+# are named openmpi-*, not ior-*/shim-*: the `<name>-*` glob of earlier versions of this script, run by
+# other checkouts sharing the cache, would take their trees for ior's and shim's.)
 prune_older() { # dir name
-  find "$1" -mindepth 1 -maxdepth 1 -type d -name "$2-*" -printf '%T@ %p\n' | sort -rn | tail -n +3 \
+  find "$1" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended -regex ".*/$2-[^-/]+-[0-9a-f]{16}" \
+      -printf '%T@ %p\n' | sort -rn | tail -n +3 \
     | cut -d' ' -f2- | while read -r old; do rm -rf "$old" "$old.complete"; done
 }
 
@@ -114,7 +141,8 @@ build() {
   fi
   if [ -f "$out.complete" ] && [ -d "$out" ]; then exec 8>&-; echo "$out"; return; fi
   case $name in orangefs) image_prefix=/opt/orangefs ;; mpich) image_prefix=/opt/mpich ;;
-                ior) image_prefix=/opt/ior ;; shim) image_prefix=/usr/local ;; esac
+                ior) image_prefix=/opt/ior ;; openmpi-ior) image_prefix=/opt/ior-openmpi ;;
+                shim|openmpi-shim) image_prefix=/usr/local ;; esac
   # Under the lock: what an interrupted build of this component left behind is nobody's.
   rm -rf "$out" "$out.complete" "$HOST_DIR/.$name-build."*
   tmp=$(mktemp -d "$HOST_DIR/.$name-build.XXXXXX")
@@ -149,6 +177,10 @@ recipe_orangefs() { "$here/orangefs.sh" "$ARCHIVE" "$1" "$2"; }
 recipe_mpich() { with_libs "$OFS/lib" -- "$here/mpich.sh" "$ARCHIVE" "$1" "$OFS" "$2"; }
 recipe_ior() { with_libs "$OFS/lib" "$MPI/lib" -- "$here/ior.sh" "$ARCHIVE" "$1" "$MPI" "$2"; }
 recipe_shim() { with_libs "$OFS/lib" "$MPI/lib" -- "$here/shim.sh" "$repo/shim" "$1" "$MPI" "$OFS" "$2"; }
+# The Open MPI flavours: Debian's Open MPI lives in the loader's default path; only libpfsshim.so, under
+# lib/openmpi (pfsprobe stays MPICH's).
+recipe_openmpi_ior() { "$here/ior.sh" "$ARCHIVE" "$1" "$OPENMPI_CC" "$2"; }
+recipe_openmpi_shim() { "$here/shim.sh" --libdir lib/openmpi "$repo/shim" "$1" "$OPENMPI_CC" - "$2"; }
 
 # The raw cache path of a component (what other components build against).
 tree() {
@@ -167,18 +199,21 @@ tree() {
          ARCHIVE=$archive OFS=$ofs MPI=$mpi build ior recipe_ior ;;
     shim) ofs=$(tree orangefs); mpi=$(tree mpich)
           OFS=$ofs MPI=$mpi build shim recipe_shim ;;
-    *) die "unknown component '$name': orangefs|mpich|ior|shim" ;;
+    openmpi-ior) archive=$(source_of ior)
+                 ARCHIVE=$archive build openmpi-ior recipe_openmpi_ior ;;
+    openmpi-shim) build openmpi-shim recipe_openmpi_shim ;;
+    *) die "unknown component '$name': $COMPONENTS" ;;
   esac
 }
 
 case ${1:-} in
-  orangefs|mpich|ior|shim) t=$(tree "$1"); publish "$1" "$t" ;;
-  key) key "${2:?usage: host.sh key orangefs|mpich|ior|shim}" ;;
-  path) tree_path "${2:?usage: host.sh path orangefs|mpich|ior|shim}" ;;
+  orangefs|mpich|ior|shim|openmpi-ior|openmpi-shim) t=$(tree "$1"); publish "$1" "$t" ;;
+  key) key "${2:?usage: host.sh key $COMPONENTS}" ;;
+  path) tree_path "${2:?usage: host.sh path $COMPONENTS}" ;;
   env)
     for c in orangefs mpich ior shim; do t=$(tree "$c"); p=$(publish "$c" "$t"); eval "P_$c=\$p"; done
     # shellcheck disable=SC2154  # set by the eval above
     printf 'export ORANGEFS_PREFIX=%q\nexport PFSLAYOUT_MPICH_PREFIX=%q\nexport PFSLAYOUT_IOR_PREFIX=%q\nexport PFSLAYOUT_SHIM_PREFIX=%q\n' \
       "$P_orangefs" "$P_mpich" "$P_ior" "$P_shim" ;;
-  *) die "usage: host.sh orangefs|mpich|ior|shim|env | key NAME | path NAME" ;;
+  *) die "usage: host.sh $COMPONENTS|env | key NAME | path NAME" ;;
 esac

@@ -1,33 +1,58 @@
 #!/usr/bin/env bash
-# Builds this repository's libpfsshim.so and pfsprobe (shim/) against an MPICH and an OrangeFS tree,
-# for images/mpi/Dockerfile (from source) and images/build/host.sh alike:
-#   shim.sh SHIM_SRC PREFIX MPICH ORANGEFS [DESTDIR]
-# Installs PREFIX/lib/libpfsshim.so and PREFIX/bin/pfsprobe (PREFIX is /usr/local in the image).
+# Builds this repository's libpfsshim.so (and pfsprobe) from shim/ against one MPI, for
+# images/mpi/Dockerfile (from source) and images/build/host.sh alike:
+#   shim.sh [--libdir DIR] SHIM_SRC PREFIX MPI ORANGEFS|- [DESTDIR]
+# MPI names the MPI whose ABI the shim is built for, either
+#   - a prefix whose bin/mpicc compiles (an mpich.sh tree: /opt/mpich in the image), or
+#   - an mpicc itself (Debian's Open MPI: /usr/bin/mpicc.openmpi). MPICH's MPI_Comm is an int, Open MPI's
+#     a pointer: a shim only works in programs of the MPI it was built against.
+# ORANGEFS is an OrangeFS tree: then PREFIX/bin/pfsprobe (with its libpvfs2 backend) is built too.
+# `-` builds only the `pfsshim` target (the Open MPI flavour: pfsprobe stays MPICH's).
+# libpfsshim.so goes to PREFIX/DIR (--libdir, default lib; the Open MPI flavour uses lib/openmpi).
 # RelWithDebInfo (-O2 -g), the build type shim/build.sh tests: -O3 raises -Wmaybe-uninitialized findings
 # that -Werror turns fatal. CMAKE_SKIP_RPATH: no rpath into the build machine's trees, so the files run
 # at /opt/mpich + /opt/orangefs in an image (ldconfig) and from the host cache (LD_LIBRARY_PATH).
 # Its own build directory (a temporary one): shim/build/ belongs to shim/build.sh.
 # Needs: cmake gcc make pkg-config libjansson-dev, libmpi's and libpvfs2's dependencies findable.
 set -euo pipefail
-usage="usage: shim.sh SHIM_SRC PREFIX MPICH ORANGEFS [DESTDIR]"
+usage="usage: shim.sh [--libdir DIR] SHIM_SRC PREFIX MPI ORANGEFS|- [DESTDIR]"
+libdir=lib
+if [ "${1:-}" = --libdir ]; then libdir=${2:?$usage}; shift 2; fi
 src=${1:?$usage}
 prefix=${2:?$usage}
-mpich=${3:?$usage}
+mpi=${3:?$usage}
 orangefs=${4:?$usage}
 destdir=${5:-}
 jobs=${PFSLAYOUT_BUILD_JOBS:-$(nproc)}
 die() { echo "shim.sh: $*" >&2; exit 1; }
 [ -f "$src/CMakeLists.txt" ] || die "$src/CMakeLists.txt missing: SHIM_SRC must be the repository's shim/"
+case $libdir in /*|*..*) die "--libdir $libdir: give a directory relative to PREFIX" ;; esac
+# The mpicc and, where there is one beside it, its mpiexec (mpicc.openmpi -> mpiexec.openmpi); CMake
+# needs the launcher only for the tests, which are off here.
+if [ -d "$mpi" ]; then mpicc=$mpi/bin/mpicc; mpiexec=$mpi/bin/mpiexec
+else mpicc=$mpi; mpiexec=$(dirname "$mpi")/$(basename "$mpi" | sed 's/^mpicc/mpiexec/'); fi
+if [ ! -f "$mpicc" ] || [ ! -x "$mpicc" ]; then
+  die "$mpicc missing: MPI must be an MPI prefix with bin/mpicc (an mpich.sh tree) or an mpicc"
+fi
+mpi_args=(-DMPI_C_COMPILER="$mpicc")
+[ -x "$mpiexec" ] && mpi_args+=(-DMPIEXEC_EXECUTABLE="$mpiexec")
+targets=(pfsshim)
+probe_args=()
+if [ "$orangefs" != - ]; then targets+=(pfsprobe); probe_args=(-DORANGEFS_PREFIX="$orangefs"); fi
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_SKIP_RPATH=ON \
-  -DMPI_C_COMPILER="$mpich/bin/mpicc" -DMPIEXEC_EXECUTABLE="$mpich/bin/mpiexec" \
-  -DORANGEFS_PREFIX="$orangefs" -DPFSLAYOUT_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j "$jobs" --target pfsshim pfsprobe >/dev/null
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_SKIP_RPATH=ON "${mpi_args[@]}" \
+  "${probe_args[@]}" -DPFSLAYOUT_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
 root=$destdir$prefix
-install -D -m 0755 "$build/src/libpfsshim.so" "$root/lib/libpfsshim.so"
+install -D -m 0755 "$build/src/libpfsshim.so" "$root/$libdir/libpfsshim.so"
+readelf -d "$root/$libdir/libpfsshim.so" | grep -q 'NEEDED.*\[libmpi\.so' \
+  || die "libpfsshim.so does not link libmpi"
+! readelf -d "$root/$libdir/libpfsshim.so" | grep -Eq '\((RPATH|RUNPATH)\)' \
+  || die "libpfsshim.so carries an rpath"
+[ "$orangefs" != - ] || exit 0
 install -D -m 0755 "$build/probe/pfsprobe" "$root/bin/pfsprobe"
 readelf -d "$root/bin/pfsprobe" | grep -q 'NEEDED.*\[libpvfs2\.so' \
   || die "pfsprobe does not link libpvfs2: its pvfs2 backend is missing"
-! readelf -d "$root/bin/pfsprobe" "$root/lib/libpfsshim.so" | grep -Eq '\((RPATH|RUNPATH)\)' \
-  || die "pfsprobe or libpfsshim.so carries an rpath"
+! readelf -d "$root/bin/pfsprobe" | grep -Eq '\((RPATH|RUNPATH)\)' \
+  || die "pfsprobe carries an rpath"

@@ -4,9 +4,11 @@
 # hostfile resolve: the headless Service's DNS records appear a little after the pods, and mpirun
 # fails at once on a name that does not resolve yet. The wait is bounded; then the command runs anyway
 # and reports its own error. Everything else is exec'd unchanged (workers: sshd -De ...).
+# The hostfile is the one the MPI Operator names for the job's MPI: HYDRA_HOST_FILE (MPICH),
+# OMPI_MCA_orte_default_hostfile (Open MPI), I_MPI_HYDRA_HOST_FILE (Intel MPI); all /etc/mpi/hostfile.
 set -eu
 
-HOSTFILE=${HYDRA_HOST_FILE:-/etc/mpi/hostfile}
+HOSTFILE=${HYDRA_HOST_FILE:-${OMPI_MCA_orte_default_hostfile:-${I_MPI_HYDRA_HOST_FILE:-/etc/mpi/hostfile}}}
 TRIES=${PFSLAYOUT_DNS_WAIT_TRIES:-60}
 
 wait_resolvable() {
@@ -22,8 +24,8 @@ wait_resolvable() {
 }
 
 if [ "${K_MPI_JOB_ROLE:-}" = "launcher" ] && [ -r "$HOSTFILE" ]; then
-  # MPICH/Intel lines are "host:slots", Open MPI lines "host slots=N".
-  sed -e 's/[: ].*//' -e '/^#/d' -e '/^$/d' "$HOSTFILE" | while read -r host; do
+  # MPICH/Intel lines are "host:slots", Open MPI lines "host slots=N" (comments after #).
+  sed -e 's/#.*//' -e 's/^[[:space:]]*//' -e 's/[:[:space:]].*//' -e '/^$/d' "$HOSTFILE" | while read -r host; do
     wait_resolvable "$host"
   done
 fi
