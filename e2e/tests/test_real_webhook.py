@@ -354,7 +354,7 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, nam
                        "the injection counted", timeout=30, interval=1)
 
     # Open MPI: the same policy selects a job of the image's Open MPI flavour; it gets the shim built for
-    # Open MPI's ABI, and the variables in OMPI_MCA_mca_base_env_list reach every rank over ssh.
+    # Open MPI's ABI, and the variables reach every rank through orted's launch agent, beside the user's -x.
     out = Path(f"/tmp/pfse2e-{namespace}")  # the real node is this machine
     out.mkdir()
     out.chmod(0o777)
@@ -366,7 +366,7 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, nam
         launcher = got["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
         assert launcher["initContainers"][0]["command"][1] == "/usr/local/lib/openmpi/libpfsshim.so"
         env = {e["name"]: e["value"] for e in launcher["containers"][0]["env"]}
-        assert "LD_PRELOAD=/pfslayout/lib/libpfsshim.so" in env["OMPI_MCA_mca_base_env_list"].split(";")
+        assert "LD_PRELOAD=/pfslayout/lib/libpfsshim.so" in env["OMPI_MCA_orte_launch_agent"].split()
         assert "LD_PRELOAD" not in env  # mpirun itself is no MPI program
         state = finished(cluster, namespace, "ompi-wh")
         log = launcher_log(cluster, namespace, "ompi-wh")

@@ -100,12 +100,17 @@ def test_mpich_gets_the_shim_in_the_launcher_environment_and_everything_is_appen
     assert out["Worker"]["replicas"] == 2
 
 
-def test_open_mpi_gets_the_variables_through_its_mca_env_list() -> None:
+def test_open_mpi_gets_the_variables_through_orteds_launch_agent() -> None:
     out = inject.inject(job("OpenMPI"), policy(), "fs")
     env = env_of(out["Launcher"]["template"]["spec"]["containers"][0])
-    assert "LD_PRELOAD" not in env  # not into mpirun itself: Open MPI would not forward it anyway
-    listed = dict(x.split("=", 1) for x in env["OMPI_MCA_mca_base_env_list"].split(";"))
+    assert "LD_PRELOAD" not in env  # not into mpirun itself
+    assert "OMPI_MCA_mca_base_env_list" not in env  # Open MPI refuses it beside a user's -x
+    agent = env["OMPI_MCA_orte_launch_agent"].split()
+    assert agent[0] == "env" and agent[-1] == "orted"
+    listed = dict(x.split("=", 1) for x in agent[1:-1])
     assert listed["LD_PRELOAD"] == inject.SHIM_LIB and listed["PFSLAYOUT_SHIM_JOB"] == "j1"
+    assert env["PRTE_MCA_prte_launch_agent"].split()[-1] == "prted"  # Open MPI 5
+    assert env["PFSLAYOUT_SHIM_JOB"] == "j1"  # ranks mpirun forks itself
     assert "LD_PRELOAD" not in env_of(out["Worker"]["template"]["spec"]["containers"][0])
     for role in ("Launcher", "Worker"):  # the shim built against Open MPI's ABI
         assert out[role]["template"]["spec"]["initContainers"][0]["command"][1] == \

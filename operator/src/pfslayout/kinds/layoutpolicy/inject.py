@@ -13,9 +13,10 @@ Launcher and worker templates alike get:
   `pvfs2tab` at `/etc/pvfs2tab`;
 * the environment, on the launcher, in the form each MPI forwards to ranks it starts over ssh (ranks do
   not inherit a pod's environment): MPICH and Intel MPI (Hydra) pass the launcher's environment to every
-  rank, so the variables are set there, `LD_PRELOAD` with a full path; Open MPI passes only its MCA
-  parameters, so the variables travel in `OMPI_MCA_mca_base_env_list` and `LD_PRELOAD` is not set on
-  the launcher itself. Workers get the same variables but `LD_PRELOAD` (their container runs sshd).
+  rank, so the variables are set there, `LD_PRELOAD` with a full path; Open MPI starts `orted` on each
+  worker over ssh with its launch agent's command, so the variables travel as `env VAR=value ... orted`
+  in `OMPI_MCA_orte_launch_agent` (and `PRTE_MCA_prte_launch_agent` for Open MPI 5) and `LD_PRELOAD` is
+  not set on the launcher itself. Workers get the same variables but `LD_PRELOAD` (their container runs sshd).
 
 A user's own `LD_PRELOAD` (e.g. Darshan's `libdarshan.so`) is kept: the shim is put first, so its
 MPI-IO wrappers run first and call the next interposer through PMPI (the order is documented in
@@ -123,9 +124,15 @@ def environment(impl: str, job_name: str, user_preload: str | None) -> tuple[lis
     ranks = {"LD_PRELOAD": preload, "PFSLAYOUT_SHIM_CONFIG": CONFIG_FILE, "PFSLAYOUT_SHIM_JOB": job_name,
              "PVFS2TAB_FILE": f"{PVFS2TAB_DIR}/pvfs2tab"}
     if impl == "OpenMPI":
-        listed = ";".join(f"{k}={v}" for k, v in ranks.items())
-        return [{"name": "OMPI_MCA_mca_base_env_list", "value": listed},
-                {"name": "PFSLAYOUT_SHIM_JOB", "value": job_name}], ranks
+        # Ranks on workers are children of orted, which mpirun starts over ssh with the launch agent's
+        # command: `env VAR=value ... orted` hands orted, and so every rank, the variables. Not
+        # OMPI_MCA_mca_base_env_list: Open MPI refuses it beside a user's own `-x` ("does not support
+        # mixing these two methods"). PRRTE's name of the same parameter covers Open MPI 5. The launcher
+        # gets the variables but LD_PRELOAD (mpirun is no MPI program), for ranks it forks itself.
+        agent = "env " + " ".join(f"{k}={v}" for k, v in ranks.items())
+        local = [{"name": k, "value": v} for k, v in ranks.items() if k != "LD_PRELOAD"]
+        return [{"name": "OMPI_MCA_orte_launch_agent", "value": f"{agent} orted"},
+                {"name": "PRTE_MCA_prte_launch_agent", "value": f"{agent} prted"}, *local], ranks
     # Hydra: the workers' proxies reach the launcher by the pod interface's address, not by a DNS name
     # that may not exist yet when they start (they would fail and mpiexec would wait forever).
     hydra = [{"name": "HYDRA_IFACE", "value": "eth0"}] if impl == "MPICH" else []
