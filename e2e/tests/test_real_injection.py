@@ -113,7 +113,7 @@ def test_suspended_jobs_get_the_shim_in_every_rank(cluster, lp_operator, namespa
     # Every rank loaded the shim: each wrote its trace onto OrangeFS through MPI-IO.
     tool = toolbox(cluster, namespace, "inj")
     listing = sh(cluster, namespace, tool, f"pvfs2-ls {MOUNT}/.pfslayout/traces/{namespace}")
-    assert sorted(x for x in listing.split() if x.startswith("ior-injected.")) == [
+    assert sorted(x for x in listing.split() if x.startswith("ior-injected.rank-")) == [
         f"ior-injected.rank-{r:06d}.pfstrace" for r in range(4)], f"{listing}\n{log[-4000:]}"
     st = lp_status(cluster, namespace, "inject")
     assert st.get("injectedJobs", 0) >= 1 and st.get("lastInjectedJob") == "ior-injected", st

@@ -103,7 +103,7 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
     mpijob_done(cluster, namespace, "ior-shared")
     tool = toolbox(cluster, namespace, ofs["metadata"]["name"])
     listing = sh(cluster, namespace, tool, f"pvfs2-ls {traces}")
-    assert sorted(x for x in listing.split() if x.startswith("ior-shared.")) == [
+    assert sorted(x for x in listing.split() if x.startswith("ior-shared.rank-")) == [
         f"ior-shared.rank-{r:06d}.pfstrace" for r in range(4)], listing
 
     def learned(job_name: str, runs: int) -> Any:
