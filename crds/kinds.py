@@ -506,6 +506,11 @@ def layout_policy_spec() -> Schema:
             "image": _image("Image whose init container copies `libpfsshim.so` into the job's pods.",
                             DEFAULT_MPI_IMAGE),
             "imagePullPolicy": PULL_POLICY,
+            "routePaths": boolean("Route the job's plain MPI-IO paths under the cluster's mount path "
+                                  "(`spec.client.mountPath`, e.g. `/mnt/orangefs/run1/f`) through ROMIO's pvfs2 "
+                                  "driver, as if the program had written `pvfs2:/mnt/orangefs/run1/f`: an unmodified "
+                                  "program reaches OrangeFS without a kernel mount. Paths with a ROMIO prefix and "
+                                  "paths elsewhere are left as written.", default=False),
         }, default={}),
         "trace": obj("Per-rank request tracing by the shim (input for `auto` rules with `source: trace`).", {
             "enabled": boolean("Record traces.", default=False),

@@ -253,7 +253,7 @@ def read_file(cluster, ns: str, tool: str, path: str) -> str:
 def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, namespace: str,
                                                    countio: Path) -> None:
     cluster.apply(place(ofs(), cluster.mode), namespace=namespace)
-    cluster.apply(policy("wh", {"matchLabels": SELECTED}, trace={"enabled": True},
+    cluster.apply(policy("wh", {"matchLabels": SELECTED}, trace={"enabled": True}, shim={"routePaths": True},
                          rules=[HYBRID, {"path": "/ior", "mode": "explicit",
                                          "explicit": {"layout": "2-D", "groups": 2}}]), namespace=namespace)
     cluster.apply(policy("wh-too", {"matchExpressions": [{"key": "team", "operator": "Exists"}]}),
@@ -273,6 +273,7 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, nam
         raise AssertionError(f"{err}\n{operator_log(cluster)}") from None
     assert namespace in webhook_config(cluster)["namespaceSelector"]["matchExpressions"][0]["values"]
     shim = json.loads(cluster.kubectl_json("get", "configmap", "wh-shim", "-n", namespace)["data"]["shim.json"])
+    assert shim["route"] == {"path": MOUNT, "prefix": "pvfs2:"}
     (rule,) = shim["rules"]
     assert [r["dir"] for r in rule["replicas"]] == [f"pvfs2:{MOUNT}/hy/.replica-wide",
                                                     f"pvfs2:{MOUNT}/hy/.replica-grouped"]
@@ -297,7 +298,8 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, nam
     assert "pfslayout.io/injected" not in (got["metadata"].get("annotations") or {})
 
     # The selected job: IOR writes one shared file in the hybrid directory and reads it back on other ranks.
-    ior = ["mpiexec", "-n", "4", "ior", "-a", "MPIIO", "-o", f"pvfs2:{MOUNT}/hy/ior.dat", "-t", "256k", "-b", "1m",
+    # A plain path, as an unmodified program names it: the policy's routePaths sends it through pvfs2:.
+    ior = ["mpiexec", "-n", "4", "ior", "-a", "MPIIO", "-o", f"{MOUNT}/hy/ior.dat", "-t", "256k", "-b", "1m",
            "-w", "-r", "-C", "-k"]
     job = place(with_interposer(user_job("ior-wh", ior, SELECTED)), cluster.mode)
     cluster.kubectl("create", "configmap", "countio", "-n", namespace, f"--from-file=libcountio.so={countio}")

@@ -274,7 +274,7 @@ static int parse_rule(errbuf *eb, int i, json_t *obj, const pfs_config *cfg, int
 static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
 {
     static const char *const keys[] = {"format", "params", "variant", "servers", "ranks_per_node", "rules",
-                                       "trace", "stats", "lazy_sync", NULL};
+                                       "trace", "stats", "lazy_sync", "route", NULL};
     if (!json_is_object(root))
         return fail(eb, "(top level)", "must be a JSON object with \"format\": \"%s\"", PFS_CONFIG_FORMAT);
     json_t *fmt = json_object_get(root, "format");
@@ -359,6 +359,20 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
             return eb->failed ? -1 : fail(eb, "stats", "must be an object {\"dir\": PATH}");
         if (get_path(eb, "stats.dir", json_object_get(v, "dir"), &cfg->stats_dir))
             return -1;
+    }
+    if ((v = json_object_get(root, "route"))) {
+        static const char *const rkeys[] = {"path", "prefix", NULL};
+        if (!json_is_object(v) || check_keys(eb, "route", v, rkeys))
+            return eb->failed ? -1 : fail(eb, "route", "must be an object {\"path\": PATH, \"prefix\": \"pvfs2:\"}");
+        if (get_path(eb, "route.path", json_object_get(v, "path"), &cfg->route_path))
+            return -1;
+        if (pfs_romio_prefix_len(cfg->route_path))
+            return fail(eb, "route.path", "must be a plain path (no ROMIO prefix): the paths opened under it get route.prefix");
+        json_t *x = json_object_get(v, "prefix");
+        const char *p = json_is_string(x) ? json_string_value(x) : "";
+        if (!*p || pfs_romio_prefix_len(p) != strlen(p))
+            return fail(eb, "route.prefix", "must be a ROMIO file-system prefix such as \"pvfs2:\" (letters, digits or _ and a colon)");
+        cfg->route_prefix = strdup(p);
     }
     cfg->queue_limit_bytes = 64L << 20;
     cfg->lazy_background = 1;
@@ -481,6 +495,8 @@ void pfs_config_free(pfs_config *cfg)
     free(cfg->trace_dir);
     free(cfg->job_id);
     free(cfg->stats_dir);
+    free(cfg->route_path);
+    free(cfg->route_prefix);
     memset(cfg, 0, sizeof *cfg);
 }
 

@@ -42,7 +42,7 @@ static void shim_init(void)
         g_cfg.trace_dir = strdup(td);
         g_cfg.trace_enabled = g_cfg.trace_dir != NULL;
     }
-    g_active = g_cfg.nrules > 0 || g_cfg.trace_enabled;
+    g_active = g_cfg.nrules > 0 || g_cfg.trace_enabled || g_cfg.route_prefix != NULL;
     /* One config serves every job of a policy: the job's name comes from the environment the operator
      * forwards to every rank (trace file names carry it). */
     const char *jid = getenv("PFSLAYOUT_SHIM_JOB");

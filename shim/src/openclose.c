@@ -206,10 +206,30 @@ fail:
     return rc;
 }
 
+/* `route`: a plain path under route.path (absolute, or relative to the working directory) is opened with
+ * route.prefix, so ROMIO uses that driver (pvfs2:) although nothing is mounted there; paths that carry a
+ * prefix already, and paths elsewhere, are left as the program wrote them. */
+static const char *routed(const char *filename, char *buf, size_t n)
+{
+    if (!g_cfg.route_prefix || pfs_romio_prefix_len(filename))
+        return filename;
+    char *abs = absolute(filename);
+    const char *out = filename;
+    const size_t len = strlen(g_cfg.route_path);
+    if (abs && strncmp(abs, g_cfg.route_path, len) == 0 &&
+        (abs[len] == '/' || abs[len] == 0 || (len == 1 && g_cfg.route_path[0] == '/')) &&
+        (size_t)snprintf(buf, n, "%s%s", g_cfg.route_prefix, abs) < n)
+        out = buf;
+    free(abs);
+    return out;
+}
+
 int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
 {
     if (!g_active)
         return PMPI_File_open(comm, filename, amode, info, fh);
+    char rbuf[PATH_MAX + 32];
+    filename = routed(filename, rbuf, sizeof rbuf);
     char *abs = absolute(filename);
     const char *tail = "";
     const pfs_rule *rule = abs ? pfs_config_match(&g_cfg, abs, &tail) : NULL;
@@ -323,6 +343,8 @@ int MPI_File_delete(const char *filename, MPI_Info info)
 {
     if (!g_active)
         return PMPI_File_delete(filename, info);
+    char rbuf[PATH_MAX + 32];
+    filename = routed(filename, rbuf, sizeof rbuf);
     char *abs = absolute(filename);
     const char *tail = "";
     const pfs_rule *rule = abs ? pfs_config_match(&g_cfg, abs, &tail) : NULL;

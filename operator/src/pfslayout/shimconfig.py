@@ -194,6 +194,24 @@ class LazySync(_Strict):
     posix: StrictBool | None = None
 
 
+class Route(_Strict):
+    """Plain paths a program opens under `path` are opened with the ROMIO prefix `prefix` (e.g. `pvfs2:`):
+    an unmodified program reaches OrangeFS through ROMIO's driver without a kernel mount."""
+
+    path: StrictStr
+    prefix: StrictStr
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Route:
+        _check_path(self.path, "path")
+        if _bare(self.path) != self.path:
+            raise ValueError("path: must be a plain path (no ROMIO prefix): the paths opened under it get prefix")
+        if not self.prefix or _bare(self.prefix) != "":
+            raise ValueError('prefix: must be a ROMIO file-system prefix such as "pvfs2:" (letters, digits or _ '
+                             "and a colon)")
+        return self
+
+
 class ShimConfig(_Strict):
     """One `pfsshim-config/1` document (docs/shim-config.md, "Fields")."""
 
@@ -206,6 +224,7 @@ class ShimConfig(_Strict):
     trace: TraceSettings | None = None
     stats: StatsSettings | None = None
     lazy_sync: LazySync | None = None
+    route: Route | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ShimConfig:

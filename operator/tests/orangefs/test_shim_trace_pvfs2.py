@@ -17,7 +17,7 @@ from ofs_loopback import OrangeFS, ServerGroup, free_ports
 from test_orangefs_loopback import MOUNT, init_and_start, render, tool
 from test_orangefs_mpich_romio import BLOCK, RANKS, Mpich, mpich, romio_check  # noqa: F401  (fixtures)
 
-from pfslayout.shimconfig import ShimConfig, TraceSettings, render_shim_config
+from pfslayout.shimconfig import Route, ShimConfig, TraceSettings, render_shim_config
 from pfslayout.traces.model import OP_READ, OP_WRITE
 from pfslayout.traces.shim import read_shim_trace_dir
 
@@ -75,3 +75,31 @@ def test_every_rank_writes_its_trace_onto_orangefs(orangefs: OrangeFS, servers: 
         assert int(np.count_nonzero(sel)) == RANKS, (op, trace.op)
         assert set(trace.size[sel].tolist()) == {BLOCK}
     assert any(f.endswith(f"{MOUNT}/data") for f in trace.files), trace.files
+
+
+def test_route_sends_a_programs_plain_paths_through_the_pvfs2_driver(
+        orangefs: OrangeFS, servers: ServerGroup, mpich: Mpich, romio_check: Path, shim_lib: Path,  # noqa: F811
+        tmp_path: Path) -> None:
+    """`route`: the program names a plain path under the mount point, where nothing is mounted. Without the
+    shim ROMIO takes it for a local file and fails; with the shim's route it reaches OrangeFS."""
+    ports = free_ports(2)
+    init_and_start(servers, render(servers, ports), ports)
+    config = tmp_path / "shim.json"
+    config.write_text(render_shim_config(ShimConfig(route=Route(path=MOUNT, prefix="pvfs2:"))))
+    env = mpich.env(orangefs, PVFS2TAB_FILE=str(servers.work.path / "pvfs2tab"))
+    plain = f"{MOUNT}/routed"  # no pvfs2: prefix
+    assert not Path(MOUNT).exists(), f"{MOUNT} exists on this machine: the test needs it absent"
+
+    def run(*shim: str) -> subprocess.CompletedProcess[str]:
+        argv = [str(mpich.prefix / "bin" / "mpiexec"), "-launcher", "fork", "-n", str(RANKS), *shim,
+                str(romio_check), plain, str(BLOCK)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, env=env,
+                              cwd=servers.work.path)
+    without = run()
+    assert without.returncode != 0, "a plain path reached OrangeFS without the shim: the test proves nothing"
+    routed = run("-genv", "LD_PRELOAD", str(shim_lib), "-genv", "PFSLAYOUT_SHIM_CONFIG", str(config))
+    assert routed.returncode == 0, routed.stdout + routed.stderr
+    listing = tool(orangefs, servers, "pvfs2-ls", "-l", MOUNT)
+    assert "routed" in listing.stdout, listing.stdout
+    size = [line for line in listing.stdout.splitlines() if line.endswith(" routed")]
+    assert size and str(RANKS * BLOCK) in size[0].split(), listing.stdout

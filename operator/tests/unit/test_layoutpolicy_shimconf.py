@@ -46,3 +46,10 @@ def test_a_replica_the_cluster_cannot_hold_is_refused_before_it_is_written() -> 
     too_many = {**HYBRID, "replicas": [{"layout": "2-D", "groups": 8, "name": "x"}]}
     with pytest.raises(ValueError, match=r"g: must be 1..servers \(4\)"):
         shimconf.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, [too_many])
+
+
+def test_route_paths_sends_plain_paths_under_the_mount_through_pvfs2() -> None:
+    cfg = parse_shim_config(shimconf.shim_config({"shim": {"routePaths": True}}, "/mnt/orangefs/", "ns", PARAMS, 4,
+                                                 []))
+    assert cfg.route is not None and (cfg.route.path, cfg.route.prefix) == ("/mnt/orangefs", "pvfs2:")
+    assert parse_shim_config(shimconf.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, [])).route is None

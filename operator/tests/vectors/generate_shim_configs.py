@@ -23,6 +23,7 @@ from pfslayout.shimconfig import (
     CollectiveHints,
     LazySync,
     Replica,
+    Route,
     Rule,
     ServerOverride,
     ShimConfig,
@@ -138,6 +139,9 @@ def accepted() -> list[tuple[str, ShimConfig]]:
             replicas=[Replica(dir="/c1", layout="1-DV", strip_size=1 << 20)])])),
         ("trace-off-stats-lazy", ShimConfig(trace=TraceSettings(enabled=False, dir="/t"), stats=StatsSettings(dir="/s"),
                                             lazy_sync=LazySync(background=False, posix=False))),
+        ("route-plain-paths-to-pvfs2", ShimConfig(route=Route(path="/mnt/orangefs/", prefix="pvfs2:"),
+                                                  trace=TraceSettings(enabled=True, dir="pvfs2:/mnt/orangefs/t"))),
+        ("route-root", ShimConfig(route=Route(path="/", prefix="lustre:"))),
     ]
     rng = random.Random(SEED)
     out += [(f"random-{k:03d}", _random_config(rng, k)) for k in range(60)]
@@ -195,6 +199,14 @@ def refused() -> list[dict[str, Any]]:
         {"name": "lazy-sync-background-not-bool", "field": "lazy_sync.background",
          "doc": fmt | {"lazy_sync": {"background": 1}}},
         {"name": "stats-without-dir", "field": "stats.dir", "doc": fmt | {"stats": {}}},
+        {"name": "route-path-with-prefix", "field": "route.path",
+         "doc": fmt | {"route": {"path": "pvfs2:/mnt/orangefs", "prefix": "pvfs2:"}}},
+        {"name": "route-path-relative", "field": "route.path",
+         "doc": fmt | {"route": {"path": "mnt", "prefix": "pvfs2:"}}},
+        {"name": "route-prefix-without-colon", "field": "route.prefix",
+         "doc": fmt | {"route": {"path": "/mnt/orangefs", "prefix": "pvfs2"}}},
+        {"name": "route-unknown-key", "field": "route.to",
+         "doc": fmt | {"route": {"path": "/mnt/orangefs", "prefix": "pvfs2:", "to": "x"}}},
     ]
 
 

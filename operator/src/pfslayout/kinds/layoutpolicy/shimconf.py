@@ -4,6 +4,8 @@
   `pvfs2:<trace dir>` — the learning loop's input;
 * `stats` (with the trace, into the same directory): each rank's per-file counts at `MPI_Finalize`,
   named `<job>.stats.rank-NNNNNN.json`;
+* `route` (when `spec.shim.routePaths`): plain paths under the mount path are opened as `pvfs2:` paths,
+  so a program that names `/mnt/orangefs/...` reaches OrangeFS without a kernel mount;
 * `rules` for every rule whose decision is a replica set (`hybrid`): the rule's directory becomes the
   shim's replica set, each copy in `<path>/.replica-<name>` with the layout the hint Job gave that
   directory, and the router costs each request against the calibrated `params` on `servers` servers.
@@ -19,7 +21,16 @@ from typing import Any
 
 from pfslayout.costmodel.params import CostParams
 from pfslayout.kinds.layoutpolicy import learn
-from pfslayout.shimconfig import Replica, Rule, ShimConfig, ShimParams, StatsSettings, TraceSettings, render_shim_config
+from pfslayout.shimconfig import (
+    Replica,
+    Route,
+    Rule,
+    ShimConfig,
+    ShimParams,
+    StatsSettings,
+    TraceSettings,
+    render_shim_config,
+)
 
 PREFIX = "pvfs2:"
 
@@ -51,5 +62,7 @@ def shim_config(spec: dict[str, Any], mount_path: str, namespace: str, params: C
         trace=trace, stats=StatsSettings(dir=where) if trace else None, rules=replica_sets or None,
         params=ShimParams(e=params.e, v=params.v, alpha_seq=params.alpha_seq, alpha_rand=params.alpha_rand,
                           beta=params.beta) if replica_sets else None,
-        servers=servers if replica_sets else None)
+        servers=servers if replica_sets else None,
+        route=Route(path=mount_path.rstrip("/") or "/", prefix=PREFIX)
+        if ((spec.get("shim") or {}).get("routePaths")) else None)
     return render_shim_config(config)
