@@ -44,6 +44,12 @@ class CustomObjects:
             _preload_content=False, _request_timeout=self.timeout)
         return list(_json(resp).get("items") or [])
 
+    def list_all(self, resource: CustomResource) -> builtins.list[dict[str, Any]]:
+        """Every namespace's objects (the admission webhook's scope and its copy of the policies)."""
+        resp = self.api.list_cluster_custom_object(resource.group, resource.version, resource.plural,
+                                                   _preload_content=False, _request_timeout=self.timeout)
+        return list(_json(resp).get("items") or [])
+
     def create(self, resource: CustomResource, namespace: str, body: dict[str, Any]) -> dict[str, Any] | None:
         """Create; None when an object of that name already exists (the caller reads it instead)."""
         try:

@@ -247,18 +247,12 @@ _scope_lock = threading.Lock()
 _scope: set[str] | None = None
 
 
-def _all_policies(kube: Kube) -> list[dict[str, Any]]:
-    resp: Any = kube.custom.api.list_cluster_custom_object(LP.group, LP.version, LP.plural, _preload_content=False,
-                                                      _request_timeout=kube.timeout)
-    return list(json.loads(resp.data).get("items") or [])
-
-
 def upkeep(kube: Kube, s: WebhookSettings) -> None:
     """Certificates current, the bundle in the configuration, the scope equal to the policies' namespaces,
     the admission's copy of the policies checked against a fresh LIST."""
     global _scope
     bundle = ensure_certs(kube, s).bundle(dt.datetime.now(dt.UTC)) if s.certs == "operator" else None
-    policies = _all_policies(kube)
+    policies = kube.custom.list_all(LP)
     admission.POLICIES.merge_listing(policies, lambda ns, name: kube.custom.get(LP, ns, name) is None)
     selector = None
     if s.scope == "managed":
