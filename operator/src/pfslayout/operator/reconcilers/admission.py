@@ -25,8 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pfslayout.k8s.api import Kube
-from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds.layoutpolicy import inject
+from pfslayout.operator.reconcilers import injection
 from pfslayout.operator.reconcilers.events import Post
 
 # One worker: the policy's count is read, incremented and written without a second writer in this process.
@@ -89,14 +89,6 @@ def _later(fn: Callable[..., Any], *args: Any) -> None:
     _after.submit(run)
 
 
-def _count(kube: Kube, namespace: str, policy: str, job: str) -> None:
-    current = kube.custom.get(LP, namespace, policy)
-    if current is None:
-        return
-    count = int((current.get("status") or {}).get("injectedJobs") or 0) + 1
-    kube.custom.patch_status(LP, namespace, policy, {"injectedJobs": count, "lastInjectedJob": job})
-
-
 def review(kube: Kube, job: dict[str, Any], policies: list[dict[str, Any]], post: Post, dryrun: bool
            ) -> tuple[str, dict[str, Any]] | None:
     """(policy name, new `mpiReplicaSpecs`) or None; raises inject.Refusal. `policies`: the job's namespace's."""
@@ -115,5 +107,5 @@ def review(kube: Kube, job: dict[str, Any], policies: list[dict[str, Any]], post
     if not dryrun:
         impl = (job.get("spec") or {}).get("mpiImplementation") or "OpenMPI"
         _later(post, policy, "Normal", "ShimInjected", f"MPIJob {name} at admission ({impl} environment)")
-        _later(_count, kube, ns, pname, name)
+        _later(injection.count_injection, kube, ns, pname, name)
     return pname, replicas

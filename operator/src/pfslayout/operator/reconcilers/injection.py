@@ -44,6 +44,15 @@ def _replace_launcher(kube: Kube, ns: str, name: str, uid: str | None, wait_s: f
         time.sleep(0.5)
 
 
+def count_injection(kube: Kube, namespace: str, policy: str, job: str) -> None:
+    """The policy's `status.injectedJobs` and `lastInjectedJob`, from a fresh read (both modes use this)."""
+    current = kube.custom.get(LP, namespace, policy)
+    if current is None:
+        return
+    count = int((current.get("status") or {}).get("injectedJobs") or 0) + 1
+    kube.custom.patch_status(LP, namespace, policy, {"injectedJobs": count, "lastInjectedJob": job})
+
+
 def retry_waiting(kube: Kube, namespace: str, post: Post) -> int:
     """Suspended jobs kept back by a refusal are tried again (a policy that became Ready, a second policy
     that was removed): the policy's timer calls this, since nothing changes on the job itself."""
@@ -91,6 +100,5 @@ def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
     post(job, "Normal", "ShimInjected", f"LayoutPolicy {pname}: libpfsshim.so, its config and the pvfs2tab added "
          f"to the launcher and worker templates ({impl} environment); resumed")
     post(policy, "Normal", "ShimInjected", f"MPIJob {name}")
-    count = int((policy.get("status") or {}).get("injectedJobs") or 0) + 1
-    kube.custom.patch_status(LP, ns, pname, {"injectedJobs": count, "lastInjectedJob": name})
+    count_injection(kube, ns, pname, name)
     return "injected"

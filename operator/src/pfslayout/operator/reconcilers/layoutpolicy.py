@@ -28,7 +28,7 @@ from pfslayout.kinds.layoutpolicy import status as st
 from pfslayout.kinds.layoutpolicy.rules import Platform, decide_rule, summary
 from pfslayout.kinds.orangefscluster.hintjob import hints_digest
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
-from pfslayout.operator.reconcilers import injection, learning
+from pfslayout.operator.reconcilers import injection, learning, webhook
 from pfslayout.operator.reconcilers.events import Post, post_all
 from pfslayout.operator.reconcilers.hintjobs import ensure_hints
 from pfslayout.operator.reconcilers.locks import with_fresh
@@ -138,7 +138,8 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
         learning.publish_shim_config(kube, owner, shimconf.shim_config(
             spec, platform.mount_path, owner.namespace, params, platform.servers,
             [d.status for d in decisions if d.error is None and not d.pending]))
-        injection.retry_waiting(kube, owner.namespace, post)
+        if webhook.settings_from_env() is None:  # suspend mode runs only where the webhook is not served
+            injection.retry_waiting(kube, owner.namespace, post)
     digest = hints_digest(dirs) if dirs else ""
     checks = int(old.get("checks") or 0)
     previous = {r.get("path"): r for r in old.get("rules") or []}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import json
 import logging
 import os
@@ -91,8 +92,9 @@ def _choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+@functools.cache
 def settings_from_env() -> WebhookSettings | None:
-    """None unless this process serves the webhook."""
+    """None unless this process serves the webhook. Read once: the handler modules and start-up ask."""
     addr = os.environ.get("PFSLAYOUT_WEBHOOK_ADDR")
     if not addr:
         return None
