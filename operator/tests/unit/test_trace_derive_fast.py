@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pfslayout.traces import OP_READ, OP_WRITE, Trace, derive
+from pfslayout.traces.jit_order import start_order
 from pfslayout.traces.jit_sort import stable_argsort
 
 pytestmark = pytest.mark.unit
@@ -148,6 +149,33 @@ def test_shim_like_order_and_many_files() -> None:
 def test_stable_argsort_matches_numpy(values: list[float]) -> None:
     v = np.array(values, dtype=np.float64)
     assert np.array_equal(stable_argsort(v), np.argsort(v, kind="stable"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), max_size=300),
+       st.sampled_from([1, 5000]))
+def test_start_order_is_a_stable_sort_carrying_ends_and_pairs(values: list[float], copies: int) -> None:
+    """Also past one chunk (copies=5000: ~N/4096 chunks, buckets of equal values taking the merge sort)."""
+    v = np.tile(np.array(values, dtype=np.float64), copies if values else 1)
+    end = v + np.where(np.arange(v.size) % 3 == 0, 0.0, 1.0)  # every third ends at its start
+    pair = (np.arange(v.size) % 7).astype(np.int32)
+    ord_s, ss, es, pair_s = start_order(v, end, pair)
+    expect = np.argsort(v, kind="stable")
+    assert np.array_equal(ord_s, expect) and np.array_equal(ss, v[expect]) and np.array_equal(pair_s, pair[expect])
+    with np.errstate(over="ignore"):  # the next float after the largest one is inf, as in the kernel
+        assert np.array_equal(es, np.where(end > v, end, np.nextafter(v, np.inf))[expect])
+
+
+@pytest.mark.parametrize("m_of", ["issuing-node", "busiest-node"])
+def test_skewed_starts_and_wide_nodes(m_of: str) -> None:
+    """Half the requests start at one instant (one huge chunk and bucket: the merge-sort fallbacks), and
+    80 ranks on a node: wider than the ordered sweep's 64 lanes, so m takes its own sweep."""
+    rng = np.random.default_rng(11)
+    n, ranks = 30_000, 160
+    start = np.where(rng.random(n) < 0.5, 7.0, np.round(rng.random(n) * 20, 2))
+    t = make(rng.integers(0, ranks, n), start, start + np.round(rng.gamma(2.0, 0.05, n), 2),
+             rng.integers(0, len(FILES), n), nodes=(np.arange(ranks) // 80).astype(np.int32))
+    assert_same(t, "directory", m_of)
 
 
 def test_unknown_method_is_an_error() -> None:

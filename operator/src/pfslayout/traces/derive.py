@@ -58,33 +58,31 @@ def derive(trace: Trace, *, group: str = "directory", m_of: str = "issuing-node"
 
 def _derive_fast(trace: Trace, group: str, m_of: str) -> Trace:
     from pfslayout.traces import derive_fast
-    from pfslayout.traces.jit_sort import stable_argsort
 
     n = len(trace)
     set_names, file_set = _file_sets(trace.files, int(trace.file_id.max()) + 1, group)
     trace.file_sets = set_names
     trace.file_set = file_set
-    req_set = file_set[trace.file_id]
-    ord_s = stable_argsort(np.asarray(trace.start, dtype=np.float64))
     rank = trace.rank
     # ranks present with their node: node is a function of the rank, so this is the reference's
     # distinct (rank, node) columns without sorting N pairs
     present = np.flatnonzero(np.bincount(rank)) if int(rank.max()) < 4 * n + (1 << 20) else np.unique(rank)
-    node = None
+    node_of_rank = None  # node per rank index (absent ranks: -1)
     per_node = None
     m_mode = "none"
     node_of_present = _node_of_request(trace.node_of_rank, present.astype(np.int64))
     if node_of_present is not None:
-        # per request through a per-rank table, int32 where it fits: no int64 copy of the rank column
-        table = np.zeros(int(present[-1]) + 1, dtype=np.int64)
-        table[present] = node_of_present
-        node = table.astype(np.int32)[rank] if int(table.max()) <= np.iinfo(np.int32).max else table[rank]
+        # a per-rank table, int32 where it fits; a node per request is looked up only where needed
+        dtype = np.int32 if int(node_of_present.max()) <= np.iinfo(np.int32).max else np.int64
+        node_of_rank = np.full(int(present[-1]) + 1, -1, dtype=dtype)
+        node_of_rank[present] = node_of_present
         per_node = np.bincount(node_of_present)
         ranks_per_node = per_node[per_node > 0]
         if ranks_per_node.size > 1 and ranks_per_node.max() > 1:
             m_mode = m_of
-    p, m_counted = derive_fast.counts(trace, ord_s, req_set, node, m_mode, len(set_names))
-    if node is None:
+    # the file set per request is handed over, not kept here: counts frees it once it has its pair ids
+    p, m_counted = derive_fast.counts(trace, [file_set[trace.file_id]], node_of_rank, m_mode, len(set_names))
+    if node_of_rank is None:
         m = np.ones(n, dtype=np.int32)
     elif m_counted is not None:
         m = m_counted
@@ -99,11 +97,11 @@ def _derive_fast(trace: Trace, group: str, m_of: str) -> Trace:
         if comm > np.iinfo(np.int32).max:  # the reference's int64 arithmetic, then its int32 cast
             p, m = p.astype(np.int64), m.astype(np.int64)
         p[coll] = comm
-        m[coll] = 1 if node is None or per_node is None else per_node[node[coll]]
+        m[coll] = 1 if node_of_rank is None or per_node is None else per_node[node_of_rank[rank[coll]]]
     np.minimum(m, p, out=m)
     trace.p = p.astype(np.int32, copy=False)
     trace.m = m.astype(np.int32, copy=False)
-    trace.sequential = derive_fast.sequential(trace, ord_s)
+    trace.sequential = derive_fast.sequential(trace)
     trace.dominant_size = derive_fast.dominant_sizes(trace.file_id, trace.size, len(trace.files))
     return trace
 

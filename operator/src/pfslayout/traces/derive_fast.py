@@ -5,10 +5,14 @@
   zero-length request half a tick; here a request that does not end after it starts ends at
   ``nextafter(start)`` instead. No float lies strictly between the two, so every comparison the
   overlap rule makes (s_j < e_i, e_j > s_i) has the same outcome as on ticks.
-* Starts and ends are ordered by ``jit_sort.stable_argsort`` (bucket sort, O(N) expected).
-* p and m are counted by ``jit_sweep.distinct_overlaps``: exact distinct ranks per interval, with long
-  overlapping requests handled by construction (see that module).
-* Sequential flags and dominant sizes come from hash/direct-table grouping (``jit_group``).
+* The requests are put in start order with what the sweep reads of them (``jit_order.start_order``, a
+  two-level bucket sort, O(N) expected), and their ends sorted (``jit_sort.stable_argsort``).
+* p, and m by the issuing node with up to 64 ranks per node, are counted in one time sweep over that
+  order by ``jit_sweep.sweep_ordered``: exact distinct ranks per interval, with long overlapping
+  requests handled by construction (see that module). m by the busiest node, or with more ranks per
+  node, has sweeps of its own in the original order (``jit_sweep.distinct_overlaps``).
+* Sequential flags and dominant sizes come from hash/direct-table grouping (``jit_group``), the flags in
+  one pass in index order when each (file, rank)'s requests already come in start order.
 
 Non-finite times or negative rank numbers are handed to the reference (whose tick mapping and tables
 define their meaning), so the two paths agree on every input.
@@ -18,10 +22,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from pfslayout.traces.jit_group import group_modes, pair_ids, sequential_flags
+from pfslayout.traces.jit_group import (
+    group_modes,
+    pair_ids,
+    pair_members,
+    sequential_flags,
+    sequential_in_index_order,
+)
+from pfslayout.traces.jit_order import start_order
 from pfslayout.traces.jit_sort import stable_argsort
-from pfslayout.traces.jit_sweep import distinct_overlaps
+from pfslayout.traces.jit_sweep import distinct_overlaps, sweep_ordered
 from pfslayout.traces.model import Trace
+
+MAX_NODE_WIDTH = 64  # ranks per node the ordered sweep's m bit masks hold; beyond, m has its own sweep
 
 
 def fast_path_applies(trace: Trace) -> bool:
@@ -35,24 +48,36 @@ def effective_ends(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.where(end > start, end, np.nextafter(start, np.inf))
 
 
-def counts(trace: Trace, ord_s: np.ndarray, req_set: np.ndarray, node: np.ndarray | None, m_mode: str,
+def counts(trace: Trace, handed: list[np.ndarray], node_of_rank: np.ndarray | None, m_mode: str,
            n_sets: int) -> tuple[np.ndarray, np.ndarray | None]:
     """p per request and, for ``m_mode`` ``issuing-node``/``busiest-node`` (``none``: None), m before the
-    collective and m ≤ p rules; ``ord_s`` the requests by start, ``node`` the node per request."""
+    collective and m ≤ p rules; ``handed`` holds the file set per request (taken, so that it can be
+    freed early), ``node_of_rank`` the node per rank index (-1 for ranks absent)."""
+    req_set = handed.pop()
     start = np.asarray(trace.start, dtype=np.float64)
-    end = effective_ends(start, np.asarray(trace.end, dtype=np.float64))
-    ord_e = stable_argsort(end)
     rank = trace.rank
-    n_ranks = int(rank.max()) + 1
-    pair, n_pairs = pair_ids(req_set, rank, n_ranks)  # (file set, rank): one in-flight count each
+    pair, n_pairs = pair_ids(req_set, rank, int(rank.max()) + 1)  # (file set, rank): one in-flight count each
+    width = 0
+    lane = None
+    if node_of_rank is not None and m_mode == "issuing-node":
+        present = node_of_rank >= 0
+        lane = np.full(node_of_rank.shape[0], -1, dtype=np.int32)
+        lane[present], width = node_lanes(node_of_rank[present])
+    if m_mode == "none" or node_of_rank is None or (lane is not None and width <= MAX_NODE_WIDTH):
+        set_of_pair, rank_of_pair = pair_members(pair, req_set, rank, n_pairs)
+        del req_set  # peak memory: only the sweep's start-ordered columns are alive during it
+        return _ordered_counts(trace, start, [pair], set_of_pair, rank_of_pair, n_sets,
+                               None if m_mode == "none" else node_of_rank, lane, width)
+    # m by node over more than 64 ranks per node, or the busiest node: sweeps in the original order
+    end = effective_ends(start, np.asarray(trace.end, dtype=np.float64))
+    ord_s = stable_argsort(start)
+    ord_e = stable_argsort(end)
     p = distinct_overlaps(ord_s, ord_e, start, end, req_set, req_set, pair, n_sets, n_pairs)
-    if m_mode == "none" or node is None:
-        return p, None
+    node = node_of_rank[rank]
     if m_mode == "issuing-node":
         # (file set, node) keys, densified: node numbers may be sparse (ranks without a node get their own)
         key, n_keys = pair_ids(req_set, node, int(node.max()) + 1)
-        m = distinct_overlaps(ord_s, ord_e, start, end, key, key, pair, n_keys, n_pairs)
-        return p, m
+        return p, distinct_overlaps(ord_s, ord_e, start, end, key, key, pair, n_keys, n_pairs)
     m = np.zeros(len(trace), dtype=np.int32)
     no_data = np.full(len(trace), -1, dtype=req_set.dtype)
     for k in np.unique(node):  # one sweep per node, as the reference does one count per node
@@ -61,9 +86,52 @@ def counts(trace: Trace, ord_s: np.ndarray, req_set: np.ndarray, node: np.ndarra
     return p, m
 
 
-def sequential(trace: Trace, ord_s: np.ndarray) -> np.ndarray:
-    """The reference's rule in its order: per (file, rank), by start, ties by index (``ord_s``)."""
+def node_lanes(nodes: np.ndarray) -> tuple[np.ndarray, int]:
+    """For ranks on ``nodes``: each rank's lane 0..w-1 among the ranks of its node, and w, the most
+    ranks on one node."""
+    order = np.argsort(nodes, kind="stable")
+    by_node = nodes[order]
+    lane = np.empty(nodes.shape[0], dtype=np.int32)
+    lane[order] = np.arange(order.shape[0]) - np.searchsorted(by_node, by_node, side="left")
+    return lane, int(lane.max(initial=-1)) + 1
+
+
+def _ordered_counts(trace: Trace, start: np.ndarray, handed: list[np.ndarray], set_of_pair: np.ndarray,
+                    rank_of_pair: np.ndarray, n_sets: int, node_of_rank: np.ndarray | None, lane: np.ndarray | None,
+                    width: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """p, and with ``node_of_rank`` m by the issuing node, from one sweep over the requests in start order;
+    ``handed`` holds the (file set, rank) pair id per request, freed once the requests are ordered."""
+    n_pairs = set_of_pair.shape[0]
+    want_m = node_of_rank is not None and lane is not None
+    if node_of_rank is not None and lane is not None:
+        mkey_of_pair, n_mkeys = pair_ids(set_of_pair, node_of_rank[rank_of_pair], int(node_of_rank.max()) + 1)
+        slot_of_pair = lane[rank_of_pair]
+    else:
+        mkey_of_pair = slot_of_pair = np.zeros(n_pairs, dtype=np.int32)
+        n_mkeys = 0
+    ord_s, ss, es, pair_s = start_order(start, np.asarray(trace.end, dtype=np.float64), handed.pop())
+    ord_e = stable_argsort(es)
+    p_s, m_s = sweep_ordered(ss, es, ord_e, pair_s, set_of_pair, n_sets, mkey_of_pair, slot_of_pair, n_mkeys,
+                             width, want_m)
+    del ss, es, ord_e, pair_s
+    p = np.empty(len(trace), dtype=np.int32)
+    p[ord_s] = p_s
+    if not want_m:
+        return p, None
+    m = np.empty(len(trace), dtype=np.int32)
+    m[ord_s] = m_s
+    return p, m
+
+
+def sequential(trace: Trace) -> np.ndarray:
+    """The reference's rule in its order: per (file, rank), by start, ties by index. Traces whose
+    requests of each (file, rank) already come in start order (the shim writes each rank in call order)
+    are done in one pass in index order; others visit the requests sorted by start."""
     pair, n_pairs = pair_ids(trace.file_id, trace.rank, int(trace.rank.max()) + 1)
+    flags, in_order = sequential_in_index_order(pair, n_pairs, trace.start, trace.offset, trace.size)
+    if in_order:
+        return np.asarray(flags)
+    ord_s = stable_argsort(np.asarray(trace.start, dtype=np.float64))
     return np.asarray(sequential_flags(ord_s, pair, n_pairs, trace.offset, trace.size))
 
 

@@ -135,3 +135,38 @@ def sequential_flags(order: np.ndarray, pair: np.ndarray, n_pairs: int, offset: 
         seen[pr] = True
         last_end[pr] = off + np.int64(size[i])
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_members(pair: np.ndarray, a: np.ndarray, b: np.ndarray, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair id's (a, b), from the rows ``pair_ids`` labelled: per-pair tables instead of per-row columns."""
+    out_a = np.empty(n_pairs, dtype=np.int32)
+    out_b = np.empty(n_pairs, dtype=np.int32)
+    for i in range(pair.shape[0]):
+        out_a[pair[i]] = a[i]
+        out_b[pair[i]] = b[i]
+    return out_a, out_b
+
+
+@numba.njit(cache=True, nogil=True)
+def sequential_in_index_order(pair: np.ndarray, n_pairs: int, start: np.ndarray, offset: np.ndarray,
+                              size: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``sequential_flags`` visiting requests in index order, and whether that was the start order (ties by
+    index) within every (file, rank) pair — only then are the flags the rule's; the caller falls back."""
+    seen = np.zeros(n_pairs, dtype=np.bool_)
+    last_end = np.zeros(n_pairs, dtype=np.int64)
+    last_start = np.zeros(n_pairs, dtype=np.float64)
+    out = np.empty(pair.shape[0], dtype=np.bool_)
+    for i in range(pair.shape[0]):
+        pr = pair[i]
+        off = np.int64(offset[i])
+        if seen[pr]:
+            if start[i] < last_start[pr]:
+                return out, False
+            out[i] = off == last_end[pr]
+        else:
+            out[i] = off == 0
+            seen[pr] = True
+        last_start[pr] = start[i]
+        last_end[pr] = off + np.int64(size[i])
+    return out, True

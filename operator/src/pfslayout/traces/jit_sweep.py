@@ -17,7 +17,7 @@ covers every x ≤ t). This is exactly the reference's half-open tick arithmetic
 including its rule that back-to-back requests keep a rank busy and that zero-length requests count the
 ranks in flight at their instant (the caller passes e = nextafter(s) for those: no float lies between).
 
-Set bits in a range are counted with popcounts over 64-bit words plus two levels of block counts (64
+Set bits in a range are counted with the CPU's popcount over 64-bit words plus two levels of block counts (64
 words, 4096 words), so a query costs O(range / 64) words for short ranges and O(N / 2¹⁸) at worst for one
 spanning the whole log: the long overlapping requests the reference's gap correction exists for are
 exact here by construction, with no correction.
@@ -25,29 +25,33 @@ exact here by construction, with no correction.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
 _ONE = np.uint64(1)
 _SIX = np.uint64(6)
 _LOW = np.uint64(63)
-_S1 = np.uint64(1)
-_S2 = np.uint64(2)
-_S4 = np.uint64(4)
-_S56 = np.uint64(56)
 _DIRECT = 128  # ranges up to this many words (or blocks) are summed directly
+
+
+@intrinsic
+def _ctpop(typingctx: Any, x: Any) -> tuple[Any, Any]:
+    """The CPU's population count (LLVM ctpop): one instruction where a portable bit-twiddling count is a dozen."""
+    sig = types.uint64(types.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.ctpop(args[0])
+
+    return sig, codegen
 
 
 @numba.njit(inline="always")
 def _popcount(x: np.uint64) -> int:
-    x = x - ((x >> _S1) & _M1)
-    x = (x & _M2) + ((x >> _S2) & _M2)
-    x = (x + (x >> _S4)) & _M4
-    return int((x * _H01) >> _S56)
+    return int(_ctpop(x))  # type: ignore[call-arg]  # an intrinsic: numba passes the typing context
 
 
 @numba.njit(cache=True, nogil=True)
@@ -178,3 +182,161 @@ def distinct_overlaps(ord_s: np.ndarray, ord_e: np.ndarray, s: np.ndarray, e: np
         i_s = j_s
         i_e = j_e
     return out
+
+
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_SHORT = 192  # ranges shorter than this many bits span at most 4 words: counted without branches
+PAD_WORDS = 4  # words after the last one, so a short count may read past it
+
+
+@numba.njit(inline="always")
+def _low(x: int) -> np.uint64:
+    """Bits [0, x) set, 0 <= x <= 64."""
+    return _ALL if x >= 64 else (_ONE << np.uint64(x)) - _ONE
+
+
+@numba.njit(inline="always")
+def _bits_short(words: np.ndarray, lo: int, hi: int) -> int:
+    """Set bits in [lo, hi) for hi - lo < _SHORT: four masked words from lo's, no data-dependent branch
+    (query ranges vary, and a mispredicted loop exit costs more than the two spare popcounts)."""
+    w0 = lo >> 6
+    base = w0 << 6
+    total = 0
+    for d in range(4):
+        a = min(max(lo - base - 64 * d, 0), 64)
+        b = min(max(hi - base - 64 * d, 0), 64)
+        total += _popcount(words[w0 + d] & _low(b) & ~_low(a))
+    return total
+
+
+@numba.njit(inline="always")
+def _bits_any(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: int) -> int:
+    if hi - lo < _SHORT:
+        return _bits_short(words, lo, hi)
+    return _count_bits(words, c1, c2, lo, hi)
+
+
+@numba.njit(inline="always")
+def _start(pr: int, k: int, inflight: np.ndarray, busy: np.ndarray, slot: np.ndarray, words: np.ndarray,
+           c1: np.ndarray, c2: np.ndarray, sentinel: int) -> None:
+    """A request of pair ``pr`` (key ``k``) starts: if its rank was idle it is busy again and its idle
+    entry goes. Branch-free: a pair without an entry points at a sentinel bit past the log."""
+    idle = inflight[pr] == 0
+    busy[k] += idle
+    b = slot[pr]
+    words[b >> 6] &= ~(np.uint64(idle) << np.uint64(b & 63))
+    c1[b >> 12] -= idle
+    c2[b >> 18] -= idle
+    slot[pr] = sentinel
+    inflight[pr] += 1
+
+
+@numba.njit(inline="always")
+def _start_m(pr: int, inflight: np.ndarray, busy_m: np.ndarray, idle_at: np.ndarray, mkey_of_pair: np.ndarray,
+             slot_of_pair: np.ndarray, lanes: int) -> None:
+    """The same start for m (before ``_start`` updates ``inflight``): a rank busy again is counted as busy
+    and its idle time forgotten."""
+    if inflight[pr] == 0:
+        km = mkey_of_pair[pr]
+        busy_m[km] += 1
+        idle_at[km * lanes + slot_of_pair[pr]] = -np.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.ndarray, key_of_pair: np.ndarray,
+                  n_keys: int, mkey_of_pair: np.ndarray, slot_of_pair: np.ndarray, n_mkeys: int, width: int,
+                  want_m: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``distinct_overlaps`` for requests already in start order (``ss`` sorted starts, ``es`` their ends
+    (> start), ``ord_e`` sorting ``es``, ``pair_s`` each request's (key, rank) pair): p per request in
+    start order, and with ``want_m`` also m — distinct ranks of the request's node (``mkey_of_pair``:
+    (key, node) index; ``slot_of_pair``: the rank's slot 0..width-1 on its node, width <= 64).
+
+    In start order the start events read memory sequentially and the end events near them, where the
+    original order makes every event a cache miss. m needs no idle log: with at most 64 ranks per node,
+    a (key, node) keeps its busy-rank count and each idle rank's last idle time, and a request counts the
+    busy ranks plus the idle ones that went idle after it started (the same rule as the log's)."""
+    n = ss.shape[0]
+    seg = np.zeros(n_keys + 1, dtype=np.int64)
+    for j in range(n):
+        seg[key_of_pair[pair_s[j]] + 1] += 1
+    for k in range(n_keys):
+        seg[k + 1] = seg[k] + ((seg[k + 1] + 63) >> 6 << 6)
+    sentinel = seg[n_keys] + 64
+    n_words = (sentinel >> 6) + 1 + PAD_WORDS
+    words = np.zeros(n_words, dtype=np.uint64)
+    c1 = np.zeros((n_words >> 6) + 1, dtype=np.int32)
+    c2 = np.zeros((n_words >> 12) + 1, dtype=np.int32)
+    log_end = seg[:n_keys].copy()
+    busy = np.zeros(n_keys, dtype=np.int32)
+    n_pairs = key_of_pair.shape[0]
+    inflight = np.zeros(n_pairs, dtype=np.int32)
+    slot = np.full(n_pairs, sentinel, dtype=np.int64)
+    lanes = (width + 3) >> 2 << 2  # whole vectors of four: the count below compiles to SIMD compares
+    busy_m = np.zeros(n_mkeys if want_m else 0, dtype=np.int32)
+    idle_at = np.full(n_mkeys * lanes if want_m else 0, -np.inf)  # -inf: busy, or never seen
+    outp = np.empty(n, dtype=np.int32)  # a query's log position (from its start) until its end, then p
+    outm = np.empty(n if want_m else 0, dtype=np.int32)
+    i_s = 0
+    i_e = 0
+    ts = ss[0] if n else np.inf
+    te = es[ord_e[0]] if n else np.inf
+    while i_e < n:
+        if ts < te:  # a start with no end at its instant: it appends nothing, so it is recorded at once
+            pr = pair_s[i_s]
+            k = key_of_pair[pr]
+            if want_m:
+                _start_m(pr, inflight, busy_m, idle_at, mkey_of_pair, slot_of_pair, lanes)
+            _start(pr, k, inflight, busy, slot, words, c1, c2, sentinel)
+            outp[i_s] = log_end[k] - seg[k]
+            i_s += 1
+            ts = ss[i_s] if i_s < n else np.inf
+            continue
+        t = te
+        j_e = i_e + 1
+        while j_e < n and es[ord_e[j_e]] == t:
+            j_e += 1
+        for j in range(i_e, j_e):  # queries ending at t: starts < t and ends < t are in
+            q = ord_e[j]
+            pr = pair_s[q]
+            k = key_of_pair[pr]
+            outp[q] = busy[k] + _bits_any(words, c1, c2, seg[k] + outp[q], log_end[k])
+            if want_m:
+                km = mkey_of_pair[pr]
+                since = ss[q]
+                base = km * lanes
+                late = 0
+                for lane in range(lanes):
+                    late += idle_at[base + lane] > since
+                outm[q] = busy_m[km] + late
+        j_s = i_s
+        if ts == t:  # starts at t (rare): after the queries ending at t, before the ends at t
+            while j_s < n and ss[j_s] == t:
+                pr = pair_s[j_s]
+                if want_m:
+                    _start_m(pr, inflight, busy_m, idle_at, mkey_of_pair, slot_of_pair, lanes)
+                _start(pr, key_of_pair[pr], inflight, busy, slot, words, c1, c2, sentinel)
+                j_s += 1
+        for j in range(i_e, j_e):  # ends at t
+            pr = pair_s[ord_e[j]]
+            k = key_of_pair[pr]
+            inflight[pr] -= 1
+            idle = inflight[pr] == 0
+            busy[k] -= idle
+            b = log_end[k]
+            log_end[k] = b + idle
+            words[b >> 6] |= np.uint64(idle) << np.uint64(b & 63)
+            c1[b >> 12] += idle
+            c2[b >> 18] += idle
+            slot[pr] = b if idle else sentinel
+            if want_m and idle:
+                km = mkey_of_pair[pr]
+                busy_m[km] -= 1
+                idle_at[km * lanes + slot_of_pair[pr]] = t
+        for j in range(i_s, j_s):  # queries starting at t: their log position covers the ends at t
+            k = key_of_pair[pair_s[j]]
+            outp[j] = log_end[k] - seg[k]
+        i_s = j_s
+        ts = ss[i_s] if i_s < n else np.inf
+        i_e = j_e
+        te = es[ord_e[i_e]] if i_e < n else np.inf
+    return outp, outm
