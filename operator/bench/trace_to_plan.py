@@ -90,7 +90,9 @@ def peak_memory(directory: str, method: str, servers: int) -> tuple[int, int, in
 
 
 def _memory_child(directory: str, method: str, servers: int) -> None:
-    derive(synthetic(1000, 8, 2), method=method)  # JIT code loaded before the baseline
+    with tempfile.TemporaryDirectory() as small:  # every stage's JIT code loaded before the baseline
+        write_trace(Path(small), 2000, 8, 2)
+        run(small, method, servers)
     gc.collect()
     base = _status_kib("VmRSS")
     tracemalloc.start()
@@ -120,7 +122,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         size = write_trace(Path(tmp), n, args.ranks, args.ranks_per_node)
         t0 = time.perf_counter()
-        derive(synthetic(1000, 8, 2))  # compile (or load the cached) JIT code once
+        with tempfile.TemporaryDirectory() as small:  # compile (or load the cached) JIT code of every stage once
+            write_trace(Path(small), 2000, 8, 2)
+            run(small, "fast", args.servers)
         jit = time.perf_counter() - t0
         results: dict[str, tuple[Trace, Plan]] = {}
         stages: dict[str, np.ndarray] = {}

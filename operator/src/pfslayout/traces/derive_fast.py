@@ -65,8 +65,12 @@ def counts(trace: Trace, handed: list[np.ndarray], node_of_rank: np.ndarray | No
         lane[present], width = node_lanes(node_of_rank[present])
     if m_mode == "none" or node_of_rank is None or (lane is not None and width <= MAX_NODE_WIDTH):
         set_of_pair, rank_of_pair = pair_members(pair, req_set, rank, n_pairs)
-        del req_set  # peak memory: only the sweep's start-ordered columns are alive during it
-        return _ordered_counts(trace, start, [pair], set_of_pair, rank_of_pair, n_sets,
+        # peak memory: only the sweep's start-ordered columns are alive during it, so neither the file
+        # sets nor the pair ids are kept here
+        del req_set
+        handed_pairs = [pair]
+        del pair
+        return _ordered_counts(trace, start, handed_pairs, set_of_pair, rank_of_pair, n_sets,
                                None if m_mode == "none" else node_of_rank, lane, width)
     # m by node over more than 64 ranks per node, or the busiest node: sweeps in the original order
     end = effective_ends(start, np.asarray(trace.end, dtype=np.float64))
