@@ -1,19 +1,24 @@
 """The shim's binary trace (docs/trace-format.md, version 1): reader for a directory of per-rank files
 and the reference writer the C side is checked against.
 
-Records are read with one ``numpy.fromfile`` per rank file through a structured dtype whose itemsize
-is the header's ``record_size``, so later versions that append record fields still read.
+Records are read at the stride of the header's ``record_size`` (only the v1 fields at their fixed
+offsets are used), so later versions that append record fields still read; likewise ``header_size``.
+Headers and file tables are parsed with ``struct``; the records of each file go, block by block through
+one reused buffer, straight into the merged columns (``jit_shim.fill_records``, numba, imported only
+when a trace is read).
 """
 
 from __future__ import annotations
 
+import os
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from pfslayout.errors import InputError
-from pfslayout.traces.model import OP_READ, OP_WRITE, Trace
+from pfslayout.traces.model import Trace
 
 MAGIC = b"PFSTRACE"
 VERSION = 1
@@ -35,6 +40,16 @@ HEADER_DTYPE = np.dtype([
     ("dropped", "<u4"),
 ])
 assert HEADER_DTYPE.itemsize == HEADER_SIZE
+# the reader parses headers and table entries with struct (a numpy call per field or entry costs ~1 µs)
+_HEADER = struct.Struct("<8s4H4I2QdII")
+assert _HEADER.size == HEADER_SIZE
+_ENTRY = struct.Struct("<II")  # file table entry: file_id, path length
+_FILE_ID = struct.Struct("<I")
+# a table whose largest id is below this (or 4x its entries) maps ids through an array indexed by id
+_DENSE_IDS = 1 << 16
+_HUGE_PAGE = 2 << 20  # x86-64 and arm64 (4 KiB pages) transparent huge page
+# records are read in blocks of about this size into one reused buffer, which stays in the CPU cache
+_BLOCK_BYTES = 1 << 18
 
 
 def record_dtype(record_size: int = RECORD_SIZE) -> np.dtype:
@@ -98,70 +113,154 @@ def write_shim_trace(path: str | Path, *, rank: int, comm_size: int, files: Sequ
     return path
 
 
-class _RankFile:
-    """One parsed rank file: its header fields, records and local file table."""
+class _Table:
+    """A parsed file table (id → path, in table order), shared by all ranks whose raw table bytes are
+    identical (ranks that opened the same files in the same order), so it is parsed and mapped once."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        data_size = path.stat().st_size
-        if data_size < HEADER_SIZE:
-            raise InputError(f"{path}: header", f"file is {data_size} bytes, shorter than the 64-byte header",
-                             "the trace was truncated; rerun the traced job")
-        head = np.fromfile(path, dtype=HEADER_DTYPE, count=1)[0]
-        if bytes(head["magic"]) != MAGIC:
-            raise InputError(f"{path}: magic", f"is {bytes(head['magic'])!r}, not {MAGIC!r}",
-                             "pass a directory of .pfstrace files written by libpfsshim")
-        self.version = int(head["version"])
-        if self.version != VERSION:
-            raise InputError(f"{path}: version", f"is {self.version}; this reader knows version {VERSION}",
-                             "upgrade pfslayout to read traces from a newer shim")
-        header_size = int(head["header_size"])
-        record_size = int(head["record_size"])
-        if header_size < HEADER_SIZE:
-            raise InputError(f"{path}: header_size", f"is {header_size}, smaller than {HEADER_SIZE}")
-        if record_size < RECORD_SIZE:
-            raise InputError(f"{path}: record_size", f"is {record_size}, smaller than {RECORD_SIZE}")
-        self.rank = int(head["rank"])
-        self.comm_size = int(head["comm_size"])
-        self.node_id = int(head["node_id"])
-        self.epoch = float(head["epoch"])
-        self.dropped = int(head["dropped"])
-        count = int(head["record_count"])
-        table_at = int(head["file_table_offset"])
-        if header_size + count * record_size > data_size:
-            raise InputError(f"{path}: record_count", f"{count} records of {record_size} bytes do not fit in "
-                             f"{data_size} bytes", "the trace was truncated; rerun the traced job")
-        if table_at < header_size + count * record_size or table_at > data_size:
-            raise InputError(f"{path}: file_table_offset", f"{table_at} is outside the file or overlaps records")
-        self.count = count
-        self._records_at = (header_size, record_size)
-        self.table = self._file_table(path, table_at, int(head["file_count"]), data_size)
+    __slots__ = ("ids", "merged", "names")
 
-    def records(self) -> np.ndarray:
-        """The records, read on demand so that one rank's buffer at a time is alive while merging."""
-        at, record_size = self._records_at
-        return np.fromfile(self.path, dtype=record_dtype(record_size), count=self.count, offset=at)
+    def __init__(self, names: dict[int, str]) -> None:
+        self.names = names
+        self.ids: np.ndarray | None = None
+        self.merged: np.ndarray | None = None
 
-    @staticmethod
-    def _file_table(path: Path, at: int, count: int, data_size: int) -> dict[int, str]:
-        with path.open("rb") as f:
-            f.seek(at)
-            raw = f.read(data_size - at)
-        table: dict[int, str] = {}
-        pos = 0
-        for i in range(count):
-            if pos + 8 > len(raw):
-                raise InputError(f"{path}: file table entry {i}", "is truncated", "rerun the traced job")
-            fid, length = np.frombuffer(raw, dtype="<u4", count=2, offset=pos)
-            pos += 8
-            if pos + int(length) > len(raw):
-                raise InputError(f"{path}: file table entry {i}", f"path of {int(length)} bytes is truncated")
-            try:
-                table[int(fid)] = raw[pos:pos + int(length)].decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError(f"{path}: file table entry {i}", "path is not UTF-8") from None
-            pos += int(length)
+    def mapping(self, files: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """``jit_shim.fill_records``'s (ids, merged): for a dense table (the shim numbers files 0, 1, …)
+        no ids and the merged id per table id, -1 for an id without entry and one -1 past the largest;
+        for a sparse one the sorted ids and the merged id of each. Paths new to ``files`` are added in
+        table order, as the numpy reader did for each rank. Computed at the table's first use: a later
+        rank with the same table finds its paths in ``files`` already, so its ids map the same way."""
+        if self.ids is None or self.merged is None:
+            merged = {table_id: files.setdefault(name, len(files)) for table_id, name in self.names.items()}
+            top = max(merged, default=-1)
+            if top < max(_DENSE_IDS, 4 * len(merged)):
+                self.ids = np.zeros(0, dtype=np.int64)
+                self.merged = np.full(top + 2, -1, dtype=np.int64)
+                self.merged[list(merged)] = list(merged.values())
+            else:  # a few huge ids: binary search rather than a table up to the largest
+                self.ids = np.array(sorted(merged), dtype=np.int64)
+                self.merged = np.array([merged[int(k)] for k in self.ids], dtype=np.int64)
+        return self.ids, self.merged
+
+
+class _Tables:
+    """Parsed file tables by their raw bytes and entry count."""
+
+    def __init__(self) -> None:
+        self._by_raw: dict[tuple[int, bytes], _Table] = {}
+        self._last: tuple[int, bytes, _Table] | None = None
+
+    def get(self, path: Path, raw: bytes, count: int) -> _Table:
+        # consecutive ranks usually have the same table: one comparison, without hashing the bytes
+        if self._last is not None and self._last[0] == count and self._last[1] == raw:
+            return self._last[2]
+        table = self._by_raw.get((count, raw))
+        if table is None:  # errors name this file: the first file with these bytes
+            table = _Table(_parse_file_table(path, raw, count))
+            self._by_raw[(count, raw)] = table
+        self._last = (count, raw, table)
         return table
+
+
+def _parse_file_table(path: Path, raw: bytes, count: int) -> dict[int, str]:
+    table: dict[int, str] = {}
+    pos = 0
+    for i in range(count):
+        if pos + 8 > len(raw):
+            raise InputError(f"{path}: file table entry {i}", "is truncated", "rerun the traced job")
+        fid, length = _ENTRY.unpack_from(raw, pos)
+        pos += 8
+        if pos + length > len(raw):
+            raise InputError(f"{path}: file table entry {i}", f"path of {length} bytes is truncated")
+        try:
+            table[fid] = raw[pos:pos + length].decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: file table entry {i}", "path is not UTF-8") from None
+        pos += length
+    return table
+
+
+class _RankFile:
+    """One rank file's header fields and file table, checked; its records are read later, in blocks.
+    With ``keep_open`` the file stays open until ``close`` (saves a second open of every file)."""
+
+    def __init__(self, path: Path, tables: _Tables, keep_open: bool) -> None:
+        self.path = path
+        self._fd: int | None = None
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data_size = os.fstat(fd).st_size
+            if data_size < HEADER_SIZE:
+                raise InputError(f"{path}: header", f"file is {data_size} bytes, shorter than the 64-byte header",
+                                 "the trace was truncated; rerun the traced job")
+            fields: tuple[bytes, int, int, int, int, int, int, int, int, int, int, float, int, int] = (
+                _HEADER.unpack(_pread(fd, HEADER_SIZE, 0)))
+            (magic, version, header_size, record_size, _, rank, comm_size, node_id, _, count, table_at, epoch,
+             file_count, dropped) = fields
+            magic = magic.rstrip(b"\0")  # as numpy's S8 field showed it
+            if magic != MAGIC:
+                raise InputError(f"{path}: magic", f"is {magic!r}, not {MAGIC!r}",
+                                 "pass a directory of .pfstrace files written by libpfsshim")
+            if version != VERSION:
+                raise InputError(f"{path}: version", f"is {version}; this reader knows version {VERSION}",
+                                 "upgrade pfslayout to read traces from a newer shim")
+            if header_size < HEADER_SIZE:
+                raise InputError(f"{path}: header_size", f"is {header_size}, smaller than {HEADER_SIZE}")
+            if record_size < RECORD_SIZE:
+                raise InputError(f"{path}: record_size", f"is {record_size}, smaller than {RECORD_SIZE}")
+            if header_size + count * record_size > data_size:
+                raise InputError(f"{path}: record_count", f"{count} records of {record_size} bytes do not fit in "
+                                 f"{data_size} bytes", "the trace was truncated; rerun the traced job")
+            if table_at < header_size + count * record_size or table_at > data_size:
+                raise InputError(f"{path}: file_table_offset", f"{table_at} is outside the file or overlaps records")
+            self.table = tables.get(path, _pread(fd, data_size - table_at, table_at), file_count)
+            if keep_open:
+                self._fd, fd = fd, -1
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        self.version = version
+        self.rank = rank
+        self.comm_size = comm_size
+        self.node_id = node_id
+        self.epoch = epoch
+        self.dropped = dropped
+        self.count = count
+        self.header_size = header_size
+        self.record_size = record_size
+
+    def open(self) -> int:
+        """The file's descriptor (the kept one, else a new one), until ``close``."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _files_to_keep_open() -> int:
+    """How many rank files may stay open between the two passes: a quarter of the descriptor limit (the
+    rest are opened again for their records)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return (1 << 16) if soft == resource.RLIM_INFINITY else max(0, soft // 4)
+
+
+def _pread(fd: int, size: int, at: int) -> bytes:
+    """``size`` bytes from ``at`` (fewer only at the end of the file)."""
+    data = os.pread(fd, size, at)
+    while len(data) < size:  # a short read before the end of the file: rare (or > 2 GiB at once)
+        more = os.pread(fd, size - len(data), at + len(data))
+        if not more:
+            break
+        data += more
+    return data
 
 
 def shim_trace_files(path: str | Path) -> list[Path]:
@@ -170,15 +269,36 @@ def shim_trace_files(path: str | Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise InputError("--trace", f"{path} does not exist", "pass a directory of .pfstrace files or one file")
-    found = sorted(path.glob(f"*{SUFFIX}"))
+    # children of one directory: their Path order (POSIX) is their name order, and names compare ~8x faster
+    found = sorted(path.glob(f"*{SUFFIX}"), key=lambda p: p.name)
     if not found:
         raise InputError("--trace", f"{path} holds no *{SUFFIX} files", "pass the shim's trace directory")
     return found
 
 
 def read_shim_trace_dir(path: str | Path) -> Trace:
-    """Read every rank file of a traced run (or one file) into one Trace; file ids merged by path."""
-    ranks = [_RankFile(p) for p in shim_trace_files(path)]
+    """Read every rank file of a traced run (or one file) into one Trace; file ids merged by path.
+
+    Two passes, as the errors' order requires: every file's header and file table first (all checked
+    before any record is read; the record total sizes the columns), then each file's records, block by
+    block through one reused buffer, copied into the preallocated columns by a numba kernel
+    (``jit_shim.fill_records``). Peak memory is the columns plus one block and the file tables.
+    POSIX only (``os.pread``/``os.readv``).
+    """
+    tables = _Tables()
+    ranks: list[_RankFile] = []
+    try:
+        paths = shim_trace_files(path)
+        keep = _files_to_keep_open()
+        for p in paths:
+            ranks.append(_RankFile(p, tables, keep_open=len(ranks) < keep))
+        return _merge(ranks)
+    finally:
+        for rf in ranks:
+            rf.close()
+
+
+def _merge(ranks: list[_RankFile]) -> Trace:
     seen: dict[int, Path] = {}
     for rf in ranks:
         if rf.rank in seen:
@@ -189,46 +309,45 @@ def read_shim_trace_dir(path: str | Path) -> Trace:
     if len(comm_sizes) > 1:
         raise InputError(f"{ranks[0].path.parent}: comm_size", f"differs between files ({sorted(comm_sizes)})",
                          "keep the files of one run per directory")
+    # Imported here: numba and llvmlite cost ~100 MB, and the operator process imports this module.
+    from pfslayout.traces.jit_shim import fill_records
+
     epoch0 = min(rf.epoch for rf in ranks)
     files: dict[str, int] = {}
-    # the merged columns are allocated once and filled rank by rank: peak memory is the trace plus one
-    # rank's records, not the records, per-rank copies and their concatenation at once
     total = sum(rf.count for rf in ranks)
-    cols: dict[str, np.ndarray] = {
-            "rank": np.empty(total, np.int32), "op": np.empty(total, np.uint8), "offset": np.empty(total, np.int64),
-            "size": np.empty(total, np.int64), "start": np.empty(total, np.float64),
-            "end": np.empty(total, np.float64), "file_id": np.empty(total, np.int32),
-            "collective": np.empty(total, bool)}
+    start, end, offset, size, rank, file_id, op, collective = _columns(
+        total, (np.float64, np.float64, np.int64, np.int64, np.int32, np.int32, np.uint8, np.bool_))
+    # the block buffer: whole records, a multiple of 8 bytes (the kernel views it as 8-byte words)
+    block = max([_BLOCK_BYTES] + [rf.record_size for rf in ranks])
+    buf = np.empty(-(-block // 8) * 8, dtype=np.uint8)
     at = 0
     for rf in ranks:
-        rec = rf.records()
-        local = np.full(max(rf.table, default=-1) + 1, -1, dtype=np.int64)
-        for table_id, name in rf.table.items():
-            local[table_id] = files.setdefault(name, len(files))
-        fid = rec["file_id"].astype(np.int64)
-        mapped = np.full(fid.shape, -1, dtype=np.int64)
-        known = fid < local.size
-        mapped[known] = local[fid[known]]
-        if np.any(mapped < 0):
-            i = int(np.argmax(mapped < 0))
-            raise InputError(f"{rf.path}: record {i}: file_id", f"{int(fid[i])} is not in the file table")
-        op = rec["op"]
-        bad = (op != OP_READ) & (op != OP_WRITE)
-        if np.any(bad):
-            i = int(np.argmax(bad))
-            raise InputError(f"{rf.path}: record {i}: op", f"is {int(op[i])}; must be 1 (read) or 2 (write)")
+        ids, merged = rf.table.mapping(files)
         shift = rf.epoch - epoch0
-        part = slice(at, at + rec.shape[0])
-        cols["rank"][part] = rf.rank
-        cols["op"][part] = op
-        cols["offset"][part] = rec["offset"]  # uint64 → int64 wraps as astype did
-        cols["size"][part] = rec["size"]
-        np.add(rec["start"], shift, out=cols["start"][part])
-        np.add(rec["end"], shift, out=cols["end"][part])
-        cols["file_id"][part] = mapped
-        np.not_equal(rec["flags"] & REC_COLLECTIVE, 0, out=cols["collective"][part])
-        at += rec.shape[0]
-        del rec, fid, mapped
+        per_block = max(1, _BLOCK_BYTES // rf.record_size)
+        bad_op = bad_code = -1
+        if rf.count:
+            fd = rf.open()
+            try:
+                os.lseek(fd, rf.header_size, os.SEEK_SET)
+                for first in range(0, rf.count, per_block):
+                    n = min(per_block, rf.count - first)
+                    _read_records(fd, buf, n * rf.record_size, rf)
+                    bad_id, bad = fill_records(buf, n, rf.record_size, ids, merged, shift, at + first, op, offset,
+                                               size, start, end, file_id, collective)
+                    if bad_id >= 0:
+                        fid = _FILE_ID.unpack_from(buf.data, bad_id * rf.record_size + 32)[0]
+                        raise InputError(f"{rf.path}: record {first + bad_id}: file_id",
+                                         f"{fid} is not in the file table")
+                    if bad >= 0 and bad_op < 0:  # reported once no later block has a bad file id
+                        bad_op = first + bad
+                        bad_code = int(buf[bad * rf.record_size + 36])
+            finally:
+                rf.close()
+        if bad_op >= 0:
+            raise InputError(f"{rf.path}: record {bad_op}: op", f"is {bad_code}; must be 1 (read) or 2 (write)")
+        rank[at:at + rf.count] = rf.rank
+        at += rf.count
     max_rank = max(rf.rank for rf in ranks)
     node_keys = np.full(max_rank + 1, -1, dtype=np.int64)
     for rf in ranks:
@@ -237,6 +356,41 @@ def read_shim_trace_dir(path: str | Path) -> Trace:
     node_of_rank = np.full(max_rank + 1, -1, dtype=np.int32)
     _, dense = np.unique(node_keys[present], return_inverse=True)
     node_of_rank[present] = dense.reshape(-1)
-    return Trace(rank=cols["rank"], op=cols["op"], offset=cols["offset"], size=cols["size"], start=cols["start"],
-                 end=cols["end"], file_id=cols["file_id"], files=list(files), node_of_rank=node_of_rank,
-                 collective=cols["collective"], nprocs=comm_sizes.pop(), dropped=sum(rf.dropped for rf in ranks))
+    return Trace(rank=rank, op=op, offset=offset, size=size, start=start, end=end, file_id=file_id,
+                 files=list(files), node_of_rank=node_of_rank, collective=collective, nprocs=comm_sizes.pop(),
+                 dropped=sum(rf.dropped for rf in ranks))
+
+
+def _columns(n: int, dtypes: tuple[type[np.generic], ...]) -> list[np.ndarray]:
+    """Uninitialised columns of ``n`` rows, back to back (64-byte aligned) in one buffer that starts on a
+    2 MiB boundary. The reader writes every byte of them once, and the kernel's zero-filled page per first
+    write is most of that cost: numpy asks for transparent huge pages for buffers of 4 MiB and more, but
+    only whole aligned 2 MiB ranges get them, and a heap buffer rarely starts on one, so separate columns
+    take ~4,600 faults of 4 KiB per 1 M records (~10 ms); aligned in one buffer, ~20 faults of 2 MiB (and
+    the last huge page, partly past the columns, is the only memory beyond them: < 2 MiB). The columns
+    are views of that buffer, which is freed with the last of them (a Trace keeps all of them anyway)."""
+    sizes = [-(-n * np.dtype(t).itemsize // 64) * 64 for t in dtypes]
+    total = sum(sizes)
+    if total < _HUGE_PAGE:
+        buf, at = np.empty(total, np.uint8), 0
+    else:
+        buf = np.empty(-(-total // _HUGE_PAGE) * _HUGE_PAGE + _HUGE_PAGE, np.uint8)
+        at = -buf.ctypes.data % _HUGE_PAGE
+    cols = []
+    for t, nbytes in zip(dtypes, sizes):
+        cols.append(buf[at:at + n * np.dtype(t).itemsize].view(t))
+        at += nbytes
+    return cols
+
+
+def _read_records(fd: int, buf: np.ndarray, nbytes: int, rf: _RankFile) -> None:
+    """The next ``nbytes`` of ``fd`` into ``buf``; the header said they are there, so a shorter file was
+    truncated since it was checked."""
+    view = buf.data[:nbytes]
+    got = 0
+    while got < nbytes:
+        n = os.readv(fd, [view[got:]])
+        if not n:
+            raise InputError(f"{rf.path}: record_count", f"{rf.count} records of {rf.record_size} bytes do not "
+                             f"fit in {os.fstat(fd).st_size} bytes", "the trace was truncated; rerun the traced job")
+        got += n
