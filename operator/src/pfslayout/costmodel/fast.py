@@ -134,6 +134,39 @@ def layout_totals(layout: str, groups: Groups, n: int, g: int | None, params: Co
     )
 
 
+def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.ndarray, nbytes: np.ndarray,
+                       sizes: list[int], n: int, g: int | None, params: CostParams,
+                       variant: str = "corrected") -> list[Totals]:
+    """``layout_totals`` of many group sets at once (one per planned target), bit for bit the same.
+
+    The sets' groups lie side by side, ``sizes[k]`` groups for set k, with their ``count`` and ``nbytes``;
+    group i's (p, m, random) is row ``row_of[i]`` of ``rows`` (whose counts are not used). A coefficient is
+    an elementwise function of (p, m, random), so it is computed once per row and gathered, not once per
+    group and call; each set's totals are then the dot products ``layout_totals`` takes, over its own
+    groups. Saves the per-call validation and coefficient set-up that dominate with many small sets."""
+    if len(rows) == 0:
+        return [Totals(0.0, 0.0, 0.0, 0.0) for _ in sizes]
+    c = _unit_coefficients(layout, rows, n, g, variant)
+    ca_alpha = c.ca * np.where(rows.random, params.alpha_rand, params.alpha_seq)
+    ce, cv, cb, ca_alpha = c.ce[row_of], c.cv[row_of], c.cb[row_of], ca_alpha[row_of]
+    cnt = count.astype(np.float64)
+    out = []
+    lo = 0
+    for k in sizes:
+        hi = lo + k
+        if k == 0:
+            out.append(Totals(0.0, 0.0, 0.0, 0.0))
+        else:
+            out.append(Totals(
+                T_e=float(np.dot(cnt[lo:hi], ce[lo:hi])) * params.e,
+                T_x=float(np.dot(nbytes[lo:hi], cv[lo:hi])) * params.v,
+                T_s=float(np.dot(cnt[lo:hi], ca_alpha[lo:hi])),
+                T_rw=float(np.dot(nbytes[lo:hi], cb[lo:hi])) * params.beta,
+            ))
+        lo = hi
+    return out
+
+
 def per_request_totals(layout: str, groups: Groups, s: np.ndarray, n: int, g: int | None, params: CostParams,
                        variant: str = "corrected", out: np.ndarray | None = None) -> np.ndarray:
     """Per-request total T_i = a[group] + s_i·b[group], chunked so the temporaries stay in cache."""

@@ -10,11 +10,13 @@ values can be asked for explicitly; they are costed with the corrected variant's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
-from pfslayout.costmodel.fast import Groups, group_requests, layout_totals, per_request_totals
+from pfslayout.costmodel.fast import Groups, group_requests, layout_totals, layout_totals_many, per_request_totals
 from pfslayout.costmodel.formulas import check_variant
 from pfslayout.costmodel.params import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
@@ -86,6 +88,38 @@ def _cost_groups(groups: Groups, n: int, cands: list[tuple[LayoutName, int | Non
     return out
 
 
+def _cost_many(sets: list[Groups], n: int, cands: list[tuple[LayoutName, int | None]], params: CostParams,
+               variant: str) -> list[list[CandidateCost]]:
+    """``_cost_groups`` of many targets at once, the same floats (``layout_totals_many``): the coefficients
+    once per distinct (p, m, random) of all targets' groups, then each target's dot products."""
+    if not sets:
+        return []
+    sizes = [len(gr) for gr in sets]
+    p = np.concatenate([gr.p for gr in sets])
+    m = np.concatenate([gr.m for gr in sets])
+    rnd = np.concatenate([gr.random for gr in sets])
+    count = np.concatenate([gr.count for gr in sets])
+    nbytes = np.concatenate([gr.bytes for gr in sets])
+    # the distinct rows are group_requests' groups of the groups (the weights are not used), and its keys
+    # give each group's row: through a lookup table when they are slots of its dense (p, m, random) table
+    # (Groups.index() would binary-search every key)
+    distinct = group_requests(p, m, count, rnd, with_key=True)
+    rows = Groups(p=distinct.p, m=distinct.m, random=distinct.random, count=distinct.count, bytes=distinct.bytes,
+                  key=None)
+    assert distinct.key is not None
+    row_of = distinct.key
+    if distinct.dense is not None:
+        lookup = np.empty(distinct.dense_size, dtype=np.intp)
+        lookup[distinct.dense] = np.arange(len(distinct))
+        row_of = lookup[distinct.key]
+    totals = [layout_totals_many(layout, rows, row_of, count, nbytes, sizes, n, g, params, variant)
+              for layout, g in cands]
+    return [[CandidateCost(layout=layout, g=g, label=_label(layout, g), T_e=t.T_e, T_x=t.T_x, T_s=t.T_s,
+                           T_rw=t.T_rw, network=t.network, storage=t.storage, total=t.total)
+             for (layout, g), by_set in zip(cands, totals) for t in (by_set[i],)]
+            for i in range(len(sets))]
+
+
 @dataclass
 class _Workload:
     """The planner's view of one target: grouped requests plus what the hints need."""
@@ -93,8 +127,8 @@ class _Workload:
     target: str
     kind: TargetKind
     sharing: Sharing
-    groups: Groups
-    sizes: np.ndarray  # per request (for the hybrid per-request minimum)
+    groups: Groups  # with per-request keys, unless ``expand`` builds them
+    sizes: np.ndarray | None  # per request (for the hybrid per-request minimum); None: ``expand`` builds them
     requests: int
     nbytes: int
     read_fraction: float
@@ -103,11 +137,21 @@ class _Workload:
     weights: np.ndarray | None = None  # expected request count per row (workload descriptions)
     files: int | None = None  # files the layout will hold (file per process: one per rank)
     call: CollectiveCall | None = None  # a representative collective call, when the target has any
+    # the fast trace path keeps no per-request data: this builds (groups with keys, sizes) on demand
+    expand: Callable[[], tuple[Groups, np.ndarray]] | None = None
+
+    def per_request(self) -> tuple[Groups, np.ndarray]:
+        """Groups with each request's key, and the request sizes: what hybrid routing costs per request."""
+        if self.expand is not None:
+            return self.expand()
+        assert self.sizes is not None and self.groups.key is not None
+        return self.groups, self.sizes
 
 
 def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float,
-            cands: list[tuple[LayoutName, int | None]]) -> Decision:
-    costs = _cost_groups(w.groups, n, cands, params, variant)
+            cands: list[tuple[LayoutName, int | None]], costs: list[CandidateCost] | None = None) -> Decision:
+    if costs is None:
+        costs = _cost_groups(w.groups, n, cands, params, variant)
     ranked = sorted(costs, key=lambda c: c.total)  # stable: ties keep 1-DH, 1-DV, 2-D order
     best = ranked[0]
     margin = None
@@ -149,7 +193,8 @@ def _hybrid(w: _Workload, n: int, params: CostParams, variant: str,
     """Pick replicas among the close candidates greedily: start from the best static layout and add the
     copy that lowers Σ_i min_replica T_i the most, up to MAX_REPLICAS. None when no second copy helps
     (e.g. identical requests all prefer one layout: extra copies would never be read)."""
-    per = np.vstack([per_request_totals(c.layout, w.groups, w.sizes, n, c.g, params, variant) for c in close])
+    groups, sizes = w.per_request()
+    per = np.vstack([per_request_totals(c.layout, groups, sizes, n, c.g, params, variant) for c in close])
     weight = w.weights if w.weights is not None else np.ones(per.shape[1])
     chosen = [0]  # close is sorted by total: index 0 is the static best
     cheapest = per[0].copy()
@@ -180,9 +225,14 @@ def _hybrid(w: _Workload, n: int, params: CostParams, variant: str,
 
 
 def _plan(workloads: list[_Workload], n: int, params: CostParams, variant: str, delta: float,
-          base: list[int], extra: list[int], cb_nodes: int | None = None) -> Plan:
+          base: list[int], extra: list[int], cb_nodes: int | None = None, batched: bool = False) -> Plan:
+    """``batched``: cost every workload's candidates in one ``layout_totals_many`` call per candidate (the
+    fast trace path, where per-file plans have hundreds of targets), else one ``layout_totals`` each."""
     cands = _candidates(n, base + extra)
-    decisions = [_decide(w, n, params, variant, delta, cands) for w in workloads]
+    costs: list[list[CandidateCost] | None] = (
+        [*_cost_many([w.groups for w in workloads], n, cands, params, variant)] if batched
+        else [None] * len(workloads))
+    decisions = [_decide(w, n, params, variant, delta, cands, c) for w, c in zip(workloads, costs)]
     for w, d in zip(workloads, decisions):
         if w.call is not None:  # collective calls: the hints that go with the layout (seed 004)
             d.collective = advise(w.call, d.choice_layout, d.choice_g, n, params, variant, cb_nodes)
@@ -245,37 +295,217 @@ def collective_call(trace: Trace, sel: np.ndarray) -> CollectiveCall | None:
                           reads=int(np.count_nonzero(ops == OP_READ)), writes=int(np.count_nonzero(ops != OP_READ)))
 
 
+def _inconsistent_pm() -> InputError:
+    return InputError("--trace", "derived p/m are inconsistent (need 1 <= m <= p)")
+
+
+def _negative_size() -> InputError:
+    return InputError("--trace", "has a negative request size")
+
+
+def _unknown_per(per: str) -> InputError:
+    return InputError("per", f"unknown grouping {per!r}", "use directory, file or both")
+
+
+def _target_names(trace: Trace, n_files: int) -> tuple[list[str], list[str]]:
+    """Each file id's name (ids beyond ``trace.files`` named ``<file i>``) and directory."""
+    names = [trace.files[i] if i < len(trace.files) else f"<file {i}>" for i in range(n_files)]
+    dirs = [(name.rsplit("/", 1)[0] or "/") if "/" in name else "." for name in names]
+    return names, dirs
+
+
+def _kinds(per: str, names: list[str], dirs: list[str]) -> list[tuple[list[str], TargetKind]]:
+    out: list[tuple[list[str], TargetKind]] = []
+    if per in ("directory", "both"):
+        out.append((dirs, "directory"))
+    if per in ("file", "both"):
+        out.append((names, "file"))
+    return out
+
+
 def plan_trace(trace: Trace, n: int, params: CostParams = SEED_ETHERNET, variant: str = "corrected",
                delta: float = DEFAULT_DELTA, per: str = "directory", groups: list[int] | None = None,
-               cb_nodes: int | None = None) -> Plan:
+               cb_nodes: int | None = None, *, method: str = "fast") -> Plan:
     """One decision per directory (the unit OrangeFS hints apply to), per file (``per='file'``), or
-    both (``per='both'``: the directory decisions, then one per file)."""
+    both (``per='both'``: the directory decisions, then one per file).
+
+    ``method``: ``fast`` (default: per-target aggregates from linear numba passes, ``_fast_workloads``) or
+    ``reference`` (the original per-target numpy code, kept to test against) — the plans are identical."""
+    if method not in ("fast", "reference"):
+        raise InputError("method", f"unknown plan method {method!r}", "use fast or reference")
     base, extra = _check_common(n, variant, delta, groups)
     if len(trace) == 0:
         raise InputError("--trace", "holds no I/O requests", "trace a run that reads or writes data")
     if not trace.derived:
         raise InputError("--trace", "p, m and sequential are not derived",
                          "load it with pfslayout.traces.load_trace (or call traces.derive)")
+    if method == "fast" and _fast_path_applies(trace):
+        fast = _fast_workloads(trace, per)
+        if fast is not None:
+            return _plan(fast, n, params, variant, delta, base, extra, cb_nodes, batched=True)
     assert trace.p is not None and trace.m is not None  # what `derived` checked, for the type checker
     if np.any(trace.p < 1) or np.any(trace.m < 1) or np.any(trace.m > trace.p):
-        raise InputError("--trace", "derived p/m are inconsistent (need 1 <= m <= p)")
+        raise _inconsistent_pm()
     if np.any(trace.size < 0):
-        raise InputError("--trace", "has a negative request size")
+        raise _negative_size()
     if per not in ("directory", "file", "both"):
-        raise InputError("per", f"unknown grouping {per!r}", "use directory, file or both")
+        raise _unknown_per(per)
     n_files = max(len(trace.files), int(trace.file_id.max()) + 1)
-    names = [trace.files[i] if i < len(trace.files) else f"<file {i}>" for i in range(n_files)]
-    dirs = [(name.rsplit("/", 1)[0] or "/") if "/" in name else "." for name in names]
+    names, dirs = _target_names(trace, n_files)
     # a file is shared when more than one rank touches it
     fid = trace.file_id.astype(np.int64)
     width = int(trace.rank.max()) + 1
     ranks_per_file = np.bincount(np.unique(fid * width + trace.rank) // width, minlength=n_files)
     workloads = []
-    if per in ("directory", "both"):
-        workloads += _target_workloads(trace, fid, dirs, "directory", ranks_per_file)
-    if per in ("file", "both"):
-        workloads += _target_workloads(trace, fid, names, "file", ranks_per_file)
+    for keys, kind in _kinds(per, names, dirs):
+        workloads += _target_workloads(trace, fid, keys, kind, ranks_per_file)
     return _plan(workloads, n, params, variant, delta, base, extra, cb_nodes)
+
+
+# ---- the fast path: per-target aggregates from numba passes (planner/jit_targets.py) -------------------
+
+_KEY_LIMIT = 1 << 62  # table keys the passes build stay below this (no int64 overflow)
+
+
+def _fast_path_applies(trace: Trace) -> bool:
+    """Columns the numba passes read as they are: one-dimensional, one entry per request, signed integer
+    ids, p, m and sizes, boolean flags. Anything else is left to the reference (which defines it)."""
+    n = len(trace)
+    cols = [trace.rank, trace.op, trace.size, trace.file_id, trace.p, trace.m, trace.sequential]
+    if trace.collective is not None:
+        cols.append(trace.collective)
+    if not all(isinstance(c, np.ndarray) and c.ndim == 1 and c.shape[0] == n for c in cols):
+        return False
+    assert trace.p is not None and trace.m is not None and trace.sequential is not None
+    return (all(c.dtype.kind == "i" for c in (trace.rank, trace.size, trace.file_id, trace.p, trace.m))
+            and trace.op.dtype.kind in "iu" and trace.sequential.dtype == np.bool_
+            and (trace.collective is None or trace.collective.dtype == np.bool_))
+
+
+class _RequestOrder:
+    """The requests sorted by target (stable), for one target kind at a time: per-request data of a target
+    (its collective call, hybrid routing) is gathered through it. Held for one kind only, so at most one
+    int32 array of N is alive; switching kinds releases it before sorting again."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.kind: int | None = None
+        self.order: np.ndarray | None = None
+        self.start: np.ndarray | None = None
+
+    def keep(self, kind: int, order: np.ndarray, start: np.ndarray) -> None:
+        self.kind, self.order, self.start = kind, order, start
+
+    def release(self) -> None:
+        self.kind = self.order = self.start = None
+
+    def select(self, kind: int, target_of_file: np.ndarray, n_targets: int, t: int) -> np.ndarray:
+        """Target t's request indices, ascending (what the reference's stable argsort gives it)."""
+        if self.kind != kind or self.order is None or self.start is None:
+            from pfslayout.planner import jit_targets
+
+            self.release()
+            order = np.empty(len(self.trace), dtype=_index_dtype(len(self.trace)))
+            self.keep(kind, order, jit_targets.order_by_target(self.trace.file_id, target_of_file, n_targets, order))
+        assert self.order is not None and self.start is not None
+        return self.order[self.start[t]:self.start[t + 1]]
+
+
+def _index_dtype(n: int) -> type[np.signedinteger]:
+    return np.int32 if n <= np.iinfo(np.int32).max else np.int64
+
+
+def _expand(trace: Trace, requests: _RequestOrder, kind: int, target_of_file: np.ndarray, n_targets: int,
+            t: int) -> tuple[Groups, np.ndarray]:
+    """Target t's groups with per-request keys and its request sizes, as the reference builds them."""
+    assert trace.p is not None and trace.m is not None and trace.sequential is not None
+    sel = requests.select(kind, target_of_file, n_targets, t)
+    size = trace.size[sel]
+    groups = group_requests(trace.p[sel], trace.m[sel], size, ~trace.sequential[sel], with_key=True)
+    return groups, size.astype(np.float64)
+
+
+def _fast_workloads(trace: Trace, per: str) -> list[_Workload] | None:
+    """The reference's workloads (same targets, groups, counts and floats) from per-target aggregates;
+    None for inputs the reference defines (negative ids or ranks, p ≥ 2^30, keys that would overflow).
+    Raises the reference's input errors, in its order."""
+    from pfslayout.planner import jit_targets
+
+    assert trace.p is not None and trace.m is not None and trace.sequential is not None
+    bounds = jit_targets.trace_bounds(trace.p, trace.m, trace.size, trace.file_id, trace.rank)
+    pmin, pmax, mmin, mmax, m_over_p, smin, smax, fmin, fmax, rmin = (int(b) for b in bounds)
+    if pmin < 1 or mmin < 1 or m_over_p:
+        raise _inconsistent_pm()
+    if smin < 0:
+        raise _negative_size()
+    if per not in ("directory", "file", "both"):
+        raise _unknown_per(per)
+    if fmin < 0 or rmin < 0 or pmax >= 1 << 30:
+        return None
+    n_files = max(len(trace.files), fmax + 1)
+    names, dirs = _target_names(trace, n_files)
+    width = mmax + 1
+    n_slots = (pmax + 1) * width * 2
+    N = len(trace)
+    has_collective = trace.collective is not None
+    collective = trace.collective if trace.collective is not None else np.zeros(1, dtype=np.bool_)
+    first_rank = np.full(n_files, -1, dtype=np.int64)  # per file: its first rank, and whether another
+    multi_rank = np.zeros(n_files, dtype=np.bool_)
+    requests = _RequestOrder(trace)
+    out: list[_Workload] = []
+    for k, (keys, kind) in enumerate(_kinds(per, names, dirs)):
+        targets, target_of_file = np.unique(np.array(keys, dtype=str), return_inverse=True)
+        target_of_file = target_of_file.astype(np.int64, copy=False)
+        nt = int(targets.size)
+        args = (trace.file_id, trace.p, trace.m, trace.sequential, trace.size, trace.op, OP_READ, collective,
+                has_collective, trace.rank, target_of_file, nt, width, n_slots, k == 0, first_rank, multi_rank)
+        if nt * n_slots <= jit_targets.DENSE_LIMIT and (smax + 1) * 4 * nt < _KEY_LIMIT:
+            reads, nbytes, ncoll, dominant, g_t, g_slot, g_cnt, g_byt = jit_targets.aggregate_dense(*args)
+        elif (smax + 1) * 4 < _KEY_LIMIT:
+            requests.release()  # one int32 array of N at a time
+            order = np.empty(N, dtype=_index_dtype(N))
+            start, reads, nbytes, ncoll, dominant, g_t, g_slot, g_cnt, g_byt = jit_targets.aggregate_sorted(
+                *args, n_slots <= jit_targets.SLOT_LIMIT, order)
+            requests.keep(k, order, start)
+        else:
+            return None
+        out += _kind_workloads(trace, kind, k, [str(x) for x in targets], target_of_file, width, requests,
+                               first_rank, multi_rank, reads, nbytes, ncoll, dominant, g_t, g_slot, g_cnt, g_byt)
+    return out
+
+
+def _kind_workloads(trace: Trace, kind: TargetKind, k: int, targets: list[str], target_of_file: np.ndarray,
+                    width: int, requests: _RequestOrder, first_rank: np.ndarray, multi_rank: np.ndarray,
+                    reads: np.ndarray, nbytes: np.ndarray, ncoll: np.ndarray, dominant: np.ndarray, g_t: np.ndarray,
+                    g_slot: np.ndarray, g_cnt: np.ndarray, g_byt: np.ndarray) -> list[_Workload]:
+    """One kind's workloads from the aggregates: groups sorted by (target, p, m, random), per-target
+    figures, per-file ranks."""
+    nt = len(targets)
+    bounds = np.searchsorted(g_t, np.arange(nt + 1))
+    gp, gm = np.divmod(g_slot >> 1, width)
+    grnd = (g_slot & 1).astype(np.bool_)
+    csum = np.concatenate(([0], np.cumsum(g_cnt)))
+    rsum = np.concatenate(([0], np.cumsum(np.where(grnd, g_cnt, 0))))
+    requests_t = (csum[bounds[1:]] - csum[bounds[:-1]]).tolist()
+    randoms_t = (rsum[bounds[1:]] - rsum[bounds[:-1]]).tolist()
+    files_t = np.bincount(target_of_file[first_rank >= 0], minlength=nt).tolist()
+    shared_t = (np.bincount(target_of_file[multi_rank], minlength=nt) > 0).tolist()
+    reads_l, nbytes_l, ncoll_l, dominant_l = reads.tolist(), nbytes.tolist(), ncoll.tolist(), dominant.tolist()
+    out = []
+    for t in range(nt):
+        req = requests_t[t]
+        if req == 0:
+            continue
+        lo, hi = bounds[t], bounds[t + 1]
+        groups = Groups(p=gp[lo:hi], m=gm[lo:hi], random=grnd[lo:hi], count=g_cnt[lo:hi], bytes=g_byt[lo:hi], key=None)
+        w = _Workload(target=targets[t], kind=kind, sharing="shared" if shared_t[t] else "file-per-process",
+                      groups=groups, sizes=None, requests=req, nbytes=nbytes_l[t], read_fraction=reads_l[t] / req,
+                      random_fraction=randoms_t[t] / req, dominant_size=dominant_l[t], files=files_t[t],
+                      expand=partial(_expand, trace, requests, k, target_of_file, nt, t))
+        if ncoll_l[t]:
+            w.call = collective_call(trace, requests.select(k, target_of_file, nt, t))
+        out.append(w)
+    return out
 
 
 def weighted_workload(target: str, kind: TargetKind, sharing: Sharing, p: np.ndarray, m: np.ndarray,
