@@ -48,7 +48,8 @@ def python_loop_p(t: Trace) -> list[int]:
 
     sets = [os.path.dirname(f) for f in t.files]
     out = [0] * len(t)
-    events = sorted([(float(t.start[i]), 1, i) for i in range(len(t))] + [(float(t.end[i]), 0, i) for i in range(len(t))])
+    events = sorted([(float(t.start[i]), 1, i) for i in range(len(t))]
+                    + [(float(t.end[i]), 0, i) for i in range(len(t))])
     active: dict[str, dict[int, int]] = {}
     pending: dict[int, set[int]] = {}
     for _, kind, i in events:

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # one core: keep any BLAS call (np.dot on the group tables) single-threaded
@@ -80,7 +81,7 @@ def check_vectors() -> int:
     return checked
 
 
-def best_of(fn, repeat: int) -> float:
+def best_of(fn: Callable[[], object], repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -135,9 +136,9 @@ def main() -> None:
     loop = [[scalar_total(L, ps[i], n, ms[i], ss[i], g, rs[i], scal) for i in range(k)] for L, g in layouts]
     t_loop = time.perf_counter() - t0
 
-    for (L, g), out, ref in zip(layouts, outs, loop):
+    for (L, _g), out, ref in zip(layouts, outs, loop):
         np.testing.assert_allclose(out[idx], np.array(ref), rtol=1e-12, err_msg=L)
-    for (L, g), out, tot in zip(layouts, outs, totals):
+    for (L, _g), out, tot in zip(layouts, outs, totals):
         assert abs(out.sum() - tot) <= 1e-9 * tot, (L, out.sum(), tot)
 
     r_tot, r_per, r_loop, r_brk = N / t_tot, N / t_per, k / t_loop, N / t_brk
@@ -145,7 +146,8 @@ def main() -> None:
     print(f"per-request : {t_per:8.3f} s  {r_per / 1e6:8.1f} M records/s (3 layouts, per-request arrays)")
     print(f"cost()      : {t_brk:8.3f} s  {r_brk / 1e6:8.1f} M records/s (3 layouts, T_e/T_x/T_s/T_rw/total arrays)")
     print(f"plain Python: {t_loop:8.3f} s  {r_loop / 1e6:8.3f} M records/s ({k:,}-record sample, 3 layouts)")
-    print(f"ratio plan totals / plain Python = {r_tot / r_loop:,.0f}x; per-request / plain Python = {r_per / r_loop:,.0f}x")
+    print(f"ratio plan totals / plain Python = {r_tot / r_loop:,.0f}x; "
+          f"per-request / plain Python = {r_per / r_loop:,.0f}x")
     print(f"goal >= 20 M records/s: plan totals {'met' if r_tot >= 20e6 else 'NOT met'}, "
           f"per-request {'met' if r_per >= 20e6 else 'NOT met'}")
 

@@ -2,11 +2,12 @@
 sequentially instead of missing the cache at every event (``jit_sweep.sweep_ordered``).
 
 A two-level distribution sort: requests are scattered in index order into about N/4096 time chunks,
-then each chunk is bucket-sorted in a scratch area the size of the largest chunk. Bucket and chunk
-indices are non-decreasing functions of the time (see ``jit_sort``), so the result is an exact sort;
-scattering in index order and insertion-sorting with a strict comparison keep equal starts in index
-order (stable), the tie rule the sequential flags and the reference share. A chunk or bucket that the
-distribution makes large falls back to a stable merge sort: O(N log N) at worst.
+then each chunk is bucket-sorted (one bucket per request) in a scratch area the size of the largest
+chunk. Bucket and chunk indices are non-decreasing functions of the time (see ``jit_sort``), so the
+result is an exact sort; scattering in index order and insertion-sorting with a strict comparison keep
+equal starts in index order (stable), the tie rule the sequential flags and the reference share. A
+chunk whose distribution makes a bucket large, or whose span the formula cannot take, falls back to a
+stable merge sort: O(N log N) at worst.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _sort_chunk(ord_s: np.ndarray, ss: np.ndarray, es: np.ndarray, pair_s: np.nd
     width = hi - lo
     if not width > 0:
         return  # one instant: index order is the stable order
-    nb = max(m >> 2, 1)
+    nb = m  # about one request per bucket: fewer moves in the insertion pass
     scale = nb / width
     merge = True  # the bucket formula cannot be used, or makes a bucket too big for insertion sort
     if np.isfinite(width) and np.isfinite(scale):
@@ -145,7 +146,7 @@ def start_order(start: np.ndarray, end: np.ndarray, pair: np.ndarray) -> tuple[n
     t_ss = np.empty(big, dtype=np.float64)
     t_es = np.empty(big, dtype=np.float64)
     t_pr = np.empty(big, dtype=np.int32)
-    cnt = np.empty((big >> 2) + 2, dtype=np.int32)
+    cnt = np.empty(big + 2, dtype=np.int32)
     for c in range(nc):
         _sort_chunk(ord_s, ss, es, pair_s, bounds[c], bounds[c + 1], t_idx, t_ss, t_es, t_pr, cnt)
     return ord_s, ss, es, pair_s

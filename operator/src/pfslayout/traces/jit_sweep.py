@@ -236,10 +236,11 @@ def _start_m(pr: int, inflight: np.ndarray, busy_m: np.ndarray, idle_at: np.ndar
              slot_of_pair: np.ndarray, lanes: int) -> None:
     """The same start for m (before ``_start`` updates ``inflight``): a rank busy again is counted as busy
     and its idle time forgotten."""
-    if inflight[pr] == 0:
-        km = mkey_of_pair[pr]
-        busy_m[km] += 1
-        idle_at[km * lanes + slot_of_pair[pr]] = -np.inf
+    idle = inflight[pr] == 0
+    km = mkey_of_pair[pr]
+    busy_m[km] += idle
+    at = km * lanes + slot_of_pair[pr]
+    idle_at[at] = -1 if idle else idle_at[at]  # a select, not a branch: idle or not is unpredictable
 
 
 @numba.njit(cache=True, nogil=True)
@@ -253,8 +254,9 @@ def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.
 
     In start order the start events read memory sequentially and the end events near them, where the
     original order makes every event a cache miss. m needs no idle log: with at most 64 ranks per node,
-    a (key, node) keeps its busy-rank count and each idle rank's last idle time, and a request counts the
-    busy ranks plus the idle ones that went idle after it started (the same rule as the log's)."""
+    a (key, node) keeps its busy-rank count and each idle rank's idle-log position, and a request counts
+    the busy ranks plus the idle ones whose entry lies at or past its own start position (the same rule
+    as the log's: those went idle after it started)."""
     n = ss.shape[0]
     seg = np.zeros(n_keys + 1, dtype=np.int64)
     for j in range(n):
@@ -273,7 +275,9 @@ def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.
     slot = np.full(n_pairs, sentinel, dtype=np.int64)
     lanes = (width + 3) >> 2 << 2  # whole vectors of four: the count below compiles to SIMD compares
     busy_m = np.zeros(n_mkeys if want_m else 0, dtype=np.int32)
-    idle_at = np.full(n_mkeys * lanes if want_m else 0, -np.inf)  # -inf: busy, or never seen
+    # per (key, node) lane: the p log position of the rank's last idle entry (-1: busy, or never seen);
+    # positions grow in sweep order, so "went idle after the request started" is "at or past its position"
+    idle_at = np.full(n_mkeys * lanes if want_m else 0, -1, dtype=np.int32)
     outp = np.empty(n, dtype=np.int32)  # a query's log position (from its start) until its end, then p
     outm = np.empty(n if want_m else 0, dtype=np.int32)
     i_s = 0
@@ -299,14 +303,15 @@ def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.
             q = ord_e[j]
             pr = pair_s[q]
             k = key_of_pair[pr]
-            outp[q] = busy[k] + _bits_any(words, c1, c2, seg[k] + outp[q], log_end[k])
+            outp_q = outp[q]
+            outp[q] = busy[k] + _bits_any(words, c1, c2, seg[k] + outp_q, log_end[k])
             if want_m:
                 km = mkey_of_pair[pr]
-                since = ss[q]
+                since = seg[k] + outp_q
                 base = km * lanes
                 late = 0
                 for lane in range(lanes):
-                    late += idle_at[base + lane] > since
+                    late += idle_at[base + lane] >= since
                 outm[q] = busy_m[km] + late
         j_s = i_s
         if ts == t:  # starts at t (rare): after the queries ending at t, before the ends at t
@@ -328,10 +333,11 @@ def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.
             c1[b >> 12] += idle
             c2[b >> 18] += idle
             slot[pr] = b if idle else sentinel
-            if want_m and idle:
+            if want_m:
                 km = mkey_of_pair[pr]
-                busy_m[km] -= 1
-                idle_at[km * lanes + slot_of_pair[pr]] = t
+                busy_m[km] -= idle
+                at = km * lanes + slot_of_pair[pr]
+                idle_at[at] = b if idle else idle_at[at]
         for j in range(i_s, j_s):  # queries starting at t: their log position covers the ends at t
             k = key_of_pair[pair_s[j]]
             outp[j] = log_end[k] - seg[k]
