@@ -185,8 +185,8 @@ def distinct_overlaps(ord_s: np.ndarray, ord_e: np.ndarray, s: np.ndarray, e: np
 
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_SHORT = 192  # ranges shorter than this many bits span at most 4 words: counted without branches
-PAD_WORDS = 4  # words after the last one, so a short count may read past it
+_LONG_WORDS = 64  # ranges spanning more words than this are summed from the block counts
+PAD_WORDS = 1  # a word after the last one: a range ending at the log's end reads its (empty) word
 
 
 @numba.njit(inline="always")
@@ -196,24 +196,18 @@ def _low(x: int) -> np.uint64:
 
 
 @numba.njit(inline="always")
-def _bits_short(words: np.ndarray, lo: int, hi: int) -> int:
-    """Set bits in [lo, hi) for hi - lo < _SHORT: four masked words from lo's, no data-dependent branch
-    (query ranges vary, and a mispredicted loop exit costs more than the two spare popcounts)."""
-    w0 = lo >> 6
-    base = w0 << 6
-    total = 0
-    for d in range(4):
-        a = min(max(lo - base - 64 * d, 0), 64)
-        b = min(max(hi - base - 64 * d, 0), 64)
-        total += _popcount(words[w0 + d] & _low(b) & ~_low(a))
-    return total
-
-
-@numba.njit(inline="always")
 def _bits_any(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: int) -> int:
-    if hi - lo < _SHORT:
-        return _bits_short(words, lo, hi)
-    return _count_bits(words, c1, c2, lo, hi)
+    """Set bits in [lo, hi), lo <= hi: the bits from lo in its word, plus whole words up to and including
+    hi's, minus the bits from hi in hi's word — one popcount per word and no branch but the loop's (the
+    log is padded, so reading hi's word is safe). Ranges past _LONG_WORDS words use the block sums."""
+    wl = lo >> 6
+    wh = hi >> 6
+    if wh - wl > _LONG_WORDS:
+        return _count_bits(words, c1, c2, lo, hi)
+    total = _popcount(words[wl] & ~_low(lo & 63))
+    for w in range(wl + 1, wh + 1):
+        total += _popcount(words[w])
+    return total - _popcount(words[wh] & ~_low(hi & 63))
 
 
 @numba.njit(inline="always")
