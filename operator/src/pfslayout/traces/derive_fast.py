@@ -113,11 +113,11 @@ def _ordered_counts(trace: Trace, start: np.ndarray, handed: list[np.ndarray], s
     else:
         mkey_of_pair = slot_of_pair = np.zeros(n_pairs, dtype=np.int32)
         n_mkeys = 0
-    ord_s, ss, es, pair_s = start_order(start, np.asarray(trace.end, dtype=np.float64), handed.pop())
+    ord_s, es, pair_s = start_order(start, np.asarray(trace.end, dtype=np.float64), handed.pop())
     ord_e = stable_argsort(es)
-    p_s, m_s = sweep_ordered(ss, es, ord_e, pair_s, set_of_pair, n_sets, mkey_of_pair, slot_of_pair, n_mkeys,
-                             width, want_m)
-    del ss, es, ord_e, pair_s
+    p_s, m_s = sweep_ordered(start, ord_s, es, ord_e, pair_s, set_of_pair, n_sets, mkey_of_pair, slot_of_pair,
+                             n_mkeys, width, want_m)
+    del es, ord_e, pair_s
     p = np.empty(len(trace), dtype=np.int32)
     p[ord_s] = p_s
     if not want_m:

@@ -97,17 +97,18 @@ def _sort_chunk(ord_s: np.ndarray, ss: np.ndarray, es: np.ndarray, pair_s: np.nd
 
 
 @numba.njit(cache=True, nogil=True)
-def start_order(start: np.ndarray, end: np.ndarray, pair: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                                                np.ndarray, np.ndarray]:
-    """(ord_s, starts, effective ends, pairs) in start order, ties by index. The effective end of a
-    request that does not end after it starts is the next float after its start (``derive_fast``)."""
+def start_order(start: np.ndarray, end: np.ndarray, pair: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ord_s, effective ends, pairs) in start order, ties by index. The effective end of a request that
+    does not end after it starts is the next float after its start (``derive_fast``). The sorted starts
+    are a working column only, freed on return: the sweep reads them through ord_s, a few ms slower but
+    0.19x the trace's size less at its peak (issue 12's memory goal)."""
     n = start.shape[0]
     ord_s = np.empty(n, dtype=np.int32)
     ss = np.empty(n, dtype=np.float64)
     es = np.empty(n, dtype=np.float64)
     pair_s = np.empty(n, dtype=np.int32)
     if n == 0:
-        return ord_s, ss, es, pair_s
+        return ord_s, es, pair_s
     lo = start[0]
     hi = start[0]
     for i in range(n):
@@ -149,4 +150,4 @@ def start_order(start: np.ndarray, end: np.ndarray, pair: np.ndarray) -> tuple[n
     cnt = np.empty(big + 2, dtype=np.int32)
     for c in range(nc):
         _sort_chunk(ord_s, ss, es, pair_s, bounds[c], bounds[c + 1], t_idx, t_ss, t_es, t_pr, cnt)
-    return ord_s, ss, es, pair_s
+    return ord_s, es, pair_s

@@ -238,20 +238,20 @@ def _start_m(pr: int, inflight: np.ndarray, busy_m: np.ndarray, idle_at: np.ndar
 
 
 @numba.njit(cache=True, nogil=True)
-def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.ndarray, key_of_pair: np.ndarray,
-                  n_keys: int, mkey_of_pair: np.ndarray, slot_of_pair: np.ndarray, n_mkeys: int, width: int,
-                  want_m: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``distinct_overlaps`` for requests already in start order (``ss`` sorted starts, ``es`` their ends
-    (> start), ``ord_e`` sorting ``es``, ``pair_s`` each request's (key, rank) pair): p per request in
-    start order, and with ``want_m`` also m — distinct ranks of the request's node (``mkey_of_pair``:
-    (key, node) index; ``slot_of_pair``: the rank's slot 0..width-1 on its node, width <= 64).
+def sweep_ordered(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.ndarray,
+                  key_of_pair: np.ndarray, n_keys: int, mkey_of_pair: np.ndarray, slot_of_pair: np.ndarray,
+                  n_mkeys: int, width: int, want_m: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``distinct_overlaps`` for requests taken in start order: ``ord_s`` sorts ``start``; ``es`` are their
+    ends (> start) and ``pair_s`` their (key, rank) pair ids in that order; ``ord_e`` sorts ``es``. Returns
+    p per request in start order and, with ``want_m``, m — distinct ranks of the request's node
+    (``mkey_of_pair``: (key, node) index; ``slot_of_pair``: the rank's lane 0..width-1, width <= 64).
 
     In start order the start events read memory sequentially and the end events near them, where the
     original order makes every event a cache miss. m needs no idle log: with at most 64 ranks per node,
     a (key, node) keeps its busy-rank count and each idle rank's idle-log position, and a request counts
     the busy ranks plus the idle ones whose entry lies at or past its own start position (the same rule
     as the log's: those went idle after it started)."""
-    n = ss.shape[0]
+    n = ord_s.shape[0]
     seg = np.zeros(n_keys + 1, dtype=np.int64)
     for j in range(n):
         seg[key_of_pair[pair_s[j]] + 1] += 1
@@ -276,7 +276,7 @@ def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.
     outm = np.empty(n if want_m else 0, dtype=np.int32)
     i_s = 0
     i_e = 0
-    ts = ss[0] if n else np.inf
+    ts = start[ord_s[0]] if n else np.inf
     te = es[ord_e[0]] if n else np.inf
     while i_e < n:
         if ts < te:  # a start with no end at its instant: it appends nothing, so it is recorded at once
@@ -287,7 +287,7 @@ def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.
             _start(pr, k, inflight, busy, slot, words, c1, c2, sentinel)
             outp[i_s] = log_end[k] - seg[k]
             i_s += 1
-            ts = ss[i_s] if i_s < n else np.inf
+            ts = start[ord_s[i_s]] if i_s < n else np.inf
             continue
         t = te
         j_e = i_e + 1
@@ -309,7 +309,7 @@ def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.
                 outm[q] = busy_m[km] + late
         j_s = i_s
         if ts == t:  # starts at t (rare): after the queries ending at t, before the ends at t
-            while j_s < n and ss[j_s] == t:
+            while j_s < n and start[ord_s[j_s]] == t:
                 pr = pair_s[j_s]
                 if want_m:
                     _start_m(pr, inflight, busy_m, idle_at, mkey_of_pair, slot_of_pair, lanes)
@@ -336,7 +336,7 @@ def sweep_ordered(ss: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.
             k = key_of_pair[pair_s[j]]
             outp[j] = log_end[k] - seg[k]
         i_s = j_s
-        ts = ss[i_s] if i_s < n else np.inf
+        ts = start[ord_s[i_s]] if i_s < n else np.inf
         i_e = j_e
         te = es[ord_e[i_e]] if i_e < n else np.inf
     return outp, outm
