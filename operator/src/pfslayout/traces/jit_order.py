@@ -15,6 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from pfslayout.traces.jit_sort import span
+
 _CHUNK_SHIFT = 12  # ~4096 requests per chunk: a chunk's four columns stay in the core's L2 cache
 _SMALL = 32  # buckets up to this size are insertion-sorted
 
@@ -32,14 +34,7 @@ def _sort_chunk(ord_s: np.ndarray, ss: np.ndarray, es: np.ndarray, pair_s: np.nd
     m = z - a
     if m <= 1:
         return
-    lo = ss[a]
-    hi = ss[a]
-    for k in range(a, z):
-        x = ss[k]
-        if x < lo:
-            lo = x
-        if x > hi:
-            hi = x
+    lo, hi = span(ss, a, z)
     width = hi - lo
     if not width > 0:
         return  # one instant: index order is the stable order
@@ -109,14 +104,7 @@ def start_order(start: np.ndarray, end: np.ndarray, pair: np.ndarray) -> tuple[n
     pair_s = np.empty(n, dtype=np.int32)
     if n == 0:
         return ord_s, es, pair_s
-    lo = start[0]
-    hi = start[0]
-    for i in range(n):
-        x = start[i]
-        if x < lo:
-            lo = x
-        if x > hi:
-            hi = x
+    lo, hi = span(start, 0, n)
     width = hi - lo
     nc = max(n >> _CHUNK_SHIFT, 1)
     scale = nc / width if width > 0 else 0.0

@@ -18,6 +18,20 @@ import numpy as np
 _SMALL = 32  # buckets up to this size are insertion-sorted; larger ones merge-sorted
 
 
+@numba.njit(inline="always")
+def span(v: np.ndarray, a: int, z: int) -> tuple[float, float]:
+    """(min, max) of v[a:z], z > a: the range a bucket formula maps onto its buckets."""
+    lo = v[a]
+    hi = v[a]
+    for i in range(a, z):
+        x = v[i]
+        if x < lo:
+            lo = x
+        if x > hi:
+            hi = x
+    return lo, hi
+
+
 @numba.njit(cache=True, nogil=True)
 def stable_argsort(v: np.ndarray) -> np.ndarray:
     """Indices that sort ``v`` (finite float64) ascending; equal values keep their index order. int32."""
@@ -25,14 +39,7 @@ def stable_argsort(v: np.ndarray) -> np.ndarray:
     out = np.empty(n, dtype=np.int32)
     if n == 0:
         return out
-    lo = v[0]
-    hi = v[0]
-    for i in range(n):
-        x = v[i]
-        if x < lo:
-            lo = x
-        if x > hi:
-            hi = x
+    lo, hi = span(v, 0, n)
     width = hi - lo
     nb = n
     scale = nb / width if width > 0 else np.inf
