@@ -31,7 +31,7 @@ from pfslayout.traces.jit_group import (
 )
 from pfslayout.traces.jit_order import start_order
 from pfslayout.traces.jit_sort import stable_argsort
-from pfslayout.traces.jit_sweep import distinct_overlaps, sweep_ordered
+from pfslayout.traces.jit_sweep import distinct_overlaps, sweep_ordered, unorder
 from pfslayout.traces.model import Trace
 
 MAX_NODE_WIDTH = 64  # ranks per node the ordered sweep's m bit masks hold; beyond, m has its own sweep
@@ -118,13 +118,8 @@ def _ordered_counts(trace: Trace, start: np.ndarray, handed: list[np.ndarray], s
     p_s, m_s = sweep_ordered(start, ord_s, es, ord_e, pair_s, set_of_pair, n_sets, mkey_of_pair, slot_of_pair,
                              n_mkeys, width, want_m)
     del es, ord_e, pair_s
-    p = np.empty(len(trace), dtype=np.int32)
-    p[ord_s] = p_s
-    if not want_m:
-        return p, None
-    m = np.empty(len(trace), dtype=np.int32)
-    m[ord_s] = m_s
-    return p, m
+    p, m = unorder(ord_s, p_s, m_s, want_m)
+    return p, (m if want_m else None)
 
 
 def sequential(trace: Trace) -> np.ndarray:
