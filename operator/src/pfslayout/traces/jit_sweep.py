@@ -238,6 +238,46 @@ def _start_m(pr: int, inflight: np.ndarray, busy_m: np.ndarray, idle_at: np.ndar
     idle_at[at] = -1 if idle else idle_at[at]  # a select, not a branch: idle or not is unpredictable
 
 
+@numba.njit(inline="always")
+def _end(pr: int, k: int, inflight: np.ndarray, busy: np.ndarray, log_end: np.ndarray, words: np.ndarray,
+         c1: np.ndarray, c2: np.ndarray, slot: np.ndarray, sentinel: int) -> tuple[int, bool]:
+    """A request of pair ``pr`` (key ``k``) ends: if its rank goes idle, an entry at the log's end (bit
+    ``b``) records it. Branch-free; returns (b, whether the rank went idle)."""
+    inflight[pr] -= 1
+    idle = inflight[pr] == 0
+    busy[k] -= idle
+    b = log_end[k]
+    log_end[k] = b + idle
+    words[b >> 6] |= np.uint64(idle) << np.uint64(b & 63)
+    c1[b >> 12] += idle
+    c2[b >> 18] += idle
+    slot[pr] = b if idle else sentinel
+    return b, idle
+
+
+@numba.njit(inline="always")
+def _end_m(pr: int, idle: bool, b: int, busy_m: np.ndarray, idle_at: np.ndarray, mkey_of_pair: np.ndarray,
+           slot_of_pair: np.ndarray, lanes: int) -> None:
+    """The same end for m: a rank gone idle keeps its idle entry's position in its lane."""
+    km = mkey_of_pair[pr]
+    busy_m[km] -= idle
+    at = km * lanes + slot_of_pair[pr]
+    idle_at[at] = b if idle else idle_at[at]
+
+
+@numba.njit(inline="always")
+def _late(idle_at: np.ndarray, base: int, lanes: int, lo: int) -> int:
+    """Idle ranks of one (key, node) whose idle entry lies at or past log position ``lo``."""
+    late = 0
+    if lanes == _LANES_SMALL:  # a constant trip count: unrolled into a few vector compares
+        for lane in range(_LANES_SMALL):
+            late += idle_at[base + lane] >= lo
+    else:
+        for lane in range(lanes):
+            late += idle_at[base + lane] >= lo
+    return late
+
+
 @numba.njit(cache=True, nogil=True)
 def sweep_ordered(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.ndarray,
                   key_of_pair: np.ndarray, n_keys: int, mkey_of_pair: np.ndarray, slot_of_pair: np.ndarray,
@@ -301,29 +341,12 @@ def sweep_ordered(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, ord_e: n
             k = key_of_pair[pr]
             lo = seg[k] + outp[q]
             outp[q] = busy[k] + _bits_any(words, c1, c2, lo, log_end[k])
-            inflight[pr] -= 1
-            idle = inflight[pr] == 0
-            busy[k] -= idle
-            b = log_end[k]
-            log_end[k] = b + idle
-            words[b >> 6] |= np.uint64(idle) << np.uint64(b & 63)
-            c1[b >> 12] += idle
-            c2[b >> 18] += idle
-            slot[pr] = b if idle else sentinel
             if want_m:
                 km = mkey_of_pair[pr]
-                base = km * lanes
-                late = 0
-                if lanes == _LANES_SMALL:  # a constant trip count: unrolled into a few vector compares
-                    for lane in range(_LANES_SMALL):
-                        late += idle_at[base + lane] >= lo
-                else:
-                    for lane in range(lanes):
-                        late += idle_at[base + lane] >= lo
-                outm[q] = busy_m[km] + late
-                busy_m[km] -= idle
-                at = base + slot_of_pair[pr]
-                idle_at[at] = b if idle else idle_at[at]
+                outm[q] = busy_m[km] + _late(idle_at, km * lanes, lanes, lo)
+            b, idle = _end(pr, k, inflight, busy, log_end, words, c1, c2, slot, sentinel)
+            if want_m:
+                _end_m(pr, idle, b, busy_m, idle_at, mkey_of_pair, slot_of_pair, lanes)
             i_e += 1
             te = nxt
             continue
@@ -335,16 +358,11 @@ def sweep_ordered(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, ord_e: n
             q = ord_e[j]
             pr = pair_s[q]
             k = key_of_pair[pr]
-            outp_q = outp[q]
-            outp[q] = busy[k] + _bits_any(words, c1, c2, seg[k] + outp_q, log_end[k])
+            lo = seg[k] + outp[q]
+            outp[q] = busy[k] + _bits_any(words, c1, c2, lo, log_end[k])
             if want_m:
                 km = mkey_of_pair[pr]
-                since = seg[k] + outp_q
-                base = km * lanes
-                late = 0
-                for lane in range(lanes):
-                    late += idle_at[base + lane] >= since
-                outm[q] = busy_m[km] + late
+                outm[q] = busy_m[km] + _late(idle_at, km * lanes, lanes, lo)
         j_s = i_s
         if ts == t:  # starts at t (rare): after the queries ending at t, before the ends at t
             while j_s < n and start[ord_s[j_s]] == t:
@@ -355,21 +373,9 @@ def sweep_ordered(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, ord_e: n
                 j_s += 1
         for j in range(i_e, j_e):  # ends at t
             pr = pair_s[ord_e[j]]
-            k = key_of_pair[pr]
-            inflight[pr] -= 1
-            idle = inflight[pr] == 0
-            busy[k] -= idle
-            b = log_end[k]
-            log_end[k] = b + idle
-            words[b >> 6] |= np.uint64(idle) << np.uint64(b & 63)
-            c1[b >> 12] += idle
-            c2[b >> 18] += idle
-            slot[pr] = b if idle else sentinel
+            b, idle = _end(pr, key_of_pair[pr], inflight, busy, log_end, words, c1, c2, slot, sentinel)
             if want_m:
-                km = mkey_of_pair[pr]
-                busy_m[km] -= idle
-                at = km * lanes + slot_of_pair[pr]
-                idle_at[at] = b if idle else idle_at[at]
+                _end_m(pr, idle, b, busy_m, idle_at, mkey_of_pair, slot_of_pair, lanes)
         for j in range(i_s, j_s):  # queries starting at t: their log position covers the ends at t
             k = key_of_pair[pair_s[j]]
             outp[j] = log_end[k] - seg[k]
