@@ -336,7 +336,9 @@ def sweep_ordered(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, ord_e: n
         nxt = es[ord_e[i_e + 1]] if i_e + 1 < n else np.inf
         if nxt != t and ts != t:
             # one end alone at its instant, the common case: its query, then its end, without the
-            # general path's loops (whose exits mispredict; a quarter of the sweep's time on the bench)
+            # general path's loops (whose exits mispredict; a quarter of the sweep's time on the bench).
+            # The query is written out here and in the general path on purpose: as a numba helper the
+            # sweep measured ~15% slower (56 -> 63-65 ms per 1 M requests)
             pr = pair_s[q]
             k = key_of_pair[pr]
             lo = seg[k] + outp[q]
