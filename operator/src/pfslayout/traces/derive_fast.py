@@ -34,7 +34,9 @@ from pfslayout.traces.jit_sort import stable_argsort
 from pfslayout.traces.jit_sweep import distinct_overlaps, sweep_ordered, unorder
 from pfslayout.traces.model import Trace
 
-MAX_NODE_WIDTH = 64  # ranks per node the ordered sweep's m bit masks hold; beyond, m has its own sweep
+# ranks per node the ordered sweep's m count loops over per request (one lane per rank); wider nodes get
+# m from sweeps of their own
+MAX_NODE_WIDTH = 64
 
 
 def fast_path_applies(trace: Trace) -> bool:
