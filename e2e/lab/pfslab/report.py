@@ -1,0 +1,236 @@
+"""The lab's report: one JSON-ready dict per run (scores, baselines and every cell's evidence), its PNG of
+measured vs predicted winners, and the Markdown section ``docs/results.md`` quotes.
+
+The dict is the single source: the PNG and the Markdown are drawn from it alone, so a committed
+``report.json`` can be re-plotted or re-quoted later without re-running the lab.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pfslab.score import (
+    MARGIN,
+    Config,
+    LabCell,
+    baselines,
+    best,
+    decisive,
+    fastest,
+    human_size,
+    layout_order,
+    predictions,
+    regret,
+    score,
+    spread,
+    within,
+)
+from pfslayout.costmodel import CostParams
+
+# Colour-blind safe (Okabe-Ito) and one marker per layout, so a pick reads by shape as well as colour.
+_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+_MARKERS = ("o", "D", "^", "v", "P", "X", "*", "h")
+
+
+def build_report(cells: Sequence[LabCell], servers: int, params: CostParams, setup: Mapping[str, Any],
+                 variant: str = "corrected", *, left_out: Sequence[LabCell] = (),
+                 margin: float = MARGIN) -> dict[str, Any]:
+    """Score ``params`` (the fitted parameters) on ``cells`` beside the baselines.
+
+    ``setup`` (servers, rate, client namespaces, OrangeFS version, commit) is copied through as given;
+    only ``servers`` is checked against the argument, because a report scored for another server count
+    than it claims would be silently wrong. ``left_out`` is ``group(...).left_out``."""
+    setup = dict(setup)
+    if setup.setdefault("servers", servers) != servers:
+        raise ValueError(f"setup says servers={setup['servers']} but the cells were scored for servers={servers}")
+    per_cell: list[dict[str, Any]] = []
+    picks: list[str] = []
+    for cell in cells:
+        predicted = predictions(cell, servers, params, variant)
+        pick = fastest(predicted)
+        picks.append(pick)
+        per_cell.append({
+            "config": cell.as_dict(),
+            "layouts": {k: {"median": cell.median[k], "spread": spread(cell.times[k]), "times": list(cell.times[k]),
+                            "predicted": predicted[k]} for k in cell.layouts},
+            "best": best(cell),
+            "decisive": decisive(cell, margin),
+            "pick": pick,
+            "regret": regret(cell, pick),
+            "within_3pct": within(cell, pick, margin),
+        })
+    fitted = score(cells, picks, margin)  # raises on no cells, before the baselines would
+    return {
+        **fitted.as_dict(),
+        "setup": setup,
+        # the five values plus the variant; CostParams ignores the extra key, so this block loads back as params
+        "params": {**params.scalars(), "variant": variant},
+        "baselines": {name: s.as_dict() for name, s in baselines(cells, servers, variant, margin).items()},
+        "left_out": [{"config": c.as_dict(), "layouts": list(c.layouts)} for c in left_out],
+        "per_cell": per_cell,
+    }
+
+
+def write_report(report: Mapping[str, Any], json_path: str | Path) -> Path:
+    """Write the report as indented JSON (diffable when committed) and return its path."""
+    path = Path(json_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------------------------- figure
+
+
+def _panel_key(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    c = row["config"]
+    return c["op"], c["pattern"], c["sharing"]
+
+
+def _column_key(row: Mapping[str, Any]) -> tuple[int, int, int]:
+    c = row["config"]
+    return c["p"], c["m"], c["requests_per_rank"]
+
+
+def plot_winners(report: Mapping[str, Any], png_path: str | Path) -> Path:
+    """A PNG of measured vs predicted winners: one panel per (op, pattern, sharing), columns (p, m),
+    rows request size. Each cell is a square in the measured winner's colour — filled when decisive,
+    hollow when undecided (within 3%) — with the model's pick as an inner marker in the pick's colour
+    and shape; misses (pick more than 3% slower) are labelled with their regret."""
+    rows: list[Mapping[str, Any]] = list(report["per_cell"])
+    if not rows:
+        raise ValueError("the report has no cells to plot")
+    # Lazy: matplotlib costs ~0.5 s to import and only this function needs it. Figure + the Agg canvas,
+    # not pyplot, so no global backend is switched under a caller that uses another one.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    layouts = sorted({k for r in rows for k in r["layouts"]}, key=layout_order)
+    colour = {k: _COLOURS[i % len(_COLOURS)] for i, k in enumerate(layouts)}
+    marker = {k: _MARKERS[i % len(_MARKERS)] for i, k in enumerate(layouts)}
+    panels = sorted({_panel_key(r) for r in rows})
+    columns = sorted({_column_key(r) for r in rows})  # shared by every panel so panels line up
+    sizes = sorted({r["config"]["request_size"] for r in rows})
+    several_k = len({k for _, _, k in columns}) > 1
+
+    ncols = 1 if len(panels) == 1 else 2
+    nrows = math.ceil(len(panels) / ncols)
+    width = max(4.5, 0.75 * len(columns) + 1.8)
+    height = max(2.8, 0.6 * len(sizes) + 1.6)
+    legend_width = 2.1 * (len(layouts) + 1)  # the legend below must fit: one column per layout, one for the cues
+    fig = Figure(figsize=(max(ncols * width, legend_width), nrows * height + 1.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        for r in (r for r in rows if _panel_key(r) == panel):
+            x, y = columns.index(_column_key(r)), sizes.index(r["config"]["request_size"])
+            win, pick = r["best"], r["pick"]
+            ax.scatter([x], [y], marker="s", s=420, linewidths=2, edgecolors=colour[win],
+                       facecolors=colour[win] if r["decisive"] else "white", zorder=2)
+            ax.scatter([x], [y], marker=marker[pick], s=70, c=colour[pick], edgecolors="black", linewidths=0.8,
+                       zorder=3)
+            if not r["within_3pct"]:
+                ax.annotate(f"+{r['regret']:.0%}", (x, y), xytext=(0, -17), textcoords="offset points",
+                            ha="center", va="top", fontsize=7, color="#B00000")
+        ax.set_xticks(range(len(columns)),
+                      [f"{p}\nm={m}" + (f"\n×{k}" if several_k else "") for p, m, k in columns], fontsize=8)
+        ax.set_yticks(range(len(sizes)), [human_size(s) for s in sizes], fontsize=8)
+        ax.set_xlim(-0.6, len(columns) - 0.4)
+        ax.set_ylim(-0.7, len(sizes) - 0.4)
+        ax.set_xlabel("processes p (ranks per node m)", fontsize=8)
+        ax.set_ylabel("request size", fontsize=8)
+        ax.set_title(", ".join(panel), fontsize=9)
+        ax.grid(False)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+
+    # One legend column per layout (its measured square above its pick marker), then the two cues.
+    handles: list[Line2D] = []
+    for k in layouts:
+        handles.append(Line2D([], [], marker="s", linestyle="", markersize=10, markerfacecolor=colour[k],
+                              markeredgecolor=colour[k], label=f"{k} measured best"))
+        handles.append(Line2D([], [], marker=marker[k], linestyle="", markersize=7, markerfacecolor=colour[k],
+                              markeredgecolor="black", label=f"{k} model's pick"))
+    handles.append(Line2D([], [], marker="s", linestyle="", markersize=10, markerfacecolor="white",
+                          markeredgecolor="grey", markeredgewidth=2, label="hollow: undecided (within 3%)"))
+    handles.append(Line2D([], [], marker="$+\\%$", linestyle="", markersize=12, color="#B00000",
+                          label="regret of a miss (pick > 3% slower)"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(layouts) + 1, fontsize=8, frameon=False)
+    rate = report.get("correct_decisive_rate")
+    fig.suptitle(f"Measured winner (square) vs model's pick (inner marker)\ncorrect on "
+                 f"{report['correct_decisive']}/{report['decisive']} decisive cells"
+                 + (f" ({rate:.0%})" if rate is not None else ""), fontsize=10)
+    path = Path(png_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+# ------------------------------------------------------------------------------------------- markdown
+
+
+def _pct(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return "∞" if math.isinf(x) else f"{x:.1%}"
+
+
+def _score_row(name: str, s: Mapping[str, Any]) -> str:
+    rate = s["correct_decisive_rate"]
+    correct = f"{s['correct_decisive']}/{s['decisive']}" + (f" ({_pct(rate)})" if rate is not None else "")
+    return (f"| {name} | {correct} | {_pct(s['within_3pct'])} | {_pct(s['mean_regret'])} "
+            f"| {_pct(s['worst_regret'])} |")
+
+
+def _config_label(config: Mapping[str, Any]) -> str:
+    return Config(**{k: config[k] for k in Config.__dataclass_fields__}).label()
+
+
+def results_markdown(report: Mapping[str, Any], command: str) -> str:
+    """A ``docs/results.md`` section: the command, the setup, the fitted model against the baselines, and
+    every cell where the model's pick measured more than 3% slower than the best (its misses)."""
+    setup = report["setup"]
+    params = report["params"]
+    fitted_name = f"fitted ({params.get('variant', 'corrected')})"
+    lines = [
+        "## Does the model pick the measured best layout?",
+        "",
+        "Produced by:",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        "Setup: " + "; ".join(f"{k} {v}" for k, v in setup.items()) + ".",
+        "",
+        "Fitted parameters: " + ", ".join(f"{k} = {params[k]:.4g}" for k in ("e", "v", "alpha_seq", "alpha_rand",
+                                                                             "beta") if k in params) + ".",
+        "",
+        f"{report['cells']} configurations scored, {report['decisive']} with a decisive winner (more than "
+        f"{MARGIN:.0%} ahead of the runner-up); {len(report['left_out'])} measured for one layout only "
+        "were left out.",
+        "",
+        "| model | correct on decisive | within 3% | mean regret | worst regret |",
+        "|---|---|---|---|---|",
+        _score_row(f"**{fitted_name}**", report),
+        *(_score_row(name, s) for name, s in report["baselines"].items()),
+        "",
+    ]
+    misses = [r for r in report["per_cell"] if not r["within_3pct"]]
+    if not misses:
+        lines += ["No misses: the fitted model's pick was within 3% of the best in every configuration.", ""]
+        return "\n".join(lines)
+    lines += [
+        f"Misses ({len(misses)}): the fitted model's pick measured more than 3% slower than the best.",
+        "",
+        "| configuration | best | pick | regret |",
+        "|---|---|---|---|",
+        *(f"| {_config_label(r['config'])} | {r['best']} | {r['pick']} | +{_pct(r['regret'])} |" for r in misses),
+        "",
+    ]
+    return "\n".join(lines)
