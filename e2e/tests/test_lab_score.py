@@ -20,6 +20,7 @@ from pfslab.score import (
     baselines,
     best,
     decisive,
+    fastest,
     group,
     group_cells,
     model_pick,
@@ -121,6 +122,15 @@ def test_ties_go_to_the_first_layout_in_order() -> None:
     tied = cell({"2-D:2": 1.0, "1-DV": 1.0, "1-DH": 1.5})
     assert best(tied) == "1-DV"  # 1-DV before 2-D:2, whatever the dict's order
     assert not decisive(tied)
+    # built directly, so the dicts keep this (reversed) order: the tie-break must not lean on it
+    direct = LabCell(**CONFIG.as_dict(), times={"2-D:2": (1.0,), "1-DV": (1.0,), "1-DH": (1.0,)},
+                     median={"2-D:2": 1.0, "1-DV": 1.0, "1-DH": 1.0})
+    assert best(direct) == "1-DH"
+    assert fastest({"2-D:2": 3.0, "1-DV": 3.0}) == "1-DV"
+    # Only α priced: at p = m = 1 every layout has one startup per request (ca = ⌈p/n⌉ = p = ⌈p/g⌉ = 1),
+    # so all three predictions are equal → 1-DH.
+    alpha_only = CostParams(e=0.0, v=0.0, alpha_seq=0.001, alpha_rand=0.003, beta=0.0)
+    assert model_pick(direct, SERVERS, alpha_only) == "1-DH"
 
 
 def test_regret_by_hand() -> None:
