@@ -21,7 +21,6 @@ from pfslab.score import (
     best,
     decisive,
     fastest,
-    group,
     group_cells,
     model_pick,
     regret,
@@ -83,10 +82,14 @@ def test_one_layout_configuration_is_left_out_and_counted() -> None:
         measured("1-DH", None, 4, (2.0, 1.0, 3.0)), measured("2-D", 2, 4, (4.0, 5.0, 6.0)),
         measured("1-DV", None, 8, (1.0, 1.0, 1.0)),  # p=8 has only 1-DV: no comparison
     ])
-    grouped = group(m)
-    assert [(c.p, c.layouts) for c in grouped.cells] == [(4, ("1-DH", "2-D:2"))]
-    assert [(c.p, c.layouts) for c in grouped.left_out] == [(8, ("1-DV",))]
-    assert grouped.cells[0].median == {"1-DH": 2.0, "2-D:2": 5.0}  # medians of (1, 2, 3) and (4, 5, 6)
+    cells = group_cells(m)
+    assert [(c.p, c.layouts) for c in cells] == [(4, ("1-DH", "2-D:2"))]
+    assert [(c.p, c.layouts) for c in cells.left_out] == [(8, ("1-DV",))]
+    assert cells[0].median == {"1-DH": 2.0, "2-D:2": 5.0}  # medians of (1, 2, 3) and (4, 5, 6)
+    # the report counts what was left out from the list itself, or from an explicit argument
+    assert build_report(cells, SERVERS, TRUE, {})["left_out"] == 1
+    assert build_report(cells, SERVERS, TRUE, {}, left_out=[])["left_out"] == 0
+    assert build_report(list(cells), SERVERS, TRUE, {})["left_out"] == 0
 
 
 def test_rerun_of_a_layout_pools_its_repetitions() -> None:
@@ -231,22 +234,28 @@ SETUP = {"servers": SERVERS, "rate": "1gbit", "clients": 2, "orangefs": "2.10.0"
 
 
 def test_report_keys_and_per_cell_evidence(tmp_path: Path) -> None:
-    g = group(grid_measurements())
-    report = build_report(g.cells, SERVERS, TRUE, SETUP, left_out=[cell({"1-DV": 1.0})])
+    cells = group_cells(grid_measurements())
+    assert cells.left_out == []  # the grid measured every layout everywhere
+    report = build_report(cells, SERVERS, TRUE, SETUP, left_out=[cell({"1-DV": 1.0})])
     assert set(report) == {"cells", "decisive", "correct_decisive", "correct_decisive_rate", "within_3pct",
                            "mean_regret", "worst_regret", "setup", "params", "baselines", "left_out", "per_cell"}
     assert report["cells"] == 72 and report["setup"] == SETUP
     assert report["params"]["e"] == 0.003 and report["params"]["variant"] == "corrected"
-    assert report["left_out"] == [{"config": CONFIG.as_dict(), "layouts": ["1-DV"]}]
+    assert report["left_out"] == 1
     assert set(report["baselines"]["seed:ethernet"]) == {"cells", "decisive", "correct_decisive",
                                                          "correct_decisive_rate", "within_3pct", "mean_regret",
                                                          "worst_regret"}
     row = report["per_cell"][0]
-    assert set(row) >= {"config", "layouts", "best", "decisive", "pick", "regret"}
-    assert set(row["layouts"]["1-DH"]) == {"median", "spread", "times", "predicted"}
+    assert set(row) == {*CONFIG.as_dict(), "median", "spread", "times", "predicted", "best", "decisive", "pick",
+                        "regret", "within_3pct"}
+    # sort order: read < write, random < sequential, then p = 1, m = 1, the smallest size
+    assert (row["op"], row["pattern"], row["p"], row["m"], row["request_size"]) == ("read", "random", 1, 1, 4096)
+    for per_layout in ("median", "spread", "times", "predicted"):
+        assert list(row[per_layout]) == ["1-DH", "1-DV", "2-D:2"], per_layout
     # noise 0: every repetition is the model's time, so measured median == prediction and spread == 0
-    assert row["layouts"]["1-DH"]["median"] == row["layouts"]["1-DH"]["predicted"]
-    assert row["layouts"]["1-DH"]["spread"] == 0.0
+    assert row["median"] == row["predicted"]
+    assert row["spread"] == {"1-DH": 0.0, "1-DV": 0.0, "2-D:2": 0.0}
+    assert row["times"]["1-DV"] == [row["median"]["1-DV"]] * 3
     path = write_report(report, tmp_path / "out" / "report.json")
     assert json.loads(path.read_text()) == report
 

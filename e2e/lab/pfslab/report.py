@@ -17,6 +17,7 @@ from pfslab.score import (
     MARGIN,
     Config,
     LabCell,
+    LabCells,
     baselines,
     best,
     decisive,
@@ -37,13 +38,19 @@ _MARKERS = ("o", "D", "^", "v", "P", "X", "*", "h")
 
 
 def build_report(cells: Sequence[LabCell], servers: int, params: CostParams, setup: Mapping[str, Any],
-                 variant: str = "corrected", *, left_out: Sequence[LabCell] = (),
+                 variant: str = "corrected", *, left_out: Sequence[LabCell] | None = None,
                  margin: float = MARGIN) -> dict[str, Any]:
     """Score ``params`` (the fitted parameters) on ``cells`` beside the baselines.
 
     ``setup`` (servers, rate, client namespaces, OrangeFS version, commit) is copied through as given;
     only ``servers`` is checked against the argument, because a report scored for another server count
-    than it claims would be silently wrong. ``left_out`` is ``group(...).left_out``."""
+    than it claims would be silently wrong. ``left_out`` defaults to the one-layout configurations
+    ``group_cells`` set aside (``cells.left_out``); the report gives their count.
+
+    Each ``per_cell`` entry is flat: the configuration's fields, then per-layout dicts (``median``,
+    ``spread``, ``times``, ``predicted``) keyed like ``LabCell``'s, then the verdict."""
+    if left_out is None:
+        left_out = cells.left_out if isinstance(cells, LabCells) else []
     setup = dict(setup)
     if setup.setdefault("servers", servers) != servers:
         raise ValueError(f"setup says servers={setup['servers']} but the cells were scored for servers={servers}")
@@ -54,9 +61,11 @@ def build_report(cells: Sequence[LabCell], servers: int, params: CostParams, set
         pick = fastest(predicted)
         picks.append(pick)
         per_cell.append({
-            "config": cell.as_dict(),
-            "layouts": {k: {"median": cell.median[k], "spread": spread(cell.times[k]), "times": list(cell.times[k]),
-                            "predicted": predicted[k]} for k in cell.layouts},
+            **cell.as_dict(),
+            "median": {k: cell.median[k] for k in cell.layouts},
+            "spread": {k: spread(cell.times[k]) for k in cell.layouts},
+            "times": {k: list(cell.times[k]) for k in cell.layouts},
+            "predicted": predicted,
             "best": best(cell),
             "decisive": decisive(cell, margin),
             "pick": pick,
@@ -70,7 +79,7 @@ def build_report(cells: Sequence[LabCell], servers: int, params: CostParams, set
         # the five values plus the variant; CostParams ignores the extra key, so this block loads back as params
         "params": {**params.scalars(), "variant": variant},
         "baselines": {name: s.as_dict() for name, s in baselines(cells, servers, variant, margin).items()},
-        "left_out": [{"config": c.as_dict(), "layouts": list(c.layouts)} for c in left_out],
+        "left_out": len(left_out),
         "per_cell": per_cell,
     }
 
@@ -87,13 +96,11 @@ def write_report(report: Mapping[str, Any], json_path: str | Path) -> Path:
 
 
 def _panel_key(row: Mapping[str, Any]) -> tuple[str, str, str]:
-    c = row["config"]
-    return c["op"], c["pattern"], c["sharing"]
+    return row["op"], row["pattern"], row["sharing"]
 
 
 def _column_key(row: Mapping[str, Any]) -> tuple[int, int, int]:
-    c = row["config"]
-    return c["p"], c["m"], c["requests_per_rank"]
+    return row["p"], row["m"], row["requests_per_rank"]
 
 
 def plot_winners(report: Mapping[str, Any], png_path: str | Path) -> Path:
@@ -110,12 +117,12 @@ def plot_winners(report: Mapping[str, Any], png_path: str | Path) -> Path:
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    layouts = sorted({k for r in rows for k in r["layouts"]}, key=layout_order)
+    layouts = sorted({k for r in rows for k in r["median"]}, key=layout_order)
     colour = {k: _COLOURS[i % len(_COLOURS)] for i, k in enumerate(layouts)}
     marker = {k: _MARKERS[i % len(_MARKERS)] for i, k in enumerate(layouts)}
     panels = sorted({_panel_key(r) for r in rows})
     columns = sorted({_column_key(r) for r in rows})  # shared by every panel so panels line up
-    sizes = sorted({r["config"]["request_size"] for r in rows})
+    sizes = sorted({r["request_size"] for r in rows})
     several_k = len({k for _, _, k in columns}) > 1
 
     ncols = 1 if len(panels) == 1 else 2
@@ -128,7 +135,7 @@ def plot_winners(report: Mapping[str, Any], png_path: str | Path) -> Path:
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         for r in (r for r in rows if _panel_key(r) == panel):
-            x, y = columns.index(_column_key(r)), sizes.index(r["config"]["request_size"])
+            x, y = columns.index(_column_key(r)), sizes.index(r["request_size"])
             win, pick = r["best"], r["pick"]
             ax.scatter([x], [y], marker="s", s=420, linewidths=2, edgecolors=colour[win],
                        facecolors=colour[win] if r["decisive"] else "white", zorder=2)
@@ -187,8 +194,8 @@ def _score_row(name: str, s: Mapping[str, Any]) -> str:
             f"| {_pct(s['worst_regret'])} |")
 
 
-def _config_label(config: Mapping[str, Any]) -> str:
-    return Config(**{k: config[k] for k in Config.__dataclass_fields__}).label()
+def _config_label(row: Mapping[str, Any]) -> str:
+    return Config(**{k: row[k] for k in Config.__dataclass_fields__}).label()
 
 
 def results_markdown(report: Mapping[str, Any], command: str) -> str:
@@ -212,7 +219,7 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
                                                                              "beta") if k in params) + ".",
         "",
         f"{report['cells']} configurations scored, {report['decisive']} with a decisive winner (more than "
-        f"{MARGIN:.0%} ahead of the runner-up); {len(report['left_out'])} measured for one layout only "
+        f"{MARGIN:.0%} ahead of the runner-up); {report['left_out']} measured for one layout only "
         "were left out.",
         "",
         "| model | correct on decisive | within 3% | mean regret | worst regret |",
@@ -230,7 +237,7 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
         "",
         "| configuration | best | pick | regret |",
         "|---|---|---|---|",
-        *(f"| {_config_label(r['config'])} | {r['best']} | {r['pick']} | +{_pct(r['regret'])} |" for r in misses),
+        *(f"| {_config_label(r)} | {r['best']} | {r['pick']} | +{_pct(r['regret'])} |" for r in misses),
         "",
     ]
     return "\n".join(lines)

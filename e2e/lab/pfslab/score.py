@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -115,21 +115,22 @@ class LabCell(Config):
                           request_size=self.request_size, requests_per_rank=self.requests_per_rank)
 
 
-@dataclass(frozen=True)
-class Grouping:
-    """``cells`` to score, and the configurations ``left_out`` because only one layout was measured for them
-    (nothing to compare against); the report says how many, so a thin grid cannot pass unnoticed."""
+class LabCells(list[LabCell]):
+    """The comparable configurations (two or more layouts), carrying the ones ``left_out`` because only one
+    layout was measured for them (nothing to compare against): the report counts those, so a thin grid
+    cannot pass unnoticed, from the same list the caller scores."""
 
-    cells: list[LabCell]
-    left_out: list[LabCell]
+    def __init__(self, cells: Iterable[LabCell] = (), left_out: Iterable[LabCell] = ()) -> None:
+        super().__init__(cells)
+        self.left_out: list[LabCell] = list(left_out)
 
 
 def _config(c: Cell) -> Config:
     return Config(c.op, c.pattern, c.sharing, c.p, c.m, c.request_size, c.requests_per_rank)
 
 
-def group(measurements: Measurements) -> Grouping:
-    """Measured cells by configuration, in ``Config.sort_key`` order.
+def group_cells(measurements: Measurements) -> LabCells:
+    """Measured cells by configuration, in ``Config.sort_key`` order; one-layout ones in ``.left_out``.
 
     A layout measured more than once for one configuration (merged reruns) has its repetitions pooled and
     its median taken over the pool; measured once, its median is the file's own (the statistic the fit
@@ -145,12 +146,7 @@ def group(measurements: Measurements) -> Grouping:
         median = {k: cs[0].time for k, cs in runs.items() if len(cs) == 1}
         cell = LabCell.build(config, times, median)
         (cells if len(runs) >= 2 else left_out).append(cell)
-    return Grouping(cells=cells, left_out=left_out)
-
-
-def group_cells(measurements: Measurements) -> list[LabCell]:
-    """The comparable configurations (two or more layouts); ``group(...).left_out`` has the rest."""
-    return group(measurements).cells
+    return LabCells(cells, left_out)
 
 
 def spread(times: Sequence[float]) -> float:
