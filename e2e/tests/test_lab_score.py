@@ -27,7 +27,6 @@ from pfslab.score import (
     score,
     spread,
 )
-
 from pfslayout.calibration.grid import design_grid
 from pfslayout.calibration.measurements import Cell, Measurements, parse_probe
 from pfslayout.calibration.synthetic import simulate_probe

@@ -1,0 +1,226 @@
+"""``e2e/lab/lab``: bring the emulated cluster up and down, calibrate the model on it, and validate the
+model's layout picks against measurements of every layout. docs/lab.md explains each command.
+
+Errors are one line on stderr and exit code 2 (bad input, or the machine cannot run the lab: the line
+says what is missing); a failure while measuring exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pfslab import grids, lifecycle, runs
+from pfslab.net import LabError
+
+REPO = Path(__file__).resolve().parents[3]
+MISSING_EXIT = 3  # `lab check`: the machine cannot run the lab (the test skips on it)
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="The performance lab: an emulated OrangeFS cluster that scores the cost model's layout picks.")
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"lab: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _sizes(text: str) -> list[int]:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    out = []
+    for item in text.split(","):
+        item = item.strip().upper()
+        try:
+            out.append(int(item[:-1]) * units[item[-1]] if item[-1:] in units else int(item))
+        except (ValueError, KeyError):
+            _fail(f"--sizes: {item!r} is not a byte count (e.g. 16K,256K,4M)")
+    return out
+
+
+def _ints(flag: str, text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        _fail(f"{flag}: {text!r} is not a comma-separated list of integers")
+    if any(v < 1 for v in values):
+        _fail(f"{flag}: {text!r} must be positive")
+    return values
+
+
+def _commit() -> str:
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+@app.command()
+def check() -> None:
+    """Say whether this machine can run the lab (exit 0) or what is missing (exit 3)."""
+    missing = lifecycle.missing_prerequisites()
+    if missing:
+        for m in missing:
+            typer.echo(f"lab: missing {m}", err=True)
+        raise typer.Exit(MISSING_EXIT)
+    typer.echo("lab: this machine can run the lab")
+
+
+@app.command()
+def up(servers: Annotated[int, typer.Option(help="OrangeFS servers, one network namespace each")] = 4,
+       rate: Annotated[str, typer.Option(help="shaped rate of each server link (tc: 200mbit, 1gbit)")] = "200mbit",
+       client_namespaces: Annotated[int, typer.Option(
+           help="0: clients in the root namespace; 1: in a namespace of their own")] = 0) -> None:
+    """Create the bridge, the namespaces and shaped links, and start the servers."""
+    try:
+        state = lifecycle.up(servers, rate, client_namespaces)
+    except LabError as e:
+        _fail(str(e))
+    typer.echo(f"lab: up — {state.servers} servers at {state.rate} per link, "
+               f"{state.client_namespaces} client namespace(s), {state.orangefs_version}; "
+               f"PVFS2TAB_FILE={state.pvfs2tab}")
+
+
+@app.command()
+def down() -> None:
+    """Stop the servers and remove every namespace, link, mount and the state (also after a failure)."""
+    try:
+        removed = lifecycle.down()
+    except LabError as e:
+        _fail(str(e), 1)
+    typer.echo(f"lab: down — removed {len(removed)} object(s)" if removed else "lab: nothing was up")
+
+
+@app.command()
+def status() -> None:
+    """Print the lab's state, or what is left of one."""
+    try:
+        state = lifecycle.load()
+    except LabError:
+        left = lifecycle.leftovers()
+        typer.echo("lab: not up" + (f"; leftovers: {', '.join(left)} (run `lab down`)" if left else ""))
+        return
+    typer.echo(json.dumps(state.__dict__, indent=1))
+
+
+def _state_and_tools() -> tuple[lifecycle.LabState, runs.Tools]:
+    try:
+        return lifecycle.load(), runs.Tools.from_env()
+    except LabError as e:
+        _fail(str(e))
+        raise  # unreachable: _fail exits
+
+
+@app.command()
+def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration profile: quick or standard")] = "quick",
+              ranks: Annotated[int, typer.Option(
+                  help="ranks of the one client node (p = 1, 2, 4, … up to it)")] = grids.CALIBRATION_PROCS,
+              sizes: Annotated[str | None, typer.Option(help="the profile's request sizes instead, e.g. 4K,1M")] = None,
+              out: Annotated[Path | None, typer.Option(help="also copy the probe documents and the fit here")] = None,
+              ) -> None:
+    """Run the probe over the core's designed grid (one launch per p), then fit the model."""
+    state, tools = _state_and_tools()
+    work = lifecycle.STATE_DIR / "calibrate"
+    work.mkdir(exist_ok=True)
+    try:
+        docs = []
+        for i, grid in enumerate(grids.calibration(state.servers, profile, ranks, _sizes(sizes) if sizes else None)):
+            docs += runs.run_grid(tools, grid, work, f"grid{i}", state.pvfs2tab, state.client_ns)
+    except LabError as e:
+        _fail(str(e), 1)
+    args = ["calibrate", "--json"] + [a for d in docs for a in ("--measurements", str(d))]
+    done = subprocess.run([sys.executable, "-c", "from pfslayout.cli import main; main()", *args], capture_output=True,
+                          text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        _fail(f"the fit failed: {done.stderr.strip()}", 1)
+    fit = json.loads(done.stdout)
+    (lifecycle.STATE_DIR / "calibration.json").write_text(json.dumps(fit, indent=1))
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        for d in docs:
+            (out / d.name).write_text(d.read_text())
+        (out / "calibration.json").write_text(json.dumps(fit, indent=1))
+    stats = fit.get("fit", {})
+    typer.echo(f"lab: calibrated from {stats.get('cells')} cells, R² {stats.get('r2', float('nan')):.3f}: "
+               + ", ".join(f"{k}={fit[k]:.3g}" for k in ("e", "v", "alpha_seq", "alpha_rand", "beta")))
+
+
+@app.command()
+def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the calibration's")] = "16K,256K,4M",
+             procs: Annotated[str, typer.Option(help="process counts, none of the calibration's")] = "3,6",
+             rounds: Annotated[int, typer.Option(help="repetitions, each a round over the whole grid")] = 5,
+             requests: Annotated[int, typer.Option(help="requests per rank per repetition")] = 16,
+             calibration: Annotated[Path | None, typer.Option(
+                 help="fitted parameters (default: the lab's last `lab calibrate`)")] = None,
+             report_dir: Annotated[Path, typer.Option(
+                 help="where lab-validate.json and .png go")] = REPO / "docs" / "results",
+             results_md: Annotated[Path, typer.Option(
+                 help="the Markdown summary's file (its lab section is replaced)")] = REPO / "docs" / "results.md",
+             ) -> None:
+    """Measure every layout on a grid disjoint from the calibration's and score the model's picks."""
+    from pfslab import report, score
+    from pfslayout.calibration.measurements import load_measurements, merge_measurements
+    from pfslayout.costmodel import CostParams
+
+    state, tools = _state_and_tools()
+    fit_path = calibration or lifecycle.STATE_DIR / "calibration.json"
+    if not fit_path.exists():
+        _fail(f"--calibration: {fit_path} does not exist; run `lab calibrate` first or pass a fit's JSON")
+    params = CostParams.model_validate(json.loads(fit_path.read_text()))
+    if rounds < 1:
+        _fail(f"--rounds {rounds}: at least 1")
+    grid = grids.validation(state.servers, sizes=_sizes(sizes), procs=_ints("--procs", procs), requests=requests)
+    cal_dir = lifecycle.STATE_DIR / "calibrate"
+    cal_grids = [json.loads(p.read_text()) for p in sorted(cal_dir.glob("grid*-p*.grid.json"))]
+    if shared := grids.disjoint(cal_grids, grid):
+        _fail(f"the validation grid shares {' and '.join(shared)} with the calibration's: choose other --sizes/--procs")
+    work = lifecycle.STATE_DIR / "validate"
+    work.mkdir(exist_ok=True)
+    try:
+        docs = runs.run_rounds(tools, grid, rounds, work, "validate", state.pvfs2tab, state.client_ns)
+    except LabError as e:
+        _fail(str(e), 1)
+    measured = merge_measurements([load_measurements(d) for d in docs])
+    cells = score.group_cells(measured)
+    setup = {"servers": state.servers, "rate": state.rate, "client_namespaces": state.client_namespaces,
+             "orangefs_version": state.orangefs_version, "commit": _commit(), "rounds": rounds,
+             "requests_per_rank": requests, "calibration": str(fit_path)}
+    doc = report.build_report(cells, state.servers, params, setup)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    report.write_report(doc, report_dir / "lab-validate.json")
+    report.plot_winners(doc, report_dir / "lab-validate.png")
+    command = "e2e/lab/lab validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    _replace_section(results_md, report.results_markdown(doc, command))
+    typer.echo(f"lab: {doc['cells']} cells, {doc['decisive']} decisive; model right in {doc['correct_decisive']} "
+               f"of them, within 3% of the best in {doc['within_3pct']:.0%} of all cells, worst regret "
+               f"{doc['worst_regret']:.1%}; report {report_dir / 'lab-validate.json'}")
+
+
+BEGIN, END = "<!-- lab-validate:begin -->", "<!-- lab-validate:end -->"
+
+
+def _replace_section(path: Path, body: str) -> None:
+    """Put ``body`` between the lab's markers in ``path`` (appended with them when absent)."""
+    text = path.read_text() if path.exists() else "# Results\n"
+    block = f"{BEGIN}\n{body.strip()}\n{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

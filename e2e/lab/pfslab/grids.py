@@ -1,0 +1,88 @@
+"""The lab's two grids.
+
+* **Calibration**: the core's designed grid (``pfslayout calibrate --design --profile ...``, the grid the
+  operator's CostCalibration runs), as pfsprobe grid files.
+* **Validation**: disjoint from it — other request sizes and other process counts — with every layout
+  of the server count (1-DH, 1-DV, 2-D for each divisor g), so each configuration is a contest between
+  layouts. It is run in rounds of one repetition each (``runs.run_rounds``), so the layouts of a
+  configuration are measured interleaved in time rather than back to back, and drift of the shared
+  machine spreads over all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pfslab.net import LabError
+from pfslab.servers import MOUNT
+from pfslayout.calibration.grid import layout_key, useful_groups
+
+VALIDATION_SIZES = (16 << 10, 256 << 10, 4 << 20)  # between and beyond the calibration's 4 KiB and 1 MiB
+VALIDATION_PROCS = (3, 6)  # not powers of two, not n or 2n: none of the calibration grid's process counts
+CALIBRATION_PROCS = 4  # ranks of the calibration's one client node: p = 1, 2, 4
+
+
+def targets(servers: int, tag: str) -> dict[str, str]:
+    """Layout key → directory under the lab's mount, one per layout of ``servers``."""
+    keys = [layout_key("1-DH", None), layout_key("1-DV", None)] + [layout_key("2-D", g) for g in useful_groups(servers)]
+    return {k: f"{MOUNT}/{tag}/{k.replace(':', '-g')}" for k in keys}
+
+
+def _cli(*args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", "from pfslayout.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        raise LabError(f"pfslayout {' '.join(args[:2])} failed: {done.stderr.strip()}")
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def calibration(servers: int, profile: str, ranks: int = CALIBRATION_PROCS,
+                sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """pfsprobe grid files of the designed calibration grid for one client node with ``ranks`` ranks."""
+    args = ["calibrate", "--design", "--servers", str(servers), "--nodes", "1", "--ranks-per-node", str(ranks),
+            "--profile", profile, "--backend", "pvfs2", "--json"]
+    if sizes:
+        args += ["--sizes", ",".join(str(s) for s in sizes)]
+    for key, path in targets(servers, "calibrate").items():
+        args += ["--target", f"{key}={path}"]
+    grids: list[dict[str, Any]] = _cli(*args)["pfsprobe_grids"]
+    return grids
+
+
+def validation(servers: int, *, sizes: Sequence[int] = VALIDATION_SIZES, procs: Sequence[int] = VALIDATION_PROCS,
+               requests: int = 16, patterns: Sequence[str] = ("sequential", "random"),
+               ops: Sequence[str] = ("write", "read"), sharing: Sequence[str] = ("file-per-process",),
+               ) -> dict[str, Any]:
+    """One pfsprobe grid file (one repetition per cell: the rounds repeat it) over every layout."""
+    return {
+        "backend": "pvfs2",
+        "servers": servers,
+        "targets": [{"layout": k.split(":")[0], "path": path, "g": int(k.split(":")[1]) if ":" in k else None}
+                    for k, path in targets(servers, "validate").items()],
+        "request_sizes": sorted(sizes),
+        "patterns": list(patterns),
+        "sharing": list(sharing),
+        "ops": list(ops),
+        "procs": sorted(procs),
+        "placement": "packed",
+        "repetitions": 1,
+        "requests_per_rank": requests,
+    }
+
+
+def disjoint(calibration_grids: Sequence[dict[str, Any]], validation_grid: dict[str, Any]) -> list[str]:
+    """What the validation grid shares with the calibration's: request sizes and process counts must not
+    be reused (the point is to predict configurations the fit never saw). Empty when disjoint."""
+    sizes = {s for g in calibration_grids for s in g["request_sizes"]}
+    procs = {p for g in calibration_grids for p in g["procs"]}
+    shared = []
+    if both := sizes & set(validation_grid["request_sizes"]):
+        shared.append(f"request sizes {sorted(both)}")
+    if both := procs & set(validation_grid["procs"]):
+        shared.append(f"process counts {sorted(both)}")
+    return shared

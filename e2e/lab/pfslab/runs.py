@@ -1,0 +1,117 @@
+"""pfsprobe launches against the lab's servers.
+
+One ``mpiexec`` per process count p, with exactly p ranks: a single launch with as many ranks as the
+largest p leaves the ranks outside a cell waiting in MPI, where MPICH busy-polls, and on a small machine
+that slows message-heavy cells 2–3× (measured in the lab: 38 → 114 ms for p = 1). With client
+namespaces the launch runs inside the first one, so the clients reach the servers over the bridge like
+a separate client node; otherwise it runs in the root namespace (the bridge's own address).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pfslab.net import LabError, in_ns
+
+
+@dataclass(frozen=True)
+class Tools:
+    """The OrangeFS and MPICH trees and the pfsprobe binary (``images/build/host.sh env`` names them)."""
+
+    orangefs: Path
+    mpich: Path
+    pfsprobe: Path
+
+    @staticmethod
+    def from_env() -> Tools:
+        names = ("ORANGEFS_PREFIX", "PFSLAYOUT_MPICH_PREFIX", "PFSLAYOUT_SHIM_PREFIX")
+        if missing := [v for v in names if not os.environ.get(v)]:
+            raise LabError(f"{', '.join(missing)} not set: run `eval \"$(images/build/host.sh env)\"` (builds "
+                           "OrangeFS, MPICH and pfsprobe once) or point them at installed trees")
+        tools = Tools(Path(os.environ["ORANGEFS_PREFIX"]), Path(os.environ["PFSLAYOUT_MPICH_PREFIX"]),
+                      Path(os.environ["PFSLAYOUT_SHIM_PREFIX"]) / "bin" / "pfsprobe")
+        for what, path in (("ORANGEFS_PREFIX", tools.orangefs / "sbin" / "pvfs2-server"),
+                           ("PFSLAYOUT_MPICH_PREFIX", tools.mpich / "bin" / "mpiexec"),
+                           ("PFSLAYOUT_SHIM_PREFIX", tools.pfsprobe)):
+            if not path.exists():
+                raise LabError(f"{what}: {path} does not exist; rebuild with `images/build/host.sh env`")
+        return tools
+
+    def env(self, pvfs2tab: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        libs = [str(self.orangefs / "lib"), str(self.mpich / "lib"), env.get("LD_LIBRARY_PATH", "")]
+        env["LD_LIBRARY_PATH"] = ":".join(p for p in libs if p)
+        env["PVFS2TAB_FILE"] = str(pvfs2tab)
+        return env
+
+
+def launch(tools: Tools, nprocs: int, grid_file: Path, out: Path, pvfs2tab: Path, client_ns: str | None,
+           timeout: float = 3600) -> None:
+    argv = [str(tools.mpich / "bin" / "mpiexec"), "-n", str(nprocs), str(tools.pfsprobe), "--grid", str(grid_file),
+            "--out", str(out)]
+    if client_ns:
+        argv = in_ns(client_ns, *argv)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=tools.env(pvfs2tab), check=False)
+    if done.returncode != 0:
+        raise LabError(f"pfsprobe with {nprocs} ranks failed (exit {done.returncode}): "
+                       f"{(done.stderr or done.stdout).strip()[-1200:]}")
+
+
+def run_grid(tools: Tools, grid: dict[str, Any], work: Path, tag: str, pvfs2tab: Path,
+             client_ns: str | None) -> list[Path]:
+    """Run a pfsprobe grid file with one launch per process count; returns the pfsprobe/1 documents."""
+    outs = []
+    for p in grid["procs"]:
+        one = copy.deepcopy(grid)
+        one["procs"] = [p]
+        grid_file = work / f"{tag}-p{p}.grid.json"
+        grid_file.write_text(json.dumps(one, indent=1))
+        out = work / f"{tag}-p{p}.json"
+        launch(tools, p, grid_file, out, pvfs2tab, client_ns)
+        outs.append(out)
+    return outs
+
+
+def run_rounds(tools: Tools, grid: dict[str, Any], rounds: int, work: Path, tag: str, pvfs2tab: Path,
+               client_ns: str | None) -> list[Path]:
+    """The grid ``rounds`` times, one repetition per cell per round, merged into one pfsprobe/1 document
+    per process count whose cells carry every round's time (median and spread over the rounds)."""
+    per_round = [run_grid(tools, grid, work, f"{tag}-r{r}", pvfs2tab, client_ns) for r in range(rounds)]
+    merged = []
+    for i, p in enumerate(grid["procs"]):
+        docs = [json.loads(outs[i].read_text()) for outs in per_round]
+        out = work / f"{tag}-p{p}.json"
+        out.write_text(json.dumps(merge_rounds(docs), indent=1))
+        merged.append(out)
+    return merged
+
+
+_KEY = ("layout", "g", "target", "op", "pattern", "sharing", "p", "m", "request_size", "requests_per_rank")
+
+
+def merge_rounds(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """pfsprobe/1 documents of the same grid, one repetition each, as one document with every repetition."""
+    import numpy as np
+
+    first = copy.deepcopy(docs[0])
+    cells: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for doc in docs:
+        for c in doc["cells"]:
+            key = tuple(c[k] for k in _KEY)
+            into = cells.setdefault(key, {**{k: c[k] for k in _KEY}, "times": []})
+            into["times"].extend(c["times"])
+    out = []
+    for c in cells.values():
+        t = np.asarray(c["times"], dtype=float)
+        q1, med, q3 = np.percentile(t, [25, 50, 75])
+        out.append({**c, "repetitions": int(t.size), "median": float(med), "min": float(t.min()),
+                    "max": float(t.max()), "iqr": float(q3 - q1)})
+    first["cells"] = out
+    return first
