@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,6 +187,48 @@ def test_keep_leaves_every_slot_written(probe: Probe, tmp_path: Path) -> None:
         slots = p * r if "shared" in name else r
         # Random offsets are a permutation of the request slots: every slot written once, no holes.
         assert data == block * slots, name
+
+
+# Runs one MPI rank as its child and records the CPU time it used (the kernel's accounting of the exited
+# rank), by world rank; MPI's launch state is inherited through the environment and open descriptors.
+RANK_CPU = """
+import os, resource, subprocess, sys
+done = subprocess.run(sys.argv[2:], close_fds=False)
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")
+with open(os.path.join(sys.argv[1], "cpu-" + rank), "w") as f:
+    f.write(str(used.ru_utime + used.ru_stime))
+sys.exit(done.returncode)
+"""
+
+
+def test_ranks_outside_a_cell_wait_without_spinning(probe: Probe) -> None:
+    """p = 1 cells in a 3-rank launch: the two ranks outside the cell wait in the probe's agreement step
+    for the whole cell. A blocking collective busy-polls there (MPICH and Open MPI both do), which costs
+    a core per waiting rank for the cell's whole duration and slowed message-heavy cells 2-3x in the
+    lab; the probe's waits sleep between tests. Checked by each rank's own CPU time."""
+    # tmpfs: the one rank in the cell is busy with memcpy, never waiting for a disk
+    work = Path(tempfile.mkdtemp(prefix="pfsprobe-spin-", dir="/dev/shm"))
+    try:
+        wrapper = work / "rank_cpu.py"
+        wrapper.write_text(RANK_CPU)
+        out = work / "probe.json"
+        spec = IMPLS[probe.impl]
+        cmd = [*spec["mpirun"], spec["np"], "3", sys.executable, str(wrapper), str(work), str(probe.binary),
+               "--target", f"1-DV={work / 'files'}", "--sizes", "4M", "--procs", "1", "--requests", "128",
+               "--repetitions", "5", "--no-fsync", "--out", str(out)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env={**os.environ, **MPI_ENV})
+        assert done.returncode == 0, done.stderr
+        in_cells = sum(sum(c["times"]) for c in json.loads(out.read_text())["cells"])
+        cpu = {r: float((work / f"cpu-{r}").read_text()) for r in range(3)}
+        assert in_cells > 0.5, f"the cells ran only {in_cells:.2f} s: too short to tell"
+        # rank 0 runs the p = 1 cells (packed placement); ranks 1 and 2 only wait. Spinning, each would use
+        # about as much CPU as the cells last; napping, a few percent of it plus MPI's start-up.
+        assert cpu[0] > 0.5 * in_cells, (cpu, in_cells)
+        for r in (1, 2):
+            assert cpu[r] < 0.25 * in_cells, (r, cpu, in_cells)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def test_mpiio_backend(probe: Probe, tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """pfsprobe launches against the lab's servers.
 
-One ``mpiexec`` per process count p, with exactly p ranks: a single launch with as many ranks as the
-largest p leaves the ranks outside a cell waiting in MPI, where MPICH busy-polls, and on a small machine
-that slows message-heavy cells 2–3× (measured in the lab: 38 → 114 ms for p = 1). With client
+One ``mpiexec`` per process count p, with exactly p ranks. A single launch with as many ranks as the
+largest p used to leave the ranks outside a cell busy-polling in MPI, which on a small machine slowed
+message-heavy cells 2–3× (measured in the lab: 38 → 114 ms for p = 1); pfsprobe's waiting ranks now
+sleep, but they still cost start-up and a little CPU, and the lab measures nothing it can avoid. With client
 namespaces the launch runs inside the first one, so the clients reach the servers over the bridge like
 a separate client node; otherwise it runs in the root namespace (the bridge's own address).
 """
