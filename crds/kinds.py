@@ -92,13 +92,18 @@ def orangefs_cluster_spec() -> Schema:
                  "storage.hostPath.path is immutable: the data lives there", ".hostPath"),
         ])
 
-    fs = obj("The file system's identity, written into `fs.conf` and every client's `pvfs2tab`.", {
+    fs = obj("The file system's identity, written into `fs.conf` and every client's `pvfs2tab`, and its "
+             "`fs.conf` options.", {
         "name": string("File-system name (`Name` in `fs.conf`, the last part of `tcp://host:port/<name>`).",
                        minLength=1, maxLength=32, pattern=r"^[a-z][a-z0-9_-]*$", default="orangefs",
                        **{"x-kubernetes-validations": [immutable("fs.name")]}),
         "id": integer("File-system ID (`ID` in `fs.conf`); omitted derives a fixed one from the object's "
                       "namespace and name, shown in `status.fsId`. Cannot be set or changed later.",
                       minimum=1, maximum=2147483647),
+        "fileStuffing": {"type": "boolean", "description": "`FileStuffing` in `fs.conf`: a new file stays on "
+                         "one server until it grows past a strip. Omitted: on when every server holds "
+                         "metadata (genconfig's rule). Stuffed files created through directory hints start "
+                         "unstriped, so layout experiments turn it off."},
     }, rules=[rule("has(self.id) == has(oldSelf.id) && (!has(self.id) || self.id == oldSelf.id)",
                    "fs.id is immutable and cannot be added or removed after creation", ".id")], default={})
 
@@ -314,8 +319,13 @@ def fit_quality() -> Schema:
         "cells": integer("Grid cells measured and fitted.", minimum=0),
         "rank": integer("Rank of the design matrix (5 when every parameter is identified).", minimum=0),
         "condition": number("Condition number of the column-scaled design matrix (-1: infinite).", minimum=-1),
-        "identified": {"type": "object", "description": "Per parameter, whether the grid identifies it.",
+        "identified": {"type": "object", "description": "Per parameter, whether the grid identifies it and "
+                       "the measurements pin it down (false for a poorly determined one).",
                        "additionalProperties": {"type": "boolean"}},
+        "poorlyDetermined": array("Parameters the grid identifies but whose standard error is at least half "
+                                  "the fitted value: measure more repetitions or requests per rank.",
+                                  string("A parameter name.", enum=["e", "v", "alpha_seq", "alpha_rand", "beta"]),
+                                  maxItems=5),
         "standardErrors": {"type": "object", "description": "Per parameter, the linearised 1σ standard "
                            "error (same unit as the parameter; absent when not identified).",
                            "additionalProperties": {"type": "number"}},

@@ -33,9 +33,11 @@ MOUNT = "/pfslab"  # the pvfs2tab mount point: a name libpvfs2 resolves, never m
 
 
 def render(servers: list[Endpoint], storage: Path) -> dict[str, Any]:
-    """The render document (fsConf, pvfs2tab, servers) for servers at the namespaces' addresses."""
+    """The render document (fsConf, pvfs2tab, servers) for servers at the namespaces' addresses. Without
+    FileStuffing: a stuffed file stays on one server until it grows, so a file created through directory
+    hints would not start with the layout under test (the probe's own files are placed explicitly)."""
     args = ["render", "fs-conf", "--name", FS_NAME, "--namespace", "lab", "--servers", str(len(servers)),
-            "--storage-root", str(storage), "--mount-path", MOUNT, "--json"]
+            "--storage-root", str(storage), "--mount-path", MOUNT, "--no-file-stuffing", "--json"]
     for end in servers:
         args += ["--address", f"{end.ip}:{PORT}"]
     done = subprocess.run([sys.executable, "-c", "from pfslayout.cli import main; main()", *args],

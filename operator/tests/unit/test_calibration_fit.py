@@ -131,3 +131,25 @@ def test_result_document_is_a_params_file() -> None:
     assert first["residual_s"] == pytest.approx(first["measured_s"] - first["predicted_s"])
     assert first["relative_error"] == pytest.approx(first["residual_s"] / first["measured_s"])
     assert doc["source"] == {"format": "probe", "path": "s.json"}
+
+
+def test_a_value_with_a_comparable_standard_error_is_poorly_determined_not_identified() -> None:
+    import dataclasses
+
+    grid = design_grid(4, 2, 4, max_configs=10)
+    clean = fit(parse_probe(simulate_probe(grid, TRUE, noise=0.0), "exact.json"))
+    assert clean.poorly_determined == () and all(clean.determined.values())
+    # α_seq = 8e-5 s: a standard error of 4e-5 is exactly half of it (poor); 3.9e-5 is just under (fine)
+    value = clean.params.alpha_seq
+    poor = dataclasses.replace(clean, stderr={**clean.stderr, "alpha_seq": 0.5 * value})
+    fine = dataclasses.replace(clean, stderr={**clean.stderr, "alpha_seq": 0.49 * value})
+    assert poor.poorly_determined == ("alpha_seq",) and fine.poorly_determined == ()
+    doc = poor.to_dict()["fit"]
+    assert doc["identified"]["alpha_seq"] is False and doc["identified"]["e"] is True
+    assert doc["poorly_determined"] == ["alpha_seq"]
+    assert any(w.startswith("alpha_seq: poorly determined — standard error") and "50% of the value" in w
+               for w in poor.warnings)
+    # a term pinned at 0 gets the at-bound warning instead: 0 ± anything is not "comparable to the value"
+    zero = dataclasses.replace(clean, params=clean.params.model_copy(update={"alpha_seq": 0.0}),
+                               stderr={**clean.stderr, "alpha_seq": 1e-5})
+    assert zero.poorly_determined == ()

@@ -64,7 +64,7 @@ def test_human_output_is_a_table_with_quality() -> None:
     result = cli("calibrate", "--measurements", str(DATA / "probe-synthetic.json"))
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "Calibrated cost parameters" in out and "alpha_rand" in out and "MiB/s disk" in out
+    assert "Calibrated cost parameters" in out and "alpha_rand" in out and "MiB/s per server" in out
     assert "R²" in out and "rank 5/5" in out and "Largest relative residuals" in out
 
 

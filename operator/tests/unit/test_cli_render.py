@@ -66,6 +66,13 @@ def test_json_document() -> None:
     parsed = parse_fs_conf(doc["fsConf"])
     assert parsed.distribution["params"] == {"strip_size": 1048576}
     assert doc["pvfs2tab"].endswith("/mnt/orangefs pvfs2 defaults,noauto 0 0\n")
+    # the lab's options: stuffing forced either way, a log file per server
+    on = json.loads(cli("render", "fs-conf", "--name", "demo", "--servers", "2", "--metadata-servers", "1",
+                        "--file-stuffing", "--log-file", "/var/log/ofs.log", "--json").stdout)
+    assert on["fileStuffing"] is True and parse_fs_conf(on["fsConf"]).filesystem["FileStuffing"] == "yes"
+    assert parse_fs_conf(on["fsConf"]).defaults["LogFile"] == "/var/log/ofs.log"
+    off = json.loads(cli("render", "fs-conf", "--name", "demo", "--no-file-stuffing", "--json").stdout)
+    assert parse_fs_conf(off["fsConf"]).filesystem["FileStuffing"] == "no"
 
 
 def test_service_and_addresses_change_only_the_urls() -> None:
@@ -88,6 +95,7 @@ def test_service_and_addresses_change_only_the_urls() -> None:
     (["--name", "x", "--servers", "2", "--address", "127.0.0.1:1"], "--address"),
     (["--name", "x", "--address", "nohostport"], "--address"),
     (["--from", "/nonexistent/file.yaml"], "/nonexistent/file.yaml"),
+    (["--name", "x", "--log-file", "ofs.log"], "logFile"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
     result = cli("render", "fs-conf", *args)

@@ -3,6 +3,7 @@ launcher script, reading the launcher's log, refusals naming the field, the fit'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -115,8 +116,15 @@ def test_fit_verdict_history_and_mpijob_state() -> None:
     assert ok and reason == "Fitted"
     block = st.fit_block(result)
     assert block["rank"] == 5 and all(block["identified"].values()) and block["rSquared"] > 0.999
+    assert "poorlyDetermined" not in block
     strict = parse_spec({"clusterRef": {"name": "ofs"}, "fit": {"minRSquared": 1.0}})
     assert st.verdict(strict, result)[1] in ("Fitted", "PoorFit")
+    # a parameter whose standard error is half its value: Ready, but not called identified anywhere
+    poor = dataclasses.replace(result, stderr={**result.stderr, "beta": 0.6 * result.params.beta})
+    ok, reason, message = st.verdict(s, poor)
+    assert ok and reason == "Fitted" and "beta poorly determined" in message and "all five" not in message
+    block = st.fit_block(poor)
+    assert block["identified"]["beta"] is False and block["poorlyDetermined"] == ["beta"]
     hist: list[dict[str, object]] = []
     for run in range(1, 8):
         hist = st.with_history(hist, st.history_entry(run, 1, "t", "Fitted", result), 5)

@@ -88,6 +88,20 @@ def test_metadata_count_limits_meta_ranges_and_turns_stuffing_off() -> None:
     assert parse_fs_conf(render_fs_conf(conf_for(4))).filesystem["FileStuffing"] == "yes"
 
 
+def test_file_stuffing_and_log_file_options_override_the_defaults() -> None:
+    # metadata on 2 of 4 servers would turn stuffing off; an explicit fileStuffing wins either way
+    forced_on = conf_for(4, servers={"count": 4, "metadataCount": 2}, fs={"fileStuffing": True})
+    assert parse_fs_conf(render_fs_conf(forced_on)).filesystem["FileStuffing"] == "yes"
+    off = parse_fs_conf(render_fs_conf(conf_for(4, fs={"fileStuffing": False})))
+    assert off.filesystem["FileStuffing"] == "no"
+    s = spec(servers={"count": 2})
+    logged = fs_conf_for(s, "demo", "lab", Topology.of(s), log_file="/var/log/orangefs.log")  # type: ignore[arg-type]
+    assert parse_fs_conf(render_fs_conf(logged)).defaults["LogFile"] == "/var/log/orangefs.log"
+    with pytest.raises(InputError) as err:
+        render_fs_conf(fs_conf_for(s, "demo", "lab", Topology.of(s), log_file="relative.log"))  # type: ignore[arg-type]
+    assert err.value.field == "logFile"
+
+
 def test_distributions_and_default_num_dfiles() -> None:
     simple = parse_fs_conf(render_fs_conf(conf_for(4, distribution={"stripSize": 1048576})))
     assert simple.distribution == {"name": "simple_stripe", "params": {"strip_size": 1048576}}

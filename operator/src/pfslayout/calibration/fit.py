@@ -19,6 +19,10 @@ from pfslayout.costmodel import VARIANTS, CostParams
 from pfslayout.errors import InputError
 
 WEIGHTINGS = ("relative", "absolute")
+# A fitted value whose standard error is at least this share of it is reported as poorly determined, not
+# identified: the grid separates the term in principle, but these measurements pin it down no better than
+# "somewhere between 0 and twice this" (the lab's noisy small cells do that to alpha terms).
+POORLY_DETERMINED = 0.5
 
 
 @dataclass
@@ -42,10 +46,28 @@ class FitResult:
     server_fits: list[Any] = field(default_factory=list)  # per_server.ServerFit, when per-server probes were given
 
     @property
+    def poorly_determined(self) -> tuple[str, ...]:
+        """Identified, positive parameters whose standard error is comparable to the value."""
+        values = self.params.scalars()
+        return tuple(p for p in PARAMS if p in self.design.identified and values[p] > 0
+                     and (se := self.stderr.get(p)) is not None and se >= POORLY_DETERMINED * values[p])
+
+    @property
+    def determined(self) -> dict[str, bool]:
+        """Per parameter: identified by the grid and pinned down by the measurements (what reports call
+        "identified")."""
+        poor = self.poorly_determined
+        return {p: p in self.design.identified and p not in poor for p in PARAMS}
+
+    @property
     def warnings(self) -> list[str]:
         out = self.design.warnings()
         out += [f"{p}: fitted at the bound 0 — the measurements give this term no positive share; "
                 "check the grid or the model's fit" for p in self.at_bound]
+        values = self.params.scalars()
+        out += [f"{p}: poorly determined — standard error {self.stderr[p]:.3g} is "
+                f"{(self.stderr[p] or 0.0) / values[p]:.0%} of the value {values[p]:.3g}; more repetitions or "
+                "requests per rank would narrow it" for p in self.poorly_determined]
         for server in self.server_fits:
             out += server.warnings
         return out
@@ -70,7 +92,8 @@ class FitResult:
                 "median_relative_error": self.median_relative_error,
                 "rank": self.design.rank,
                 "condition": self.design.condition,
-                "identified": {p: p in self.design.identified for p in PARAMS},
+                "identified": self.determined,
+                "poorly_determined": list(self.poorly_determined),
                 "stderr": self.stderr,
                 **({"servers": [s.quality() for s in self.server_fits]} if self.server_fits else {}),
             },

@@ -113,19 +113,23 @@ def _human(result: dict[str, Any]) -> None:
     out = console if console.is_terminal else Console(width=120)
     quality = result["fit"]
     table = Table(title=f"Calibrated cost parameters ({quality['variant']} model, n={quality['servers']} servers)")
-    for col in ("parameter", "value", "±stderr", "reads as", "identified"):
+    for col in ("parameter", "value", "±stderr", "reads as", "determined"):
         table.add_column(col, justify="left" if col in ("parameter", "reads as") else "right")
+    # What each term measured, not what it is assumed to be: on a lab cluster with tmpfs storage β is the
+    # shaped per-server link, not a disk; v is whatever limits one client node (its link, its CPU).
     reads: dict[str, Callable[[float], str]] = {
-        "e": lambda x: f"{x * 1e3:.4g} ms per connection",
-        "v": lambda x: f"{1 / x / MIB:.4g} MiB/s network" if x > 0 else "unbounded",
+        "e": lambda x: f"{x * 1e3:.4g} ms per server message",
+        "v": lambda x: f"{1 / x / MIB:.4g} MiB/s per client node" if x > 0 else "unbounded",
         "alpha_seq": lambda x: f"{x * 1e3:.4g} ms per sequential start",
         "alpha_rand": lambda x: f"{x * 1e3:.4g} ms per random start",
-        "beta": lambda x: f"{1 / x / MIB:.4g} MiB/s disk" if x > 0 else "unbounded",
+        "beta": lambda x: f"{1 / x / MIB:.4g} MiB/s per server" if x > 0 else "unbounded",
     }
+    poor = set(quality.get("poorly_determined", []))
     for name, show in reads.items():
         value = result[name]
-        table.add_row(name, f"{value:.4g}", _fmt(quality["stderr"][name], 2), show(value),
-                      "yes" if quality["identified"][name] else "[red]no[/red]")
+        verdict = "yes" if quality["identified"][name] else "[yellow]poorly[/yellow]" if name in poor \
+            else "[red]no[/red]"
+        table.add_row(name, f"{value:.4g}", _fmt(quality["stderr"][name], 2), show(value), verdict)
     out.print(table)
     out.print(
         f"cells {quality['cells']}   R² {_fmt(quality['r2'])}   RMSE {_fmt(quality['rmse_s'])} s   "
@@ -145,7 +149,7 @@ def _human(result: dict[str, Any]) -> None:
     out.print(cells)
     if result.get("servers"):
         per = Table(title="Per-server storage parameters (empty: inherits the global value)")
-        for col in ("server", "alpha_seq", "alpha_rand", "beta", "disk MiB/s", "cells", "R²", "median rel.err"):
+        for col in ("server", "alpha_seq", "alpha_rand", "beta", "MiB/s", "cells", "R²", "median rel.err"):
             per.add_column(col, justify="right")
         quality = {q["index"]: q for q in result["fit"].get("servers", [])}
         for s in result["servers"]:

@@ -45,7 +45,8 @@ def build(*, name: str | None, namespace: str | None, servers: int | None, servi
           metadata_servers: int | None, fs_name: str | None, fs_id: int | None, port: int | None,
           distribution: str | None, strip_size: int | None, num_groups: int | None,
           group_strip_factor: int | None, num_datafiles: int | None, cluster_domain: str,
-          addresses: list[str] | None, storage_root: str | None, manifest: str | None) -> FsConf:
+          addresses: list[str] | None, storage_root: str | None, manifest: str | None,
+          file_stuffing: bool | None = None, log_file: str | None = None) -> FsConf:
     raw: dict[str, Any] = {}
     if manifest:
         m_name, m_ns, raw = _from_manifest(manifest)
@@ -67,6 +68,8 @@ def build(*, name: str | None, namespace: str | None, servers: int | None, servi
         fs["name"] = fs_name
     if fs_id is not None:
         fs["id"] = fs_id
+    if file_stuffing is not None:
+        fs["fileStuffing"] = file_stuffing
     raw["fs"] = fs
     if port is not None:
         raw["ports"] = {**(raw.get("ports") or {}), "tcp": port}
@@ -82,8 +85,8 @@ def build(*, name: str | None, namespace: str | None, servers: int | None, servi
     parsed = [Address.parse(a) for a in addresses] if addresses else None
     if port is not None and parsed is not None:
         raise InputError("--port", "cannot be combined with --address", "put the port into each --address")
-    return fs_conf_for(spec, name, namespace, Topology.of(spec), service=service, cluster_domain=cluster_domain,
-                       addresses=parsed, storage_root=storage_root)
+    return fs_conf_for(spec, name, namespace, Topology.of(spec), log_file=log_file, service=service,
+                       cluster_domain=cluster_domain, addresses=parsed, storage_root=storage_root)
 
 
 @render_app.command("fs-conf")
@@ -113,6 +116,10 @@ def fs_conf(
         help="read name, namespace and spec from an OrangeFSCluster manifest")] = None,
     mount_path: Annotated[str, typer.Option("--mount-path",
         help="pvfs2tab mount point (in --json)")] = DEFAULT_MOUNT_PATH,
+    file_stuffing: Annotated[bool | None, typer.Option("--file-stuffing/--no-file-stuffing",
+        help="FileStuffing (default: on when every server holds metadata)")] = None,
+    log_file: Annotated[str | None, typer.Option("--log-file",
+        help="LogFile of every server (default /dev/null: servers in the foreground log to stderr)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
 ) -> None:
     """Print the fs.conf the operator would put into the <name>-fs-conf ConfigMap."""
@@ -120,7 +127,8 @@ def fs_conf(
                  metadata_servers=metadata_servers, fs_name=fs_name, fs_id=fs_id, port=port,
                  distribution=distribution, strip_size=strip_size, num_groups=num_groups,
                  group_strip_factor=group_strip_factor, num_datafiles=num_datafiles,
-                 cluster_domain=cluster_domain, addresses=address, storage_root=storage_root, manifest=manifest)
+                 cluster_domain=cluster_domain, addresses=address, storage_root=storage_root, manifest=manifest,
+                 file_stuffing=file_stuffing, log_file=log_file)
     text = render_fs_conf(conf)
     if as_json:
         print_json({

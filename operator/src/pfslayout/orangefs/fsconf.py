@@ -92,11 +92,16 @@ class FsConf:
     data_storage: str = DEFAULT_DATA_STORAGE
     meta_storage: str = DEFAULT_META_STORAGE
     log_file: str = DEFAULT_LOG_FILE
+    stuffing: bool | None = None  # FileStuffing; None: genconfig's rule (see file_stuffing)
 
     @property
     def file_stuffing(self) -> bool:
-        # genconfig's rule: stuffing only when every I/O server also holds metadata, otherwise small
-        # files would pile up on the metadata subset.
+        # Given, or genconfig's rule: stuffing only when every I/O server also holds metadata, otherwise
+        # small files would pile up on the metadata subset. Stuffing keeps a new file on one server until
+        # it grows, so files created through directory hints start out unstriped: a layout experiment (the
+        # performance lab) turns it off.
+        if self.stuffing is not None:
+            return self.stuffing
         return all(s.metadata for s in self.servers)
 
     def pvfs2tab_uri(self) -> str:

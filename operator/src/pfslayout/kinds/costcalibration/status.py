@@ -56,7 +56,8 @@ def fit_block(result: FitResult) -> dict[str, Any]:
         "cells": len(result.cells),
         "rank": result.design.rank,
         "condition": cond if math.isfinite(cond) else -1,
-        "identified": {p: p in result.design.identified for p in PARAMS},
+        "identified": result.determined,
+        "poorlyDetermined": list(result.poorly_determined) or None,
         "standardErrors": {p: v for p, v in result.stderr.items() if v is not None and math.isfinite(v)},
         "warnings": result.warnings[:32],
     }
@@ -75,6 +76,9 @@ def verdict(spec: CostCalibrationSpec, result: FitResult) -> tuple[bool, str, st
     if r2 is None or r2 < spec.fit.min_r_squared:
         return False, "PoorFit", (f"{summary}, below spec.fit.minRSquared {spec.fit.min_r_squared}: the parameters "
                                   "are published but the model explains this platform poorly (see fit.warnings)")
+    if poor := result.poorly_determined:
+        return True, "Fitted", (f"fitted; {', '.join(poor)} poorly determined (standard error at least half the "
+                                f"value: more repetitions would narrow it); {summary}")
     return True, "Fitted", f"all five parameters identified; {summary}"
 
 

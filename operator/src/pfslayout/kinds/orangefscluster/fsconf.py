@@ -72,7 +72,9 @@ def server_entries(spec: OrangeFSClusterSpec, name: str, namespace: str, topolog
 
 
 def fs_conf_for(spec: OrangeFSClusterSpec, name: str, namespace: str, topology: Topology | None = None,
-                **kwargs: object) -> FsConf:
+                log_file: str | None = None, **kwargs: object) -> FsConf:
+    """The FsConf of an OrangeFSCluster; ``log_file`` replaces the default LogFile (servers on one host
+    that should keep a log file each, e.g. the performance lab; the pods log to stderr)."""
     topology = topology or Topology.of(spec)
     d = spec.distribution
     return FsConf(
@@ -82,4 +84,6 @@ def fs_conf_for(spec: OrangeFSClusterSpec, name: str, namespace: str, topology: 
         distribution=Distribution(name=d.name, strip_size=d.strip_size, num_groups=d.num_groups,
                                   group_strip_factor=d.group_strip_factor),
         default_num_dfiles=d.num_datafiles,
+        stuffing=spec.fs.file_stuffing,
+        **({"log_file": log_file} if log_file else {}),
     )
