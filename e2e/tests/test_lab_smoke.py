@@ -120,6 +120,8 @@ def test_up_calibrate_validate_down(lab_env: dict[str, str], tmp_path: Path) -> 
     assert (report_dir / "lab-validate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = results_md.read_text()
     assert "kept text" in md and "e2e/lab/lab validate" in md
+    assert f"e2e/lab/lab up --servers {SERVERS} --rate {RATE_MBIT}mbit" in md  # how the lab itself was made
+    assert "e2e/lab/lab calibrate --sizes 4K,1M --ranks 2" in md
     # Physics only the shaped network produces: 3 ranks × 4 requests of 4 MiB cannot move faster than
     # the two server links allow (tbf's burst adds a little), and the layout that spreads each request
     # over both links (1-DH) moves at least half of that.

@@ -140,6 +140,7 @@ def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration 
     if done.returncode != 0:
         _fail(f"the fit failed: {done.stderr.strip()}", 1)
     fit = json.loads(done.stdout)
+    fit["lab_command"] = _command("calibrate")  # the report quotes how the parameters it scores were made
     (lifecycle.STATE_DIR / "calibration.json").write_text(json.dumps(fit, indent=1))
     if out:
         out.mkdir(parents=True, exist_ok=True)
@@ -172,7 +173,8 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
     fit_path = calibration or lifecycle.STATE_DIR / "calibration.json"
     if not fit_path.exists():
         _fail(f"--calibration: {fit_path} does not exist; run `lab calibrate` first or pass a fit's JSON")
-    params = CostParams.model_validate(json.loads(fit_path.read_text()))
+    fit_doc = json.loads(fit_path.read_text())
+    params = CostParams.model_validate(fit_doc)
     if rounds < 1:
         _fail(f"--rounds {rounds}: at least 1")
     grid = grids.validation(state.servers, sizes=_sizes(sizes), procs=_ints("--procs", procs), requests=requests)
@@ -188,18 +190,32 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
         _fail(str(e), 1)
     measured = merge_measurements([load_measurements(d) for d in docs])
     cells = score.group_cells(measured)
-    setup = {"servers": state.servers, "rate": state.rate, "client_namespaces": state.client_namespaces,
+    quality = fit_doc.get("fit", {})
+    calibrate_command = str(fit_doc.get("lab_command", f"(parameters from {fit_path})"))
+    setup: dict[str, object] = {
+             "servers": state.servers, "rate": state.rate, "client_namespaces": state.client_namespaces,
              "orangefs_version": state.orangefs_version, "commit": _commit(), "rounds": rounds,
-             "requests_per_rank": requests, "calibration": str(fit_path)}
+             "requests_per_rank": requests,
+             "calibration": {"command": calibrate_command,
+                             "cells": quality.get("cells"), "r2": quality.get("r2"),
+                             "poorly_determined": quality.get("poorly_determined", [])}}
     doc = report.build_report(cells, state.servers, params, setup)
     report_dir.mkdir(parents=True, exist_ok=True)
     report.write_report(doc, report_dir / "lab-validate.json")
     report.plot_winners(doc, report_dir / "lab-validate.png")
-    command = "e2e/lab/lab validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    up_command = (f"e2e/lab/lab up --servers {state.servers} --rate {state.rate} "
+                  f"--client-namespaces {state.client_namespaces}")
+    command = "\n".join([up_command, calibrate_command, _command("validate")])
     _replace_section(results_md, report.results_markdown(doc, command))
     typer.echo(f"lab: {doc['cells']} cells, {doc['decisive']} decisive; model right in {doc['correct_decisive']} "
                f"of them, within 3% of the best in {doc['within_3pct']:.0%} of all cells, worst regret "
                f"{doc['worst_regret']:.1%}; report {report_dir / 'lab-validate.json'}")
+
+
+def _command(name: str) -> str:
+    """This invocation as a command line (the arguments after the subcommand's name)."""
+    args = sys.argv[sys.argv.index(name) + 1:] if name in sys.argv else []
+    return " ".join(["e2e/lab/lab", name, *(shlex.quote(a) for a in args)])
 
 
 BEGIN, END = "<!-- lab-validate:begin -->", "<!-- lab-validate:end -->"

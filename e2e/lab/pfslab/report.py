@@ -198,6 +198,17 @@ def _config_label(row: Mapping[str, Any]) -> str:
     return Config(**{k: row[k] for k in Config.__dataclass_fields__}).label()
 
 
+def _calibration_line(cal: Any) -> list[str]:
+    """How the scored parameters were fitted, when the setup says (the lab's own calibration does)."""
+    if not isinstance(cal, Mapping):
+        return []
+    r2 = cal.get("r2")
+    poor = cal.get("poorly_determined") or []
+    text = f"Calibration: {cal.get('cells')} probe cells, R² {r2:.3f}" if isinstance(r2, float) else \
+        f"Calibration: {cal.get('cells')} probe cells"
+    return [text + (f"; poorly determined: {', '.join(poor)}" if poor else "") + ".", ""]
+
+
 def results_markdown(report: Mapping[str, Any], command: str) -> str:
     """A ``docs/results.md`` section: the command, the setup, the fitted model against the baselines, and
     every cell where the model's pick measured more than 3% slower than the best (its misses)."""
@@ -213,8 +224,9 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
         command,
         "```",
         "",
-        "Setup: " + "; ".join(f"{k} {v}" for k, v in setup.items()) + ".",
+        "Setup: " + "; ".join(f"{k} {v}" for k, v in setup.items() if not isinstance(v, Mapping)) + ".",
         "",
+        *_calibration_line(setup.get("calibration")),
         "Fitted parameters: " + ", ".join(f"{k} = {params[k]:.4g}" for k in ("e", "v", "alpha_seq", "alpha_rand",
                                                                              "beta") if k in params) + ".",
         "",
