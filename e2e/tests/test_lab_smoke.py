@@ -85,7 +85,8 @@ def leftovers(env: dict[str, str]) -> list[str]:
 
 
 def test_up_calibrate_validate_down(lab_env: dict[str, str], tmp_path: Path) -> None:
-    done = lab(lab_env, "up", "--servers", str(SERVERS), "--rate", f"{RATE_MBIT}mbit", "--client-namespaces", "1")
+    # two client namespaces: two client nodes, the ranks of one launch spread over both through hydra
+    done = lab(lab_env, "up", "--servers", str(SERVERS), "--rate", f"{RATE_MBIT}mbit", "--client-namespaces", "2")
     assert done.returncode == 0, done.stderr
     state = json.loads(lab(lab_env, "status").stdout)
     assert state["servers"] == SERVERS and len(state["pids"]) == SERVERS
@@ -117,6 +118,8 @@ def test_up_calibrate_validate_down(lab_env: dict[str, str], tmp_path: Path) -> 
     assert report["setup"]["servers"] == SERVERS and report["setup"]["rate"] == f"{RATE_MBIT}mbit"
     # 2 sizes × 1 p × 2 patterns × 2 ops, each a contest of 1-DH against 1-DV
     assert report["cells"] == 8 and report["left_out"] == 0
+    # pfsprobe found two nodes: p = 3 spread over the namespaces puts 2 ranks on the busier one
+    assert {(c["p"], c["m"]) for c in report["per_cell"]} == {(3, 2)}
     assert (report_dir / "lab-validate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = results_md.read_text()
     assert "kept text" in md and "e2e/lab/lab validate" in md
@@ -154,7 +157,7 @@ def test_down_leaves_nothing_after_a_crash(lab_env: dict[str, str]) -> None:
 def test_bad_input_is_one_line_and_builds_nothing(lab_env: dict[str, str]) -> None:
     for args, words in ((["up", "--rate", "200"], "--rate '200': give a number with a tc unit"),
                         (["up", "--servers", "0"], "--servers 0: give at least 1 server"),
-                        (["up", "--client-namespaces", "2"], "--client-namespaces 2"),
+                        (["up", "--client-namespaces", "9"], "--client-namespaces 9: give 0"),
                         (["calibrate"], "no lab is up"),
                         (["validate"], "no lab is up")):
         done = lab(lab_env, *args)

@@ -120,7 +120,7 @@ def _state_and_tools() -> tuple[lifecycle.LabState, runs.Tools]:
 @app.command()
 def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration profile: quick or standard")] = "quick",
               ranks: Annotated[int, typer.Option(
-                  help="ranks of the one client node (p = 1, 2, 4, … up to it)")] = grids.CALIBRATION_PROCS,
+                  help="ranks per client node (p = 1, 2, 4, … up to all nodes' ranks)")] = grids.CALIBRATION_PROCS,
               sizes: Annotated[str | None, typer.Option(help="the profile's request sizes instead, e.g. 4K,1M")] = None,
               out: Annotated[Path | None, typer.Option(help="also copy the probe documents and the fit here")] = None,
               ) -> None:
@@ -130,8 +130,10 @@ def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration 
     work.mkdir(exist_ok=True)
     try:
         docs = []
-        for i, grid in enumerate(grids.calibration(state.servers, profile, ranks, _sizes(sizes) if sizes else None)):
-            docs += runs.run_grid(tools, grid, work, f"grid{i}", state.pvfs2tab, state.client_ns)
+        nodes = max(state.client_namespaces, 1)
+        designed = grids.calibration(state.servers, profile, ranks, _sizes(sizes) if sizes else None, nodes)
+        for i, grid in enumerate(designed):
+            docs += runs.run_grid(tools, grid, work, f"grid{i}", state.pvfs2tab, state.clients(ranks))
     except LabError as e:
         _fail(str(e), 1)
     args = ["calibrate", "--json"] + [a for d in docs for a in ("--measurements", str(d))]
@@ -177,15 +179,18 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
     params = CostParams.model_validate(fit_doc)
     if rounds < 1:
         _fail(f"--rounds {rounds}: at least 1")
-    grid = grids.validation(state.servers, sizes=_sizes(sizes), procs=_ints("--procs", procs), requests=requests)
+    nodes = max(state.client_namespaces, 1)
+    counts = _ints("--procs", procs)
+    grid = grids.validation(state.servers, sizes=_sizes(sizes), procs=counts, requests=requests, nodes=nodes)
     cal_dir = lifecycle.STATE_DIR / "calibrate"
-    cal_grids = [json.loads(p.read_text()) for p in sorted(cal_dir.glob("grid*-p*.grid.json"))]
+    cal_grids = [json.loads(p.read_text()) for p in sorted(cal_dir.glob("grid*.grid.json"))]
     if shared := grids.disjoint(cal_grids, grid):
         _fail(f"the validation grid shares {' and '.join(shared)} with the calibration's: choose other --sizes/--procs")
     work = lifecycle.STATE_DIR / "validate"
     work.mkdir(exist_ok=True)
     try:
-        docs = runs.run_rounds(tools, grid, rounds, work, "validate", state.pvfs2tab, state.client_ns)
+        clients = state.clients(-(-max(counts) // nodes))  # enough ranks per node for the largest p
+        docs = runs.run_rounds(tools, grid, rounds, work, "validate", state.pvfs2tab, clients)
     except LabError as e:
         _fail(str(e), 1)
     measured = merge_measurements([load_measurements(d) for d in docs])
@@ -206,7 +211,8 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
     up_command = (f"e2e/lab/lab up --servers {state.servers} --rate {state.rate} "
                   f"--client-namespaces {state.client_namespaces}")
     command = "\n".join([up_command, calibrate_command, _command("validate")])
-    _replace_section(results_md, report.results_markdown(doc, command))
+    setup_key = f"{state.servers} servers, {state.rate}, {state.client_namespaces} client namespaces"
+    _replace_section(results_md, setup_key, report.results_markdown(doc, command))
     typer.echo(f"lab: {doc['cells']} cells, {doc['decisive']} decisive; model right in {doc['correct_decisive']} "
                f"of them, within 3% of the best in {doc['within_3pct']:.0%} of all cells, worst regret "
                f"{doc['worst_regret']:.1%}; report {report_dir / 'lab-validate.json'}")
@@ -218,16 +224,15 @@ def _command(name: str) -> str:
     return " ".join(["e2e/lab/lab", name, *(shlex.quote(a) for a in args)])
 
 
-BEGIN, END = "<!-- lab-validate:begin -->", "<!-- lab-validate:end -->"
-
-
-def _replace_section(path: Path, body: str) -> None:
-    """Put ``body`` between the lab's markers in ``path`` (appended with them when absent)."""
+def _replace_section(path: Path, setup_key: str, body: str) -> None:
+    """Put ``body`` between this setup's markers in ``path`` (appended with them when absent): one section
+    per lab setup, so runs on 4 and 8 servers, one or two client namespaces, stand side by side."""
+    begin, end = f"<!-- lab-validate {setup_key}: begin -->", f"<!-- lab-validate {setup_key}: end -->"
     text = path.read_text() if path.exists() else "# Results\n"
-    block = f"{BEGIN}\n{body.strip()}\n{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    block = f"{begin}\n{body.strip()}\n{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)

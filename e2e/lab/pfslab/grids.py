@@ -41,10 +41,11 @@ def _cli(*args: str) -> dict[str, Any]:
     return doc
 
 
-def calibration(servers: int, profile: str, ranks: int = CALIBRATION_PROCS,
-                sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
-    """pfsprobe grid files of the designed calibration grid for one client node with ``ranks`` ranks."""
-    args = ["calibrate", "--design", "--servers", str(servers), "--nodes", "1", "--ranks-per-node", str(ranks),
+def calibration(servers: int, profile: str, ranks: int = CALIBRATION_PROCS, sizes: Sequence[int] | None = None,
+                nodes: int = 1) -> list[dict[str, Any]]:
+    """pfsprobe grid files of the designed calibration grid for ``nodes`` client nodes of ``ranks`` ranks
+    (one file per placement: with several nodes, ranks packed on one node and spread over all)."""
+    args = ["calibrate", "--design", "--servers", str(servers), "--nodes", str(nodes), "--ranks-per-node", str(ranks),
             "--profile", profile, "--backend", "pvfs2", "--json"]
     if sizes:
         args += ["--sizes", ",".join(str(s) for s in sizes)]
@@ -57,8 +58,9 @@ def calibration(servers: int, profile: str, ranks: int = CALIBRATION_PROCS,
 def validation(servers: int, *, sizes: Sequence[int] = VALIDATION_SIZES, procs: Sequence[int] = VALIDATION_PROCS,
                requests: int = 16, patterns: Sequence[str] = ("sequential", "random"),
                ops: Sequence[str] = ("write", "read"), sharing: Sequence[str] = ("file-per-process",),
-               ) -> dict[str, Any]:
-    """One pfsprobe grid file (one repetition per cell: the rounds repeat it) over every layout."""
+               nodes: int = 1) -> dict[str, Any]:
+    """One pfsprobe grid file (one repetition per cell: the rounds repeat it) over every layout; with
+    several client nodes the ranks are spread over them (m = ⌈p/nodes⌉), so m differs from p."""
     return {
         "backend": "pvfs2",
         "servers": servers,
@@ -69,7 +71,7 @@ def validation(servers: int, *, sizes: Sequence[int] = VALIDATION_SIZES, procs: 
         "sharing": list(sharing),
         "ops": list(ops),
         "procs": sorted(procs),
-        "placement": "packed",
+        "placement": "spread" if nodes > 1 else "packed",
         "repetitions": 1,
         "requests_per_rank": requests,
     }

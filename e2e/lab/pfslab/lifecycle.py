@@ -19,9 +19,10 @@ from pathlib import Path
 
 from pfslab import net, servers
 from pfslab.net import LabError
-from pfslab.runs import Tools
+from pfslab.runs import Clients, Tools
 
 STATE_DIR = Path(os.environ.get("PFSLAYOUT_LAB_DIR", "/run/pfs-layout-lab"))
+MAX_CLIENT_NAMESPACES = 8
 STORAGE_SIZE = os.environ.get("PFSLAYOUT_LAB_STORAGE", "4g")  # tmpfs; probe files are deleted after each group
 
 
@@ -35,9 +36,8 @@ class LabState:
     namespaces: list[str] = field(default_factory=list)
     started: float = 0.0
 
-    @property
-    def client_ns(self) -> str | None:
-        return net.client(0).netns if self.client_namespaces else None
+    def clients(self, ranks_per_node: int) -> Clients:
+        return Clients(tuple(net.client(j).netns for j in range(self.client_namespaces)), ranks_per_node)
 
     @property
     def pvfs2tab(self) -> Path:
@@ -80,9 +80,9 @@ def orangefs_version(tools: Tools) -> str:
 def up(n_servers: int, rate: str, client_namespaces: int) -> LabState:
     if n_servers < 1:
         raise LabError(f"--servers {n_servers}: give at least 1 server (2 or more to compare layouts)")
-    if client_namespaces not in (0, 1):
-        raise LabError(f"--client-namespaces {client_namespaces}: this lab runs clients in the root namespace (0) "
-                       "or in one client namespace (1); ranks spread over several client namespaces are not built yet")
+    if not 0 <= client_namespaces <= MAX_CLIENT_NAMESPACES:
+        raise LabError(f"--client-namespaces {client_namespaces}: give 0 (clients in the root namespace) to "
+                       f"{MAX_CLIENT_NAMESPACES} (one client node per namespace)")
     net.validate_rate(rate)
     if missing := missing_prerequisites():
         raise LabError("the lab cannot run here: " + "; ".join(missing))

@@ -216,7 +216,8 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
     params = report["params"]
     fitted_name = f"fitted ({params.get('variant', 'corrected')})"
     lines = [
-        "## Does the model pick the measured best layout?",
+        f"## Does the model pick the measured best layout? {setup.get('servers')} servers at {setup.get('rate')}, "
+        f"{setup.get('client_namespaces')} client namespaces",
         "",
         "Produced by:",
         "",

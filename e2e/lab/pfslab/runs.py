@@ -1,11 +1,16 @@
 """pfsprobe launches against the lab's servers.
 
-One ``mpiexec`` per process count p, with exactly p ranks. A single launch with as many ranks as the
-largest p used to leave the ranks outside a cell busy-polling in MPI, which on a small machine slowed
-message-heavy cells 2–3× (measured in the lab: 38 → 114 ms for p = 1); pfsprobe's waiting ranks now
-sleep, but they still cost start-up and a little CPU, and the lab measures nothing it can avoid. With client
-namespaces the launch runs inside the first one, so the clients reach the servers over the bridge like
-a separate client node; otherwise it runs in the root namespace (the bridge's own address).
+With one client node (the root namespace, or one client namespace): one ``mpiexec`` per process count
+p, with exactly p ranks. A single launch with as many ranks as the largest p used to leave the ranks
+outside a cell busy-polling in MPI, which on a small machine slowed message-heavy cells 2–3× (measured in
+the lab: 38 → 114 ms for p = 1); pfsprobe's waiting ranks now sleep, but they still cost start-up and a
+little CPU, and the lab measures nothing it can avoid.
+
+With several client namespaces, each is a client node: one launch of the whole world (ranks per node in
+every namespace), because pfsprobe's placements (packed, spread) choose ranks across nodes. MPICH's
+hydra starts one proxy per namespace through ``e2e/lab/netns-launch`` (its "ssh"), every process talks
+over its namespace's ``eth0`` on the lab's bridge, and pfsprobe sees one node per namespace (hydra's
+hosts are the namespaces' names).
 """
 
 from __future__ import annotations
@@ -20,6 +25,30 @@ from pathlib import Path
 from typing import Any
 
 from pfslab.net import LabError, in_ns
+
+NETNS_LAUNCH = Path(__file__).resolve().parents[1] / "netns-launch"
+
+
+@dataclass(frozen=True)
+class Clients:
+    """Where the probe's ranks run: the root namespace (no namespaces), or one node per namespace."""
+
+    namespaces: tuple[str, ...] = ()
+    ranks_per_node: int = 1
+
+    @property
+    def nodes(self) -> int:
+        return max(len(self.namespaces), 1)
+
+    def mpiexec_argv(self, mpiexec: str) -> list[str]:
+        """``mpiexec`` with what places the ranks: in the client namespace, or one node per namespace."""
+        if not self.namespaces:
+            return [mpiexec]
+        argv = in_ns(self.namespaces[0], mpiexec)
+        if len(self.namespaces) > 1:
+            hosts = ",".join(f"{ns}:{self.ranks_per_node}" for ns in self.namespaces)
+            argv += ["-launcher", "ssh", "-launcher-exec", str(NETNS_LAUNCH), "-hosts", hosts, "-iface", "eth0"]
+        return argv
 
 
 @dataclass(frozen=True)
@@ -53,12 +82,10 @@ class Tools:
         return env
 
 
-def launch(tools: Tools, nprocs: int, grid_file: Path, out: Path, pvfs2tab: Path, client_ns: str | None,
+def launch(tools: Tools, nprocs: int, grid_file: Path, out: Path, pvfs2tab: Path, clients: Clients,
            timeout: float = 3600) -> None:
-    argv = [str(tools.mpich / "bin" / "mpiexec"), "-n", str(nprocs), str(tools.pfsprobe), "--grid", str(grid_file),
-            "--out", str(out)]
-    if client_ns:
-        argv = in_ns(client_ns, *argv)
+    argv = [*clients.mpiexec_argv(str(tools.mpich / "bin" / "mpiexec")), "-n", str(nprocs), str(tools.pfsprobe),
+            "--grid", str(grid_file), "--out", str(out)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=tools.env(pvfs2tab), check=False)
     if done.returncode != 0:
         raise LabError(f"pfsprobe with {nprocs} ranks failed (exit {done.returncode}): "
@@ -66,8 +93,15 @@ def launch(tools: Tools, nprocs: int, grid_file: Path, out: Path, pvfs2tab: Path
 
 
 def run_grid(tools: Tools, grid: dict[str, Any], work: Path, tag: str, pvfs2tab: Path,
-             client_ns: str | None) -> list[Path]:
-    """Run a pfsprobe grid file with one launch per process count; returns the pfsprobe/1 documents."""
+             clients: Clients) -> list[Path]:
+    """Run a pfsprobe grid file — one launch per process count on one node, one launch of the whole
+    world on several — and return the pfsprobe/1 documents, one per process count."""
+    if clients.nodes > 1:
+        grid_file = work / f"{tag}.grid.json"
+        grid_file.write_text(json.dumps(grid, indent=1))
+        whole = work / f"{tag}.json"
+        launch(tools, clients.nodes * clients.ranks_per_node, grid_file, whole, pvfs2tab, clients)
+        return split_by_p(json.loads(whole.read_text()), grid["procs"], work, tag)
     outs = []
     for p in grid["procs"]:
         one = copy.deepcopy(grid)
@@ -75,16 +109,28 @@ def run_grid(tools: Tools, grid: dict[str, Any], work: Path, tag: str, pvfs2tab:
         grid_file = work / f"{tag}-p{p}.grid.json"
         grid_file.write_text(json.dumps(one, indent=1))
         out = work / f"{tag}-p{p}.json"
-        launch(tools, p, grid_file, out, pvfs2tab, client_ns)
+        launch(tools, p, grid_file, out, pvfs2tab, clients)
+        outs.append(out)
+    return outs
+
+
+def split_by_p(doc: dict[str, Any], procs: list[int], work: Path, tag: str) -> list[Path]:
+    """One pfsprobe/1 document per process count, as the one-node launches write them."""
+    outs = []
+    for p in procs:
+        one = copy.deepcopy(doc)
+        one["cells"] = [c for c in doc["cells"] if c["p"] == p]
+        out = work / f"{tag}-p{p}.json"
+        out.write_text(json.dumps(one, indent=1))
         outs.append(out)
     return outs
 
 
 def run_rounds(tools: Tools, grid: dict[str, Any], rounds: int, work: Path, tag: str, pvfs2tab: Path,
-               client_ns: str | None) -> list[Path]:
+               clients: Clients) -> list[Path]:
     """The grid ``rounds`` times, one repetition per cell per round, merged into one pfsprobe/1 document
     per process count whose cells carry every round's time (median and spread over the rounds)."""
-    per_round = [run_grid(tools, grid, work, f"{tag}-r{r}", pvfs2tab, client_ns) for r in range(rounds)]
+    per_round = [run_grid(tools, grid, work, f"{tag}-r{r}", pvfs2tab, clients) for r in range(rounds)]
     merged = []
     for i, p in enumerate(grid["procs"]):
         docs = [json.loads(outs[i].read_text()) for outs in per_round]
