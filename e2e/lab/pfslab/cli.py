@@ -18,6 +18,7 @@ import typer
 
 from pfslab import grids, lifecycle, runs
 from pfslab.net import LabError
+from pfslab.product import pfslayout_json
 
 REPO = Path(__file__).resolve().parents[3]
 MISSING_EXIT = 3  # `lab check`: the machine cannot run the lab (the test skips on it)
@@ -136,12 +137,10 @@ def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration 
             docs += runs.run_grid(tools, grid, work, f"grid{i}", state.pvfs2tab, state.clients(ranks))
     except LabError as e:
         _fail(str(e), 1)
-    args = ["calibrate", "--json"] + [a for d in docs for a in ("--measurements", str(d))]
-    done = subprocess.run([sys.executable, "-c", "from pfslayout.cli import main; main()", *args], capture_output=True,
-                          text=True, timeout=300, check=False)
-    if done.returncode != 0:
-        _fail(f"the fit failed: {done.stderr.strip()}", 1)
-    fit = json.loads(done.stdout)
+    try:
+        fit = pfslayout_json("calibrate", "--json", *[a for d in docs for a in ("--measurements", str(d))])
+    except LabError as e:
+        _fail(f"the fit failed: {e}", 1)
     fit["lab_command"] = _command("calibrate")  # the report quotes how the parameters it scores were made
     (lifecycle.STATE_DIR / "calibration.json").write_text(json.dumps(fit, indent=1))
     if out:

@@ -11,13 +11,10 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pfslab.net import LabError
+from pfslab.product import pfslayout_json
 from pfslab.servers import MOUNT
 from pfslayout.calibration.grid import layout_key, useful_groups
 
@@ -32,15 +29,6 @@ def targets(servers: int, tag: str) -> dict[str, str]:
     return {k: f"{MOUNT}/{tag}/{k.replace(':', '-g')}" for k in keys}
 
 
-def _cli(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", "from pfslayout.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=300, check=False)
-    if done.returncode != 0:
-        raise LabError(f"pfslayout {' '.join(args[:2])} failed: {done.stderr.strip()}")
-    doc: dict[str, Any] = json.loads(done.stdout)
-    return doc
-
-
 def calibration(servers: int, profile: str, ranks: int = CALIBRATION_PROCS, sizes: Sequence[int] | None = None,
                 nodes: int = 1) -> list[dict[str, Any]]:
     """pfsprobe grid files of the designed calibration grid for ``nodes`` client nodes of ``ranks`` ranks
@@ -51,7 +39,7 @@ def calibration(servers: int, profile: str, ranks: int = CALIBRATION_PROCS, size
         args += ["--sizes", ",".join(str(s) for s in sizes)]
     for key, path in targets(servers, "calibrate").items():
         args += ["--target", f"{key}={path}"]
-    grids: list[dict[str, Any]] = _cli(*args)["pfsprobe_grids"]
+    grids: list[dict[str, Any]] = pfslayout_json(*args)["pfsprobe_grids"]
     return grids
 
 

@@ -12,18 +12,17 @@ exactly them.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pwd
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from pfslab.net import Endpoint, LabError, in_ns
+from pfslab.product import pfslayout_json
 from pfslayout.orangefs.commands import server_args, storage_init_script
 from pfslayout.orangefs.fsconf import parse_fs_conf
 
@@ -40,11 +39,7 @@ def render(servers: list[Endpoint], storage: Path) -> dict[str, Any]:
             "--storage-root", str(storage), "--mount-path", MOUNT, "--no-file-stuffing", "--json"]
     for end in servers:
         args += ["--address", f"{end.ip}:{PORT}"]
-    done = subprocess.run([sys.executable, "-c", "from pfslayout.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
-    if done.returncode != 0:
-        raise LabError(f"pfslayout render fs-conf failed: {done.stderr.strip()}")
-    doc: dict[str, Any] = json.loads(done.stdout)
+    doc: dict[str, Any] = pfslayout_json(*args)
     return doc
 
 
