@@ -12,6 +12,9 @@ lab=$here/lab
 # shaping can give (about a quarter of a core per 200 Mbit/s), and the clients would be CPU-bound.
 all="4s-200mbit-1c 4s-200mbit-2c 8s-100mbit-1c 8s-100mbit-2c"
 setups=${*:-$all}
+if [ -z "${ORANGEFS_PREFIX:-}" ] || [ -z "${PFSLAYOUT_MPICH_PREFIX:-}" ] || [ -z "${PFSLAYOUT_SHIM_PREFIX:-}" ]; then
+  eval "$("$repo/images/build/host.sh" env)"  # OrangeFS, MPICH and pfsprobe, built once per machine
+fi
 "$lab" check
 trap '"$lab" down >/dev/null 2>&1 || true' EXIT
 for setup in $setups; do
