@@ -15,6 +15,7 @@ setups=${*:-$all}
 if [ -z "${ORANGEFS_PREFIX:-}" ] || [ -z "${PFSLAYOUT_MPICH_PREFIX:-}" ] || [ -z "${PFSLAYOUT_SHIM_PREFIX:-}" ]; then
   eval "$("$repo/images/build/host.sh" env)"  # OrangeFS, MPICH and pfsprobe, built once per machine
 fi
+cd "$repo"  # the reports quote their command lines: relative paths read the same in every checkout
 "$lab" check
 trap '"$lab" down >/dev/null 2>&1 || true' EXIT
 for setup in $setups; do
@@ -26,10 +27,9 @@ for setup in $setups; do
   "$lab" up --servers "$servers" --rate "$rate" --client-namespaces "$k"
   # calibration: p = 1, 2, 4 on one node; with two nodes up to 8 (packed and spread)
   "$lab" calibrate --ranks 4
-  "$lab" validate --report-dir "$repo/docs/results/setups/$setup"
+  "$lab" validate --report-dir "docs/results/setups/$setup"
   if [ "$setup" = 4s-200mbit-1c ]; then
-    cp "$repo/docs/results/setups/$setup/lab-validate.json" "$repo/docs/results/setups/$setup/lab-validate.png" \
-       "$repo/docs/results/"
+    cp "docs/results/setups/$setup/lab-validate.json" "docs/results/setups/$setup/lab-validate.png" docs/results/
   fi
   "$lab" down
 done
