@@ -20,6 +20,10 @@ from pfslayout.errors import InputError
 MIB = 1 << 20
 
 _PARAM_NAMES = ("e", "v", "alpha_seq", "alpha_rand", "beta")
+# Per-operation terms (issue 13, docs/cost-model.md "Reads and writes"): when set, e and beta are the read
+# values and these the write values; unset, e and beta serve both operations (the five-parameter form).
+WRITE_PARAM_NAMES = ("e_write", "beta_write")
+OPS = ("read", "write")
 
 
 def _check_finite(value: float | None, info: Any) -> float | None:
@@ -72,8 +76,40 @@ class CostParams(BaseModel):
         default=None, description="per-server overrides, one entry per server in server order"
     )
     shuffle: ShuffleParams | None = Field(default=None, description="004 shuffle constants (collective I/O)")
+    e_write: float | None = Field(default=None, ge=0, description="e of a write when writes cost differently, s")
+    beta_write: float | None = Field(default=None, ge=0,
+                                     description="beta of a write when writes cost differently, s/byte")
 
-    _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta")(_check_finite)
+    _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write")(_check_finite)
+
+    @property
+    def per_op(self) -> bool:
+        """True when writes have their own e or beta (else one value serves both operations)."""
+        return self.e_write is not None or self.beta_write is not None
+
+    def for_op(self, op: str) -> CostParams:
+        """The five-parameter form one operation is costed with: ``read`` keeps e and beta, ``write`` takes
+        e_write and beta_write where set. Per-server overrides and shuffle constants are kept."""
+        if op not in OPS:
+            raise InputError("op", f"unknown operation {op!r}", "use read or write")
+        if not self.per_op:
+            return self
+        update: dict[str, Any] = {"e_write": None, "beta_write": None}
+        if op == "write":
+            update |= {"e": self.e if self.e_write is None else self.e_write,
+                       "beta": self.beta if self.beta_write is None else self.beta_write}
+        return self.model_copy(update=update)
+
+    def mixed(self, read_fraction: float) -> CostParams:
+        """The five-parameter form of a workload whose requests are ``read_fraction`` reads: e and beta
+        averaged by operation. Exact for the trace total when reads and writes share their (p, m, size)
+        mix, since every term is linear in e and beta."""
+        if not self.per_op:
+            return self
+        rf = min(max(float(read_fraction), 0.0), 1.0)
+        w = self.for_op("write")
+        return self.model_copy(update={"e": rf * self.e + (1 - rf) * w.e, "beta": rf * self.beta + (1 - rf) * w.beta,
+                                       "e_write": None, "beta_write": None})
 
     def for_server(self, index: int) -> CostParams:
         """The effective parameters of server ``index`` (global values with its overrides applied)."""
@@ -99,7 +135,10 @@ class CostParams(BaseModel):
         return b_a, b_e, given.gamma if given.gamma is not None else self.e
 
     def scalars(self) -> dict[str, float]:
-        return {k: float(getattr(self, k)) for k in _PARAM_NAMES}
+        """The five parameters, plus e_write/beta_write when set."""
+        out = {k: float(getattr(self, k)) for k in _PARAM_NAMES}
+        out |= {k: float(v) for k in WRITE_PARAM_NAMES if (v := getattr(self, k)) is not None}
+        return out
 
 
 # 003 Table 3 (= 000 Table 4). alpha and beta are the same on both networks.
