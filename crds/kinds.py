@@ -150,7 +150,7 @@ def orangefs_cluster_spec() -> Schema:
         "auto": boolean("Create a CostCalibration `<name>-calibration` when the cluster first becomes "
                         "Ready.", default=True),
         "profile": string("Grid of the automatic calibration (`pfslayout.calibration.PROFILES`, "
-                          "`pfslayout calibrate --design --profile`): `quick` (4 KiB and 1 MiB requests, the 12 "
+                          "`pfslayout calibrate --design --profile`): `quick` (8 KiB and 1 MiB requests, the 12 "
                           "most informative configurations, 3 repetitions: minutes) or `standard` (the "
                           "CostCalibration default grid: 4 KiB to 4 MiB, the full factorial, 5 repetitions).",
                           enum=["quick", "standard"], default="quick"),
@@ -303,8 +303,17 @@ def params_fields(per_server: bool) -> dict[str, Schema]:
         "v": number("Network transfer time per byte v, seconds/byte.", minimum=0),
         "alpha_seq": number("Storage start-up time α for sequential access, seconds.", minimum=0),
         "alpha_rand": number("Storage start-up time α for random access, seconds.", minimum=0),
-        "beta": number("Storage read/write time per byte β, seconds/byte.", minimum=0),
+        "beta": number("Storage read/write time per byte β, seconds/byte (of reads, when `beta_write` is "
+                       "set).", minimum=0),
     }
+    if not per_server:
+        # per-operation terms (issue 13): set only when the fit separated writes from reads
+        fields |= {
+            "e_write": number("Connection set-up time of a write, seconds; absent: `e` serves both "
+                              "operations.", minimum=0),
+            "beta_write": number("Storage time per byte of a write, seconds/byte; absent: `beta` serves both "
+                                 "operations.", minimum=0),
+        }
     if per_server:
         fields = {"index": integer("Server ordinal.", minimum=0, maximum=MAX_SERVERS - 1)} | fields
     return fields
@@ -317,15 +326,17 @@ def fit_quality() -> Schema:
         "maxRelativeError": number("Largest |measured − predicted| / measured.", minimum=0),
         "medianRelativeError": number("Median |measured − predicted| / measured.", minimum=0),
         "cells": integer("Grid cells measured and fitted.", minimum=0),
-        "rank": integer("Rank of the design matrix (5 when every parameter is identified).", minimum=0),
+        "rank": integer("Rank of the design matrix (5 when every parameter is identified; 6 or 7 with "
+                        "per-operation write terms).", minimum=0),
         "condition": number("Condition number of the column-scaled design matrix (-1: infinite).", minimum=-1),
         "identified": {"type": "object", "description": "Per parameter, whether the grid identifies it and "
                        "the measurements pin it down (false for a poorly determined one).",
                        "additionalProperties": {"type": "boolean"}},
         "poorlyDetermined": array("Parameters the grid identifies but whose standard error is at least half "
                                   "the fitted value: measure more repetitions or requests per rank.",
-                                  string("A parameter name.", enum=["e", "v", "alpha_seq", "alpha_rand", "beta"]),
-                                  maxItems=5),
+                                  string("A parameter name.", enum=["e", "v", "alpha_seq", "alpha_rand", "beta",
+                                                                    "e_write", "beta_write"]),
+                                  maxItems=7),
         "standardErrors": {"type": "object", "description": "Per parameter, the linearised 1σ standard "
                            "error (same unit as the parameter; absent when not identified).",
                            "additionalProperties": {"type": "number"}},

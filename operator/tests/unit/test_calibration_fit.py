@@ -33,10 +33,12 @@ def test_recovers_parameters_from_noisy_probe(truth: CostParams, platform: tuple
     grid = design_grid(*platform)
     doc = simulate_probe(grid, truth, noise=0.03, seed=3)
     result = fit(parse_probe(doc, "synthetic.json"))
+    # 3 % noise on a few hundred cells: every parameter within 10 % — 15 % on 2 servers, where a 4 KiB
+    # request on 1-DH touches one server (its strip is 4 KiB) and so adds no row 1-DV does not have
+    tolerance = 0.15 if platform[0] == 2 else 0.10
     for name in NAMES:
         got, want = getattr(result.params, name), getattr(truth, name)
-        # 3 % noise on a few hundred cells: every parameter within 10 %
-        assert got == pytest.approx(want, rel=0.10), name
+        assert got == pytest.approx(want, rel=tolerance), name
         # and the reported standard error is honest: within 5 σ of the truth
         assert abs(got - want) < 5 * result.stderr[name] + 1e-15, name
     assert result.r2 is not None and result.r2 > 0.99

@@ -3,19 +3,46 @@
 For a fixed cell the model time of one repetition is ``requests_per_rank × (ce·e + cv·v + ca·α + cb·β)``
 with α = α_seq or α_rand by pattern, and ce, cv, ca, cb from ``pfslayout.costmodel.coefficients`` — the
 same function the planner costs with, so fit and prediction cannot disagree about the table.
+
+Two refinements (issue 13, docs/cost-model.md):
+* A cell is costed as the layout its requests *behave* as once the file is realised by the one rule the
+  probe, the planner's hints and the operator share (``planner.classify.realised_as``): a request smaller
+  than the layout's strip touches fewer servers. Corrected variant only (``printed`` is 003 as printed).
+* ``split`` gives writes their own columns: with ``("e", "beta")`` a write cell's message and per-byte
+  coefficients go to ``e_write`` and ``beta_write`` instead of ``e`` and ``beta``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from pfslayout.costmodel import coefficients
+from pfslayout.costmodel import CostParams, coefficients
+from pfslayout.planner.classify import realised_as
 
 PARAMS = ("e", "v", "alpha_seq", "alpha_rand", "beta")
+SPLITTABLE = ("e", "beta")  # the terms writes may have their own value of (lab-facts: ~1.5× per message)
+
+
+def columns(split: Iterable[str] = ()) -> tuple[str, ...]:
+    """The design's columns: the five parameters, then ``<p>_write`` for each split one."""
+    chosen = set(split)
+    if chosen - set(SPLITTABLE):
+        raise ValueError(f"only {SPLITTABLE} can be split by operation (got {sorted(chosen)})")
+    return PARAMS + tuple(f"{p}_write" for p in SPLITTABLE if p in chosen)
+
+
+def split_of(params: CostParams) -> tuple[str, ...]:
+    """Which terms ``params`` gives writes their own value of."""
+    return tuple(p for p in SPLITTABLE if getattr(params, f"{p}_write") is not None)
+
+
+def vector(params: CostParams, cols: Sequence[str]) -> np.ndarray:
+    """The parameter values in the order of ``cols`` (the design's columns)."""
+    return np.array([float(getattr(params, c)) for c in cols], dtype=np.float64)
 
 
 class CellLike(Protocol):
@@ -56,16 +83,36 @@ class CellConfig:
         return self.pattern == "random"
 
 
-def design_matrix(cells: Iterable[CellLike], servers: int, variant: str = "corrected") -> np.ndarray:
-    """Rows = cells, columns = (e, v, α_seq, α_rand, β); entry = seconds per unit of that parameter."""
+def design_matrix(cells: Iterable[CellLike], servers: int, variant: str = "corrected",
+                  split: Iterable[str] = ()) -> np.ndarray:
+    """Rows = cells, columns = ``columns(split)`` (e, v, α_seq, α_rand, β, then any write columns); entry =
+    seconds per unit of that parameter. A cell without ``sharing`` is a file-per-process cell, one
+    without ``op`` a read."""
+    cols = columns(split)
+    at = {c: i for i, c in enumerate(cols)}
     rows = []
     for c in cells:
-        co = coefficients(c.layout, c.p, servers, c.m, c.request_size, c.g, variant=variant)
+        layout, g = c.layout, c.g
+        if variant == "corrected":  # ``printed`` is 003's table as printed, realisation is ours
+            layout, g = realised_as(layout, g, servers, getattr(c, "sharing", "file-per-process"), c.request_size)
+        co = coefficients(layout, c.p, servers, c.m, c.request_size, g, variant=variant)
         k = float(c.requests_per_rank)
         ca = float(co.ca)
-        rows.append([k * float(co.ce), k * float(co.cv), 0.0 if c.random else k * ca, k * ca if c.random else 0.0,
-                     k * float(co.cb)])
-    return np.asarray(rows, dtype=np.float64).reshape(-1, len(PARAMS))
+        write = getattr(c, "op", "read") == "write"
+        row = [0.0] * len(cols)
+        row[at["e_write" if write and "e_write" in at else "e"]] = k * float(co.ce)
+        row[at["v"]] = k * float(co.cv)
+        row[at["alpha_rand" if c.random else "alpha_seq"]] = k * ca
+        row[at["beta_write" if write and "beta_write" in at else "beta"]] = k * float(co.cb)
+        rows.append(row)
+    return np.asarray(rows, dtype=np.float64).reshape(-1, len(cols))
+
+
+def model_times(cells: Iterable[CellLike], servers: int, params: CostParams, variant: str = "corrected") -> np.ndarray:
+    """Seconds of one repetition of each cell under ``params``: the design's rows times the parameters, so
+    predictions and the fit cannot disagree (write terms used where ``params`` has them)."""
+    split = split_of(params)
+    return np.asarray(design_matrix(cells, servers, variant, split) @ vector(params, columns(split)))
 
 
 @dataclass(frozen=True)
@@ -76,11 +123,12 @@ class Identifiability:
     condition: float  # of the column-scaled matrix over its non-zero columns; inf when rank-deficient
     unused: tuple[str, ...]  # parameters no cell exercises (all-zero column)
     confounded: tuple[tuple[str, ...], ...]  # groups only identifiable as a combination
+    names: tuple[str, ...] = PARAMS  # the columns, in order
 
     @property
     def identified(self) -> tuple[str, ...]:
         bad = set(self.unused) | {p for group in self.confounded for p in group}
-        return tuple(p for p in PARAMS if p not in bad)
+        return tuple(p for p in self.names if p not in bad)
 
     def warnings(self) -> list[str]:
         out = [f"{p}: not identified — no cell exercises it, so its fitted value carries no information"
@@ -91,20 +139,23 @@ class Identifiability:
         return out
 
 
-def identifiability(matrix: np.ndarray, tol: float = 1e-9) -> Identifiability:
+def identifiability(matrix: np.ndarray, tol: float = 1e-9, names: Sequence[str] = PARAMS) -> Identifiability:
     """Rank and conditioning of a (weighted) design matrix, and which parameters it cannot identify."""
+    names = tuple(names)
+    if matrix.shape[1] != len(names):
+        raise ValueError(f"{matrix.shape[1]} columns for {len(names)} names")
     scale = np.linalg.norm(matrix, axis=0)
     used = scale > 0
-    unused = tuple(p for p, u in zip(PARAMS, used) if not u)
+    unused = tuple(p for p, u in zip(names, used) if not u)
     if not np.any(used):
-        return Identifiability(0, float("inf"), unused, ())
+        return Identifiability(0, float("inf"), unused, (), names)
     scaled = matrix[:, used] / scale[used]
     _, sv, vt = np.linalg.svd(scaled, full_matrices=True)
     sv_full = np.zeros(vt.shape[0])
     sv_full[: sv.size] = sv
     small = sv_full <= tol * sv_full.max()
     rank = int(np.count_nonzero(~small))
-    names = [p for p, u in zip(PARAMS, used) if u]
+    used_names = [p for p, u in zip(names, used) if u]
     # The projector onto the null space does not depend on which basis the SVD returned: parameter j is
     # identified iff its diagonal entry is 0, and two parameters are confounded together iff linked
     # through non-zero off-diagonal entries (connected components).
@@ -113,7 +164,7 @@ def identifiability(matrix: np.ndarray, tol: float = 1e-9) -> Identifiability:
     link = np.abs(proj) > 1e-6
     confounded: list[tuple[str, ...]] = []
     seen: set[int] = set()
-    for j in range(len(names)):
+    for j in range(len(used_names)):
         if j in seen or not link[j, j]:
             continue
         component, frontier = {j}, [j]
@@ -124,6 +175,6 @@ def identifiability(matrix: np.ndarray, tol: float = 1e-9) -> Identifiability:
                     component.add(int(nxt))
                     frontier.append(int(nxt))
         seen |= component
-        confounded.append(tuple(names[i] for i in sorted(component)))
-    condition = float("inf") if rank < len(names) else float(sv_full.max() / sv_full.min())
-    return Identifiability(rank, condition, unused, tuple(confounded))
+        confounded.append(tuple(used_names[i] for i in sorted(component)))
+    condition = float("inf") if rank < len(used_names) else float(sv_full.max() / sv_full.min())
+    return Identifiability(rank, condition, unused, tuple(confounded), names)

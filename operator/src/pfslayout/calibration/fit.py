@@ -1,5 +1,10 @@
 """Fit e, v, α_seq, α_rand, β from measured cells by non-negative least squares.
 
+Per operation (issue 13): when the cells measure both reads and writes, writes may get their own e and β
+(``e_write``, ``beta_write``). ``fit`` tries the split forms first — both terms, then e alone, then β
+alone — and keeps the first whose write terms the grid identifies and the measurements pin down (not
+poorly determined, not at the bound 0); else the five-parameter form, with a warning saying why.
+
 Rows are weighted by 1/measured time by default, so the fit minimises *relative* error: a probe grid
 spans milliseconds to seconds, and unweighted least squares would let the largest cells decide alone.
 Columns are scaled to unit norm before ``scipy.optimize.nnls`` (v and β are ~1e-8 s/byte, e and α
@@ -13,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from pfslayout.calibration.design import PARAMS, Identifiability, design_matrix, identifiability
+from pfslayout.calibration.design import PARAMS, Identifiability, columns, design_matrix, identifiability
 from pfslayout.calibration.measurements import Measurements
 from pfslayout.costmodel import VARIANTS, CostParams
 from pfslayout.errors import InputError
@@ -44,12 +49,18 @@ class FitResult:
     source_format: str = ""
     path: str = ""
     server_fits: list[Any] = field(default_factory=list)  # per_server.ServerFit, when per-server probes were given
+    split_note: str = ""  # why writes did or did not get their own e/β
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The fitted parameters: the five, then e_write/beta_write when writes got their own."""
+        return self.design.names
 
     @property
     def poorly_determined(self) -> tuple[str, ...]:
         """Identified, positive parameters whose standard error is comparable to the value."""
         values = self.params.scalars()
-        return tuple(p for p in PARAMS if p in self.design.identified and values[p] > 0
+        return tuple(p for p in self.columns if p in self.design.identified and values[p] > 0
                      and (se := self.stderr.get(p)) is not None and se >= POORLY_DETERMINED * values[p])
 
     @property
@@ -57,7 +68,7 @@ class FitResult:
         """Per parameter: identified by the grid and pinned down by the measurements (what reports call
         "identified")."""
         poor = self.poorly_determined
-        return {p: p in self.design.identified and p not in poor for p in PARAMS}
+        return {p: p in self.design.identified and p not in poor for p in self.columns}
 
     @property
     def warnings(self) -> list[str]:
@@ -95,6 +106,7 @@ class FitResult:
                 "identified": self.determined,
                 "poorly_determined": list(self.poorly_determined),
                 "stderr": self.stderr,
+                "per_operation": self.split_note,
                 **({"servers": [s.quality() for s in self.server_fits]} if self.server_fits else {}),
             },
             "warnings": self.warnings,
@@ -113,9 +125,10 @@ class FitResult:
 
 def fit(measurements: Measurements, *, variant: str = "corrected", weighting: str = "relative",
         per_server: dict[int, Measurements] | None = None) -> FitResult:
-    """The global fit; with ``per_server`` ({server index: that server's pinned probe}) also each server's
-    α_seq, α_rand and β with e and v held at the global values (``pfslayout.calibration.per_server``)."""
-    result = _fit_global(measurements, variant=variant, weighting=weighting)
+    """The global fit (per operation where the measurements support it, see the module's docstring); with
+    ``per_server`` ({server index: that server's pinned probe}) also each server's α_seq, α_rand and β with e
+    and v held at the global values (``pfslayout.calibration.per_server``)."""
+    result = _fit_per_op(measurements, variant=variant, weighting=weighting)
     if per_server:
         from pfslayout.calibration.per_server import fit_server, with_servers
 
@@ -125,7 +138,47 @@ def fit(measurements: Measurements, *, variant: str = "corrected", weighting: st
     return result
 
 
-def _fit_global(measurements: Measurements, *, variant: str, weighting: str) -> FitResult:
+SPLITS: tuple[tuple[str, ...], ...] = (("e", "beta"), ("e",), ("beta",))
+# A write term is kept only when it differs from the read term by more than this many standard errors of
+# the difference: measurements that do not tell the operations apart keep the five-parameter form.
+SEPARATION = 2.0
+
+
+def _differs(trial: FitResult, p: str) -> bool:
+    read, write = getattr(trial.params, p), getattr(trial.params, p + "_write")
+    se_r, se_w = trial.stderr.get(p), trial.stderr.get(p + "_write")
+    if se_r is None or se_w is None:
+        return False
+    return bool(abs(write - read) > SEPARATION * float(np.hypot(se_r, se_w)))
+
+
+def _fit_per_op(measurements: Measurements, *, variant: str, weighting: str) -> FitResult:
+    five = _fit_global(measurements, variant=variant, weighting=weighting)
+    ops = {c.op for c in measurements.cells}
+    if ops != {"read", "write"}:
+        five.split_note = "one value per term for both operations: the cells measure only " + ", ".join(sorted(ops))
+        return five
+    rejected = []
+    for split in SPLITS:
+        trial = _fit_global(measurements, variant=variant, weighting=weighting, split=split)
+        mine = [f"{p}_write" for p in split] + list(split)
+        poor = set(trial.poorly_determined)
+        bad = [p for p in mine if p not in trial.design.identified or p in poor or p in trial.at_bound]
+        same = [p for p in split if not bad and not _differs(trial, p)]
+        if not bad and not same:
+            trial.split_note = "writes have their own " + " and ".join(split) + " (" + ", ".join(
+                f"{p}_write/{p} = {getattr(trial.params, p + '_write') / getattr(trial.params, p):.3g}"
+                for p in split) + ")"
+            return trial
+        why = (f"{', '.join(bad)} not determined" if bad else
+               f"{', '.join(p + '_write' for p in same)} within {SEPARATION:g} standard errors of the read value")
+        rejected.append(f"{'+'.join(split)}: {why}")
+    five.split_note = ("one value per term for both operations; per-operation fits rejected ("
+                       + "; ".join(rejected) + ")")
+    return five
+
+
+def _fit_global(measurements: Measurements, *, variant: str, weighting: str, split: tuple[str, ...] = ()) -> FitResult:
     if variant not in VARIANTS:
         raise InputError("--variant", f"unknown variant {variant!r}", f"use one of {', '.join(VARIANTS)}")
     if weighting not in WEIGHTINGS:
@@ -143,14 +196,15 @@ def _fit_global(measurements: Measurements, *, variant: str, weighting: str) -> 
         w = 1.0 / y
     else:
         w = np.ones_like(y)
-    A = design_matrix(cells, measurements.servers, variant)
+    cols = columns(split)
+    A = design_matrix(cells, measurements.servers, variant, split)
     Aw = A * w[:, None]
-    design = identifiability(Aw)
+    design = identifiability(Aw, names=cols)
     scale = np.linalg.norm(Aw, axis=0)
     scale[scale == 0] = 1.0
     from scipy.optimize import nnls  # here: scipy costs the operator ~40 MB until a fit runs
 
-    xs, _ = nnls(Aw / scale, y * w, maxiter=50 * len(PARAMS))
+    xs, _ = nnls(Aw / scale, y * w, maxiter=50 * len(cols))
     x = xs / scale
     predicted = A @ x
     residual = y - predicted
@@ -158,9 +212,9 @@ def _fit_global(measurements: Measurements, *, variant: str, weighting: str) -> 
     r2 = None if len(y) < 2 or ss_tot == 0 else 1.0 - float(np.sum(residual**2)) / ss_tot
     rel = np.abs(residual) / np.where(y > 0, y, np.nan)
     identified = set(design.identified)
-    stderr = _stderr(Aw / scale, y * w - (Aw / scale) @ xs, scale, identified)
-    params = CostParams.model_validate({p: float(v) for p, v in zip(PARAMS, x)})
-    at_bound = tuple(p for p, v in zip(PARAMS, x) if p in identified and v == 0.0)
+    stderr = _stderr(Aw / scale, y * w - (Aw / scale) @ xs, scale, identified, cols)
+    params = CostParams.model_validate({p: float(v) for p, v in zip(cols, x)})
+    at_bound = tuple(p for p, v in zip(cols, x) if p in identified and v == 0.0)
     return FitResult(params=params, variant=variant, weighting=weighting, servers=measurements.servers, r2=r2,
                      rmse=float(np.sqrt(np.mean(residual**2))),
                      max_relative_error=float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else float("nan"),
@@ -169,11 +223,12 @@ def _fit_global(measurements: Measurements, *, variant: str, weighting: str) -> 
                      cells=list(cells), source_format=measurements.source_format, path=measurements.path)
 
 
-def _stderr(As: np.ndarray, res: np.ndarray, scale: np.ndarray, identified: set[str]) -> dict[str, float | None]:
+def _stderr(As: np.ndarray, res: np.ndarray, scale: np.ndarray, identified: set[str],
+            names: tuple[str, ...] = PARAMS) -> dict[str, float | None]:
     """Ordinary least-squares standard errors at the solution (ignoring the bound), per identified
     parameter; None when not identified or when there are no residual degrees of freedom."""
-    out: dict[str, float | None] = dict.fromkeys(PARAMS)
-    cols = [j for j, p in enumerate(PARAMS) if p in identified]
+    out: dict[str, float | None] = dict.fromkeys(names)
+    cols = [j for j, p in enumerate(names) if p in identified]
     dof = As.shape[0] - len(cols)
     if not cols or dof <= 0:
         return out
@@ -184,5 +239,5 @@ def _stderr(As: np.ndarray, res: np.ndarray, scale: np.ndarray, identified: set[
     except np.linalg.LinAlgError:
         return out
     for k, j in enumerate(cols):
-        out[PARAMS[j]] = float(np.sqrt(max(cov[k, k], 0.0)) / scale[j])
+        out[names[j]] = float(np.sqrt(max(cov[k, k], 0.0)) / scale[j])
     return out

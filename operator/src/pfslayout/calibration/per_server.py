@@ -51,7 +51,7 @@ def server_grid(ranks_per_node: int, *, sizes: tuple[int, ...] = (4096, 65536, 1
     ps = sorted({1 << k for k in range(ranks_per_node.bit_length()) if 1 << k <= ranks_per_node} | {ranks_per_node})
     cells = [GridCell("1-DV", None, op, pattern, p, p, s, requests_per_rank, repetitions)
              for p in ps for s in sizes for pattern in ("sequential", "random") for op in ops]
-    design = identifiability(design_matrix(cells, 1)[:, _COLS])
+    design = identifiability(design_matrix(cells, 1)[:, _COLS], names=STORAGE)
     return ProbeGrid(servers=1, nodes=1, ranks_per_node=ranks_per_node, cells=cells, design=design)
 
 
@@ -73,7 +73,10 @@ def fit_server(index: int, base: CostParams, m: Measurements, *, variant: str = 
     else:
         w = np.ones_like(y)
     A = design_matrix(cells, 1, variant)
-    network = A[:, 0] * base.e + A[:, 1] * base.v
+    # with per-operation global parameters a write's messages cost e_write (the server's own fit below keeps
+    # one β for both operations)
+    e_of = np.array([base.for_op("write" if c.op == "write" else "read").e for c in cells])
+    network = A[:, 0] * e_of + A[:, 1] * base.v
     B = A[:, _COLS]
     Bw = B * w[:, None]
     warnings: list[str] = []

@@ -3,8 +3,10 @@
 A profile fixes the parts of the probe grid that trade time for precision — request sizes, how many
 configurations are measured, requests per rank and repetitions — while the platform (servers, client
 nodes, ranks per node) comes from the cluster. ``standard`` is exactly CostCalibration's default
-``spec.grid`` (crds/kinds.py); ``quick`` keeps the two sizes that separate per-request from per-byte terms
-and the most informative configurations. Both are checked to identify all five parameters on 2 or more
+``spec.grid`` (crds/kinds.py); ``quick`` keeps two sizes that separate per-request from per-byte terms
+and the most informative configurations. Its small size is 8 KiB, not 4 KiB: layouts are realised with
+strips of at least 4 KiB, so a 4 KiB request touches one server under every layout and its cells could
+not tell e from α on 2 servers. Both are checked to identify all five parameters on 2 or more
 servers (operator/tests/unit/test_calibration_profiles.py), and the CRD's enum and defaults are checked
 against this table.
 """
@@ -39,7 +41,7 @@ class GridProfile:
 
 
 PROFILES: dict[str, GridProfile] = {
-    "quick": GridProfile("quick", sizes=(4 * KIB, MIB), max_configs=12, requests_per_rank=8, repetitions=3),
+    "quick": GridProfile("quick", sizes=(8 * KIB, MIB), max_configs=12, requests_per_rank=8, repetitions=3),
     "standard": GridProfile("standard", sizes=tuple(DEFAULT_SIZES), max_configs=None, requests_per_rank=16,
                             repetitions=5),
 }

@@ -8,16 +8,16 @@ from typing import Any
 
 import numpy as np
 
+from pfslayout.calibration.design import model_times
 from pfslayout.calibration.grid import ProbeGrid
 from pfslayout.calibration.measurements import PROBE_FORMAT
-from pfslayout.costmodel import CostParams, cost
+from pfslayout.costmodel import CostParams
 
 
 def model_time(cell: Any, servers: int, params: CostParams, variant: str = "corrected") -> float:
-    """Seconds of one repetition of ``cell`` under the model: requests_per_rank × per-request cost."""
-    per_request = cost(cell.layout, cell.p, servers, cell.m, cell.request_size, cell.g, random=cell.random,
-                       params=params, variant=variant).total
-    return float(cell.requests_per_rank * float(per_request))
+    """Seconds of one repetition of ``cell`` under the model: requests_per_rank × per-request cost, with
+    the layout as realised at the cell's request size and the cell's operation (``design.model_times``)."""
+    return float(model_times([cell], servers, params, variant)[0])
 
 
 def simulate_probe(grid: ProbeGrid, params: CostParams, *, noise: float = 0.02, seed: int = 0,

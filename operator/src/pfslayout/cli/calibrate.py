@@ -124,6 +124,11 @@ def _human(result: dict[str, Any]) -> None:
         "alpha_rand": lambda x: f"{x * 1e3:.4g} ms per random start",
         "beta": lambda x: f"{1 / x / MIB:.4g} MiB/s per server" if x > 0 else "unbounded",
     }
+    # writes' own terms, when the fit separated them (docs/calibration.md "Reads and writes")
+    if "e_write" in result:
+        reads["e_write"] = lambda x: f"{x * 1e3:.4g} ms per server message (writes)"
+    if "beta_write" in result:
+        reads["beta_write"] = lambda x: f"{1 / x / MIB:.4g} MiB/s per server (writes)" if x > 0 else "unbounded"
     poor = set(quality.get("poorly_determined", []))
     for name, show in reads.items():
         value = result[name]
@@ -135,8 +140,10 @@ def _human(result: dict[str, Any]) -> None:
         f"cells {quality['cells']}   R² {_fmt(quality['r2'])}   RMSE {_fmt(quality['rmse_s'])} s   "
         f"relative error median {_fmt(quality['median_relative_error'], 3)}, "
         f"max {_fmt(quality['max_relative_error'], 3)}   "
-        f"rank {quality['rank']}/5, condition {_fmt(quality['condition'], 3)}"
+        f"rank {quality['rank']}/{len(quality['identified'])}, condition {_fmt(quality['condition'], 3)}"
     )
+    if quality.get("per_operation"):
+        out.print(f"per operation: {quality['per_operation']}")
     worst = sorted(result["cells"], key=lambda c: -abs(c["relative_error"] or 0.0))[:5]
     cells = Table(title="Largest relative residuals")
     for col in ("cell", "layout", "op", "p", "m", "bytes", "measured s", "model s", "rel.err"):

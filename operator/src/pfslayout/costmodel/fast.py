@@ -135,7 +135,7 @@ def layout_totals(layout: str, groups: Groups, n: int, g: int | None, params: Co
 
 
 def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.ndarray, nbytes: np.ndarray,
-                       sizes: list[int], n: int, g: int | None, params: CostParams,
+                       sizes: list[int], n: int, g: int | None, params: CostParams | list[CostParams],
                        variant: str = "corrected") -> list[Totals]:
     """``layout_totals`` of many group sets at once (one per planned target), bit for bit the same.
 
@@ -143,25 +143,30 @@ def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.
     group i's (p, m, random) is row ``row_of[i]`` of ``rows`` (whose counts are not used). A coefficient is
     an elementwise function of (p, m, random), so it is computed once per row and gathered, not once per
     group and call; each set's totals are then the dot products ``layout_totals`` takes, over its own
-    groups. Saves the per-call validation and coefficient set-up that dominate with many small sets."""
+    groups. Saves the per-call validation and coefficient set-up that dominate with many small sets.
+    ``params`` may be one per set (their e, v and β may differ — a target's operation mix — but not α)."""
     if len(rows) == 0:
         return [Totals(0.0, 0.0, 0.0, 0.0) for _ in sizes]
+    per_set = params if isinstance(params, list) else [params] * len(sizes)
+    first = per_set[0]
+    if any(q.alpha_seq != first.alpha_seq or q.alpha_rand != first.alpha_rand for q in per_set):
+        raise ValueError("layout_totals_many: the sets' parameters may differ in e, v and beta only")
     c = _unit_coefficients(layout, rows, n, g, variant)
-    ca_alpha = c.ca * np.where(rows.random, params.alpha_rand, params.alpha_seq)
+    ca_alpha = c.ca * np.where(rows.random, first.alpha_rand, first.alpha_seq)
     ce, cv, cb, ca_alpha = c.ce[row_of], c.cv[row_of], c.cb[row_of], ca_alpha[row_of]
     cnt = count.astype(np.float64)
     out = []
     lo = 0
-    for k in sizes:
+    for k, ps in zip(sizes, per_set):
         hi = lo + k
         if k == 0:
             out.append(Totals(0.0, 0.0, 0.0, 0.0))
         else:
             out.append(Totals(
-                T_e=float(np.dot(cnt[lo:hi], ce[lo:hi])) * params.e,
-                T_x=float(np.dot(nbytes[lo:hi], cv[lo:hi])) * params.v,
+                T_e=float(np.dot(cnt[lo:hi], ce[lo:hi])) * ps.e,
+                T_x=float(np.dot(nbytes[lo:hi], cv[lo:hi])) * ps.v,
                 T_s=float(np.dot(cnt[lo:hi], ca_alpha[lo:hi])),
-                T_rw=float(np.dot(nbytes[lo:hi], cb[lo:hi])) * params.beta,
+                T_rw=float(np.dot(nbytes[lo:hi], cb[lo:hi])) * ps.beta,
             ))
         lo = hi
     return out

@@ -113,10 +113,13 @@ class CostParams(BaseModel):
 
     def for_server(self, index: int) -> CostParams:
         """The effective parameters of server ``index`` (global values with its overrides applied)."""
-        base = {k: getattr(self, k) for k in _PARAM_NAMES}
+        base: dict[str, Any] = {k: getattr(self, k) for k in _PARAM_NAMES + WRITE_PARAM_NAMES}
         if self.servers is not None and 0 <= index < len(self.servers):
             override = self.servers[index]
-            base.update({k: getattr(override, k) for k in _PARAM_NAMES if getattr(override, k) is not None})
+            given = {k: getattr(override, k) for k in _PARAM_NAMES if getattr(override, k) is not None}
+            base.update(given)
+            # a server's own e or β (fitted from both operations) replaces the global read and write values
+            base.update({f"{k}_write": None for k in ("e", "beta") if k in given})
         return CostParams(**base)
 
     @property

@@ -10,6 +10,9 @@ directory hints the planner emits for a layout (``hints_for``) classify back to 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+from pfslayout.planner.hints import hints_for
 from pfslayout.planner.models import LayoutName
 
 
@@ -31,3 +34,17 @@ def classify_request(n: int, strip_size: int | None, datafiles: int | None, offs
     if k >= n:
         return "1-DH", None
     return "2-D", max(n // k, 1)
+
+
+@lru_cache(maxsize=4096)  # a calibration grid asks for a few dozen distinct (layout, g, n, sharing, size)
+def realised_as(layout: LayoutName, g: int | None, n: int, sharing: str, size: int) -> tuple[LayoutName, int | None]:
+    """The layout a request of ``size`` bytes (at an aligned offset) behaves as when its file is realised
+    by the planner's hints for that size (``hints_for``: the rule the probe, the operator's directories and
+    the shim's replicas share). The rule keeps a strip of at least 4 KiB, so a request smaller than
+    k × 4 KiB touches fewer than the layout's k servers: 1-DH of a 4 KiB request on 4 servers is one server
+    (1-DV), of 16 KiB on 8 servers four (2-D, g = 2). Otherwise the layout itself."""
+    h = hints_for(layout, g, n, "shared" if sharing == "shared" else "file-per-process", size)
+    designed = 1 if layout == "1-DV" else n if layout == "1-DH" else -(-n // (g or 1))
+    if servers_touched(n, h.strip_size, h.num_dfiles, 0, size) >= designed:
+        return layout, g
+    return classify_request(n, h.strip_size, h.num_dfiles, 0, size)

@@ -40,7 +40,7 @@ def _finite(x: float | None) -> float | None:
 
 def params_block(result: FitResult) -> dict[str, Any]:
     doc = result.to_dict()
-    out = {p: doc[p] for p in PARAMS}
+    out = {p: doc[p] for p in result.columns}  # the five, and e_write/beta_write when writes got their own
     if doc.get("servers"):
         out["servers"] = [{k: v for k, v in s.items() if v is not None} for s in doc["servers"]]
     return out
@@ -79,7 +79,9 @@ def verdict(spec: CostCalibrationSpec, result: FitResult) -> tuple[bool, str, st
     if poor := result.poorly_determined:
         return True, "Fitted", (f"fitted; {', '.join(poor)} poorly determined (standard error at least half the "
                                 f"value: more repetitions would narrow it); {summary}")
-    return True, "Fitted", f"all five parameters identified; {summary}"
+    per_op = f" (writes: {result.split_note.removeprefix('writes have their own ')})" \
+        if result.params.per_op else ""
+    return True, "Fitted", f"all {len(result.columns)} parameters identified{per_op}; {summary}"
 
 
 def params_json(result: FitResult, name: str, run: int, completion: str) -> str:
@@ -90,7 +92,7 @@ def params_json(result: FitResult, name: str, run: int, completion: str) -> str:
 
 def history_entry(run: int, generation: int, completion: str, reason: str, result: FitResult) -> dict[str, Any]:
     entry: dict[str, Any] = {"run": run, "observedGeneration": generation, "completionTime": completion,
-                             "reason": reason, "params": {p: getattr(result.params, p) for p in PARAMS}}
+                             "reason": reason, "params": {p: getattr(result.params, p) for p in result.columns}}
     if _finite(result.r2) is not None:
         entry["rSquared"] = _finite(result.r2)
     if _finite(result.median_relative_error) is not None:
