@@ -17,7 +17,8 @@ int main(int argc, char **argv)
 {
     long iters = argc > 1 ? atol(argv[1]) : 10000000;
     pfs_router r = {.variant = PFS_V_CORRECTED,
-                    .params = {0.0003, 1.0 / (120 << 20), 0.0001, 0.0003, 1.0 / (120 << 20)},
+                    .params = {0.0003, 1.0 / (120 << 20), 0.0001, 0.0003, 1.0 / (120 << 20), PFS_PARAM_UNSET,
+                               PFS_PARAM_UNSET},
                     .p = 4, .n = 4, .m = 4, .nrep = 3,
                     .layout = {PFS_L_1DH, PFS_L_2D, PFS_L_1DV}, .g = {0, 2, 0}};
     double costs[PFS_MAX_REPLICAS];
@@ -25,7 +26,7 @@ int main(int argc, char **argv)
     double t0 = now();
     for (long i = 0; i < iters; i++) {
         uint64_t size = 4096u << (i & 7);
-        int best = pfs_route(&r, (uint64_t)i * 4096, size, (int)(i & 1), 7u, costs);
+        int best = pfs_route(&r, 0, (uint64_t)i * 4096, size, (int)(i & 1), 7u, costs);
         hist[best]++;
     }
     double dt = now() - t0;

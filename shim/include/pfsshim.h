@@ -19,9 +19,19 @@
 typedef enum { PFS_L_1DV = 0, PFS_L_1DH = 1, PFS_L_2D = 2, PFS_L_AUTO = 3 } pfs_layout;
 typedef enum { PFS_V_CORRECTED = 0, PFS_V_PRINTED = 1 } pfs_variant;
 
+/* e_write and beta_write are a write's e and beta when writes cost differently (docs/cost-model.md "Reads
+ * and writes"); a negative value (PFS_PARAM_UNSET) means unset: writes use e and beta. pfs_cost_eval reads
+ * only the five; pfs_params_for_op picks the five an operation is costed with. */
+#define PFS_PARAM_UNSET (-1.0)
 typedef struct {
     double e, v, alpha_seq, alpha_rand, beta; /* s, s/byte, s, s, s/byte */
+    double e_write, beta_write;               /* s, s/byte; < 0 = unset */
 } pfs_params;
+
+/* The five-parameter form of one operation, the twin of pfslayout CostParams.for_op: a read (write = 0)
+ * keeps e and beta; a write takes e_write and beta_write where set. out's e_write and beta_write are unset.
+ * in and out may be the same. */
+void pfs_params_for_op(const pfs_params *in, int write, pfs_params *out);
 
 typedef struct {
     double T_e, T_x, T_s, T_rw, total;
@@ -114,9 +124,10 @@ typedef struct {
  * operator/tests/vectors/classify-vectors.json). */
 void pfs_classify(long n, long strip, long datafiles, uint64_t offset, uint64_t size, pfs_layout *layout, long *g);
 
-/* Cost of a request (offset, size) on each replica into costs[]; returns the index of the cheapest
- * replica among those whose bit is set in allowed (ties: lowest index), or -1 if none is allowed. */
-int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, unsigned allowed,
+/* Cost of a request (offset, size) on each replica into costs[], with the parameters of its operation
+ * (write != 0: pfs_params_for_op); returns the index of the cheapest replica among those whose bit is set
+ * in allowed (ties: lowest index), or -1 if none is allowed. */
+int pfs_route(const pfs_router *r, int write, uint64_t offset, uint64_t size, int random, unsigned allowed,
               double *costs);
 
 /* The routing decision for one request on a replica set, MPI-free so a unit test can drive it:
@@ -125,6 +136,8 @@ int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, u
  *               this write stays the newest;
  *   collective: drain (every rank calls the same collective on the same replica), then each rank's costs
  *               are summed over the file's ranks and the lowest sum wins (ties: lowest index).
+ * write is the call's operation (non-zero: a write): costs use that operation's parameters
+ * (pfs_params_for_op), a collective's as much as an independent call's; kind picks the rule above.
  * The environment supplies the dirty-range query, the drain and the agreement (an MPI_Allreduce in the
  * shim). Returns the replica; *forced_drain says whether a read or write had to drain first. */
 typedef enum { PFS_REQ_READ = 0, PFS_REQ_WRITE = 1, PFS_REQ_COLLECTIVE = 2 } pfs_request_kind;
@@ -134,8 +147,8 @@ typedef struct {
     void (*agree)(void *ctx, const double *costs, double *sum, int n);
     void *ctx;
 } pfs_route_env;
-int pfs_route_request(const pfs_router *r, pfs_request_kind kind, uint64_t lo, uint64_t hi, uint64_t bytes, int random,
-                      const pfs_route_env *env, double *costs, int *forced_drain);
+int pfs_route_request(const pfs_router *r, pfs_request_kind kind, int write, uint64_t lo, uint64_t hi, uint64_t bytes,
+                      int random, const pfs_route_env *env, double *costs, int *forced_drain);
 
 /* ---------------------------------------------------------------- dirty ranges (ranges.c) */
 

@@ -1,5 +1,6 @@
 /* pvfs2 backend: OrangeFS through libpvfs2's system interface, with no mount and no ROMIO driver. Each
- * file is created with an explicit server list (PVFS_SYS_LAYOUT_LIST) and a simple_stripe strip size
+ * file is created with an explicit server list (PVFS_SYS_LAYOUT_LIST) and a simple_stripe strip size (the
+ * planner's directory-hints rule, place.c layout_realisation)
  * that realise the cell's layout, so file-per-process files are spread evenly over the servers as the
  * cost model assumes (OrangeFS's default layout starts every file on a random server). */
 #include <stdio.h>

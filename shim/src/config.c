@@ -285,10 +285,12 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
 
     json_t *v;
     int have_params = 0;
+    cfg->params.e_write = cfg->params.beta_write = PFS_PARAM_UNSET; /* writes cost as reads unless given */
     if ((v = json_object_get(root, "params"))) {
-        static const char *const pkeys[] = {"e", "v", "alpha_seq", "alpha_rand", "beta", "servers", NULL};
+        static const char *const pkeys[] = {"e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write",
+                                            "servers", NULL};
         if (!json_is_object(v))
-            return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta");
+            return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta (e_write, beta_write optional)");
         /* per-server overrides (heterogeneous servers) are accepted for the operator's sake and ignored:
          * the per-request table uses one value per parameter */
         if (check_keys(eb, "params", v, pkeys))
@@ -303,6 +305,16 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
             if (!x)
                 return fail(eb, field, "missing; give all five of e, v, alpha_seq, alpha_rand, beta");
             if (get_number(eb, field, x, 0.0, dst[i]))
+                return -1;
+        }
+        /* optional per-operation terms: a write's e and beta (docs/cost-model.md "Reads and writes") */
+        const char *wnames[] = {"e_write", "beta_write"};
+        double *wdst[] = {&cfg->params.e_write, &cfg->params.beta_write};
+        for (int i = 0; i < 2; i++) {
+            char field[64];
+            snprintf(field, sizeof field, "params.%s", wnames[i]);
+            json_t *x = json_object_get(v, wnames[i]);
+            if (x && get_number(eb, field, x, 0.0, wdst[i]))
                 return -1;
         }
         have_params = 1;

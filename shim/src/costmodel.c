@@ -10,6 +10,19 @@
 
 #include "pfsshim.h"
 
+void pfs_params_for_op(const pfs_params *in, int write, pfs_params *out)
+{
+    pfs_params o = *in;
+    if (write) {
+        if (in->e_write >= 0)
+            o.e = in->e_write;
+        if (in->beta_write >= 0)
+            o.beta = in->beta_write;
+    }
+    o.e_write = o.beta_write = PFS_PARAM_UNSET;
+    *out = o;
+}
+
 static inline double ceil_div(long a, long b) { return (double)((a + b - 1) / b); }
 static inline double dmax(double a, double b) { return a > b ? a : b; }
 

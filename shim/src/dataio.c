@@ -134,7 +134,7 @@ static int hybrid_io(pfs_file *f, int op, int kind, MPI_Offset off, void *buf, i
     const pfs_route_env env = {.dirty = replica_dirty, .drain = drain_file, .agree = agree_on_costs, .ctx = f};
     const pfs_request_kind rk = (kind & K_COLL) ? PFS_REQ_COLLECTIVE : op == OP_READ ? PFS_REQ_READ : PFS_REQ_WRITE;
     int forced = 0;
-    const int r = pfs_route_request(&f->router, rk, lo, hi, bytes, random, &env, costs, &forced);
+    const int r = pfs_route_request(&f->router, rk, op == OP_WRITE, lo, hi, bytes, random, &env, costs, &forced);
     if (forced)
         f->forced_drains++;
     if (op == OP_WRITE && f->nrep > 1)

@@ -27,9 +27,11 @@ void pfs_classify(long n, long strip, long datafiles, uint64_t off, uint64_t siz
     }
 }
 
-int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, unsigned allowed,
+int pfs_route(const pfs_router *r, int write, uint64_t offset, uint64_t size, int random, unsigned allowed,
               double *costs)
 {
+    pfs_params prm; /* the five the request's operation is costed with (on the stack: no allocation) */
+    pfs_params_for_op(&r->params, write, &prm);
     int best = -1;
     double best_cost = 0;
     for (int i = 0; i < r->nrep; i++) {
@@ -38,7 +40,7 @@ int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, u
         if (l == PFS_L_AUTO)
             pfs_classify(r->n, r->strip[i], r->dfiles[i], offset, size, &l, &g);
         pfs_cost c;
-        if (pfs_cost_eval(r->variant, l, &r->params, r->p, r->n, r->m, g, (double)size, random, &c) != 0)
+        if (pfs_cost_eval(r->variant, l, &prm, r->p, r->n, r->m, g, (double)size, random, &c) != 0)
             c.total = 1e300; /* unroutable inputs never win, but the replica stays usable as a last resort */
         costs[i] = c.total;
         /* strict '<' keeps the first minimum, as the seeds' loop does (docs/seeds.md §6 B5) */
@@ -50,15 +52,15 @@ int pfs_route(const pfs_router *r, uint64_t offset, uint64_t size, int random, u
     return best;
 }
 
-int pfs_route_request(const pfs_router *r, pfs_request_kind kind, uint64_t lo, uint64_t hi, uint64_t bytes, int random,
-                      const pfs_route_env *env, double *costs, int *forced_drain)
+int pfs_route_request(const pfs_router *r, pfs_request_kind kind, int write, uint64_t lo, uint64_t hi, uint64_t bytes,
+                      int random, const pfs_route_env *env, double *costs, int *forced_drain)
 {
     const unsigned all = (1u << r->nrep) - 1;
     *forced_drain = 0;
     if (kind == PFS_REQ_COLLECTIVE) {
         /* every rank must pick the same replica: drain (docs/seeds.md §6 B2) and agree on the summed cost */
         env->drain(env->ctx);
-        pfs_route(r, lo, bytes, random, all, costs);
+        pfs_route(r, write, lo, bytes, random, all, costs);
         double sum[PFS_MAX_REPLICAS];
         env->agree(env->ctx, costs, sum, r->nrep);
         int best = 0;
@@ -78,9 +80,9 @@ int pfs_route_request(const pfs_router *r, pfs_request_kind kind, uint64_t lo, u
             *forced_drain = 1;
             clean = all;
         }
-        return pfs_route(r, lo, bytes, random, clean, costs);
+        return pfs_route(r, write, lo, bytes, random, clean, costs);
     }
-    const int best = pfs_route(r, lo, bytes, random, all, costs);
+    const int best = pfs_route(r, write, lo, bytes, random, all, costs);
     if (env->dirty(env->ctx, best, lo, hi)) {
         /* an older update owed to that replica overlaps: apply it first so this write stays newest */
         env->drain(env->ctx);

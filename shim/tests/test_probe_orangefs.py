@@ -123,7 +123,8 @@ def test_pvfs2_backend_places_each_file_on_its_servers(pvfs2_probe: Probe, files
         # 1-DH: all n servers, each file starting on a different one.
         got, _ = viewdist(filesystem, f"{targets['1-DH']}/pfsprobe-fpp-p{p}-s{s}-r{i}")
         assert got == [ports[(i + j) % NSERVERS] for j in range(NSERVERS)], (i, got)
-    # A shared file spans all servers; the strip makes a request touch 1, n/g or n of them.
+    # A shared file spans all servers; the strip (the planner's hints rule, place.c layout_realisation) makes a
+    # request touch 1, n/g or n of them: A(s), A(g·s/n), min(A(s/n), 64 KiB) with A = round down to 4 KiB, >= 4 KiB.
     for key, strip in (("1-DV", s), ("2-D:2", s // 2), ("1-DH", s // NSERVERS)):
         got, text = viewdist(filesystem, f"{targets[key]}/pfsprobe-shared-p{p}-s{s}")
         assert got == ports, (key, got)

@@ -92,13 +92,16 @@ class ServerOverride(_Strict):
 
 
 class ShimParams(_Strict):
-    """The five cost-model parameters, SI units (docs/cost-model.md)."""
+    """The five cost-model parameters, SI units (docs/cost-model.md), and optionally a write's own e and
+    beta (``e_write``, ``beta_write``; unset, writes cost with e and beta — CostParams.for_op)."""
 
     e: Number = Field(ge=0, allow_inf_nan=False)
     v: Number = Field(ge=0, allow_inf_nan=False)
     alpha_seq: Number = Field(ge=0, allow_inf_nan=False)
     alpha_rand: Number = Field(ge=0, allow_inf_nan=False)
     beta: Number = Field(ge=0, allow_inf_nan=False)
+    e_write: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
+    beta_write: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
     servers: list[ServerOverride] | None = None
 
 

@@ -18,6 +18,8 @@ pytestmark = pytest.mark.unit
 VECTORS_DIR = Path(__file__).resolve().parents[1] / "vectors"
 VECTORS = json.loads((VECTORS_DIR / "cost-vectors.json").read_text())
 CASES = VECTORS["cases"]
+# per-operation cases (e_write/beta_write): each is costed with the parameters of its op
+OP_CASES = VECTORS["op_cases"]
 TERMS = ("T_e", "T_x", "T_s", "T_rw", "total")
 
 
@@ -41,6 +43,35 @@ def test_scalar_case(case: dict) -> None:
                params=params, variant=case["variant"])
     for term in TERMS:
         assert close(float(getattr(got, term)), case["expected"][term]), (term, float(getattr(got, term)))
+
+
+@pytest.mark.parametrize("case", OP_CASES, ids=[c["id"] for c in OP_CASES])
+def test_per_operation_case(case: dict) -> None:
+    params = CostParams.model_validate(case["params"]).for_op(case["op"])
+    got = cost(case["layout"], case["p"], case["n"], case["m"], case["s"], case["g"], random=case["random"],
+               params=params, variant=case["variant"])
+    for term in TERMS:
+        assert close(float(getattr(got, term)), case["expected"][term]), (term, float(getattr(got, term)))
+
+
+def test_per_operation_cases_cover_both_operations_and_differ() -> None:
+    assert len(OP_CASES) >= 100
+    assert len({c["id"] for c in OP_CASES} | {c["id"] for c in CASES}) == len(OP_CASES) + len(CASES)
+    assert Counter(c["op"] for c in OP_CASES) == {"read": len(OP_CASES) // 2, "write": len(OP_CASES) // 2}
+    assert {(c["variant"], c["layout"]) for c in OP_CASES} == {(v, L) for v in ("printed", "corrected")
+                                                               for L in ("1-DV", "1-DH", "2-D")}
+    assert all(c["params"].keys() & {"e_write", "beta_write"} for c in OP_CASES)
+    # the write terms matter: a write of s > 0 bytes costs other than the same read
+    reads = {(c["variant"], c["layout"], c["p"], c["n"], c["m"], c["g"], c["s"], c["random"],
+              json.dumps(c["params"], sort_keys=True)): c["expected"]["total"] for c in OP_CASES if c["op"] == "read"}
+    differ = [c for c in OP_CASES if c["op"] == "write" and c["s"] > 0
+              and reads[(c["variant"], c["layout"], c["p"], c["n"], c["m"], c["g"], c["s"], c["random"],
+                         json.dumps(c["params"], sort_keys=True))] != c["expected"]["total"]]
+    assert len(differ) >= 40
+    by_id = {c["id"]: c for c in OP_CASES}
+    for h in VECTORS["op_hand_checked"]:
+        assert h["checked_against"]
+        assert abs(by_id[h["id"]]["expected"]["total"] * 1e3 - h["ms"]) < 5e-5, h["id"]
 
 
 @pytest.mark.parametrize("variant", ["printed", "corrected"])

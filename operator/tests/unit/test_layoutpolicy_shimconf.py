@@ -42,6 +42,18 @@ def test_a_hybrid_rule_becomes_the_shims_replica_set_with_the_calibrated_paramet
     assert cfg.servers == 4 and cfg.params is not None and cfg.params.alpha_rand == PARAMS.alpha_rand
 
 
+def test_a_writes_own_e_and_beta_reach_the_shim_when_calibrated() -> None:
+    rw = PARAMS.model_copy(update={"e_write": 3e-4, "beta_write": 5e-9})
+    cfg = parse_shim_config(shimconf.shim_config({}, "/mnt/orangefs", "ns", rw, 4, [HYBRID]))
+    assert cfg.params is not None and (cfg.params.e_write, cfg.params.beta_write) == (3e-4, 5e-9)
+    assert (cfg.params.e, cfg.params.beta) == (PARAMS.e, PARAMS.beta)
+    only_beta = PARAMS.model_copy(update={"beta_write": 5e-9})
+    cfg = parse_shim_config(shimconf.shim_config({}, "/mnt/orangefs", "ns", only_beta, 4, [HYBRID]))
+    assert cfg.params is not None and cfg.params.e_write is None and cfg.params.beta_write == 5e-9
+    text = shimconf.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, [HYBRID])
+    assert "e_write" not in text and "beta_write" not in text  # unset: the shim's default (writes as reads)
+
+
 def test_a_replica_the_cluster_cannot_hold_is_refused_before_it_is_written() -> None:
     too_many = {**HYBRID, "replicas": [{"layout": "2-D", "groups": 8, "name": "x"}]}
     with pytest.raises(ValueError, match=r"g: must be 1..servers \(4\)"):

@@ -6,7 +6,9 @@ per-process files and a range of common request sizes, ``hints_for`` gives the s
 count; ``classify_request`` (the Python twin of the shim's ``pfs_classify``) gives the layout a request
 behaves as under them. ``round_trip`` says whether the request of the common size at offset 0 classifies
 back to the planner's layout. The C unit test ``test_classify`` checks ``pfs_classify`` against
-``expected``; operator/tests/unit/test_classify.py checks the round trip where it must hold.
+``expected``; operator/tests/unit/test_classify.py checks the round trip where it must hold. The C unit test
+``test_probe_place`` checks that pfsprobe realises each ``planner`` case with the hints' ``datafiles`` and
+``strip_size`` (0 = none).
 
     python3 operator/tests/vectors/generate_classify_vectors.py > operator/tests/vectors/classify-vectors.json
 """

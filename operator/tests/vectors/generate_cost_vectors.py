@@ -23,6 +23,13 @@ ETH = {"e": 0.0003, "v": 1.0 / (120 * MIB), "alpha_seq": 0.0001, "alpha_rand": 0
 IB = {"e": 0.0002, "v": 1.0 / (1000 * MIB), "alpha_seq": 0.0001, "alpha_rand": 0.0003, "beta": 1.0 / (120 * MIB)}
 # A made-up platform where every term has a different weight, so swapped terms cannot cancel.
 ODD = {"e": 0.00017, "v": 3.1e-9, "alpha_seq": 0.00023, "alpha_rand": 0.0071, "beta": 7.7e-9}
+# Per-operation platforms (docs/cost-model.md "Reads and writes"): e_write/beta_write are a write's e and beta;
+# an unset one means a write uses e or beta. Both set, each alone, and a zero e_write (set, not unset).
+ETH_RW = ETH | {"e_write": 0.0006, "beta_write": 2.0 / (120 * MIB)}
+ODD_RW = ODD | {"e_write": 0.00041, "beta_write": 1.3e-9}
+IB_BW = IB | {"beta_write": 1.0 / (80 * MIB)}
+ODD_EW = ODD | {"e_write": 0.0}
+OP_PARAMS = ("ETH_RW", "ODD_RW", "IB_BW", "ODD_EW")
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -96,6 +103,16 @@ def expected(coef: list[F], params: dict[str, float], random: bool) -> dict[str,
     return out
 
 
+def for_op(params: dict[str, float], op: str) -> dict[str, float]:
+    """The five parameters ``op`` is costed with: a read keeps e and beta, a write takes e_write and
+    beta_write where set (the rule of CostParams.for_op and pfs_params_for_op, written out again here)."""
+    five = {k: params[k] for k in ("e", "v", "alpha_seq", "alpha_rand", "beta")}
+    if op == "write":
+        five["e"] = params.get("e_write", params["e"])
+        five["beta"] = params.get("beta_write", params["beta"])
+    return five
+
+
 def grid() -> list[tuple[str, int, int, int, int | None, int, bool, str]]:
     """(layout, p, n, m, g, s, random, params name) — hand-picked to hit every row and edge."""
     out: list[tuple[str, int, int, int, int | None, int, bool, str]] = []
@@ -158,6 +175,15 @@ EXTRA_HAND = [
      "total 83.3778 ms.", 83.3778),
 ]
 
+# Per-operation cases checked by hand: docs/seeds.md §2.9 row 1 (1-DV, printed) read and written under ETH_RW.
+OP_HAND = [
+    ("op-hand-1dv-printed-read", "read", 4.7667,
+     "docs/seeds.md §2.9 row eth-rand-p8, 1-DV, read: e and beta as ETH, so the printed 4.7667 ms"),
+    ("op-hand-1dv-printed-write", "write", 7.15,
+     "The same request written: p<=n so T_e = m·e_write = 0.6 ms, T_x = msv = 2^18/(120·2^20) s = 2.0833 ms, "
+     "T_s = ⌈p/n⌉α_rand = 0.3 ms, T_rw = ⌈p/n⌉·s·beta_write = 2·2.0833 ms = 4.1667 ms; total 7.15 ms."),
+]
+
 
 def main() -> None:
     params = {"ETH": ETH, "IB": IB, "ODD": ODD}
@@ -197,12 +223,47 @@ def main() -> None:
         for layout, p, n, m, g, s, random, pname in grid():
             add(variant, layout, p, n, m, g, s, random, pname)
 
+    # Per-operation cases: a separate list, so a reader of the five-parameter cases is unaffected.
+    params |= {"ETH_RW": ETH_RW, "ODD_RW": ODD_RW, "IB_BW": IB_BW, "ODD_EW": ODD_EW}
+    op_cases: list[dict] = []
+    op_hand: list[dict] = []
+
+    def add_op(op: str, variant: str, layout: str, p: int, n: int, m: int, g: int | None, s: int, random: bool,
+               pname: str, cid: str | None = None) -> str:
+        row, coef = printed(layout, p, n, m, s, g)
+        extra = {}
+        if variant == "corrected":
+            sides, coef = corrected(layout, p, n, m, s, g)
+            extra = {"max_sides": sides}
+        cid = cid or f"op-{variant}-{layout}-{op}-{len(op_cases):04d}"
+        op_cases.append({"id": cid, "op": op, "variant": variant, "layout": layout, "p": p, "n": n, "m": m, "g": g,
+                         "s": s, "random": random, "params": params[pname], "branch": row, **extra,
+                         "expected": expected(coef, for_op(params[pname], op), random)})
+        return cid
+
+    for cid, op, ms, note in OP_HAND:
+        add_op(op, "printed", "1-DV", 8, 16, 1, None, 256 * KIB, True, "ETH_RW", cid)
+        op_hand.append({"id": cid, "checked_against": note, "ms": ms})
+    for h in op_hand:
+        got = next(c for c in op_cases if c["id"] == h["id"])["expected"]["total"] * 1e3
+        if abs(got - h["ms"]) > 5e-5:
+            raise SystemExit(f"{h['id']}: generated {got:.6f} ms, hand-checked {h['ms']} ms")
+    for variant in ("printed", "corrected"):
+        for k, (layout, p, n, m, g, s, random, _) in enumerate(grid()):
+            if k % 9:  # every ninth point of the grid: every layout and row, under each per-op platform
+                continue
+            pname = OP_PARAMS[(k // 9) % len(OP_PARAMS)]
+            for op in ("read", "write"):
+                add_op(op, variant, layout, p, n, m, g, s, random, pname)
+
     doc = {
         "format": "pfslayout-cost-vectors/1",
         "units": {"time": "s", "size": "bytes"},
         "generator": "operator/tests/vectors/generate_cost_vectors.py (exact rationals, independent of pfslayout)",
         "hand_checked": hand,
         "cases": cases,
+        "op_hand_checked": op_hand,
+        "op_cases": op_cases,
     }
     json.dump(doc, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")

@@ -3,7 +3,8 @@
 
 `accepted` are configs built with the typed models and rendered by ``render_shim_config`` — a varied,
 deterministic set that together sets every field (hybrid replica sets of 1..8 replicas with every layout,
-ROMIO prefixes, per-replica hints, trace, stats, lazy-sync, per-server parameter overrides). The C unit test
+ROMIO prefixes, per-replica hints, trace, stats, lazy-sync, per-server parameter overrides, a write's own
+e_write/beta_write). The C unit test
 ``test_config_vectors`` parses each with the shim's own parser and must accept it. `refused` are documents
 both sides must refuse; ``field`` is where the C parser's one-line error starts.
 
@@ -142,6 +143,14 @@ def accepted() -> list[tuple[str, ShimConfig]]:
         ("route-plain-paths-to-pvfs2", ShimConfig(route=Route(path="/mnt/orangefs/", prefix="pvfs2:"),
                                                   trace=TraceSettings(enabled=True, dir="pvfs2:/mnt/orangefs/t"))),
         ("route-root", ShimConfig(route=Route(path="/", prefix="lustre:"))),
+        # per-operation terms: a write's own e and beta, both, each alone, and a zero (set, not unset)
+        ("write-params", ShimConfig(
+            params=ETHERNET.model_copy(update={"e_write": 0.0006, "beta_write": 2 / (120 * 2**20)}), servers=4,
+            rules=[Rule(path="/w", replicas=[Replica(dir="/w1", layout="1-DH", strip_size=65536),
+                                             Replica(dir="/w2", layout="1-DV", strip_size=1 << 20)])])),
+        ("write-beta-only", ShimConfig(params=INFINIBAND.model_copy(update={"beta_write": 1 / (80 * 2**20)}),
+                                       servers=8)),
+        ("write-e-zero", ShimConfig(params=ETHERNET.model_copy(update={"e_write": 0}), servers=2)),
     ]
     rng = random.Random(SEED)
     out += [(f"random-{k:03d}", _random_config(rng, k)) for k in range(60)]
@@ -167,6 +176,9 @@ def refused() -> list[dict[str, Any]]:
         {"name": "param-missing", "field": "params.beta",
          "doc": fmt | {"params": {k: v for k, v in prm.items() if k != "beta"}}},
         {"name": "param-negative", "field": "params.e", "doc": fmt | {"params": prm | {"e": -1}}},
+        {"name": "e-write-negative", "field": "params.e_write", "doc": fmt | {"params": prm | {"e_write": -0.001}}},
+        {"name": "beta-write-not-number", "field": "params.beta_write",
+         "doc": fmt | {"params": prm | {"beta_write": "fast"}}},
         {"name": "variant-unknown", "field": "variant", "doc": fmt | {"variant": "journal"}},
         {"name": "replicas-without-params", "field": "params",
          "doc": fmt | {"servers": 4, "rules": [{"path": "/d", "replicas": [{"dir": "/r", "layout": "1-DV"}]}]}},

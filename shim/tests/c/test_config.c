@@ -33,6 +33,7 @@ static void test_valid(void)
     char err[512] = "";
     CHECK(pfs_config_parse_text(VALID, &c, err, sizeof err) == 0, "valid config rejected: %s", err);
     CHECK(c.params.e == 0.0003 && c.params.beta == 7.9e-9 && c.params.alpha_rand == 0.0003, "params");
+    CHECK(c.params.e_write < 0 && c.params.beta_write < 0, "e_write/beta_write default to unset");
     CHECK(c.variant == PFS_V_PRINTED && c.servers == 4 && c.ranks_per_node == 2, "scalars");
     CHECK(c.nrules == 3, "nrules %d", c.nrules);
     CHECK(strcmp(c.rules[0].prefix, "/data/ior") == 0, "trailing slash kept: %s", c.rules[0].prefix);
@@ -100,6 +101,12 @@ static const struct bad BAD[] = {
     {HDR "\"params\": {\"e\": -1, \"v\": 1, \"alpha_seq\": 1, \"alpha_rand\": 1, \"beta\": 1}}", "params.e"},
     {HDR "\"params\": {\"e\": \"fast\", \"v\": 1, \"alpha_seq\": 1, \"alpha_rand\": 1, \"beta\": 1}}", "params.e"},
     {HDR "\"params\": {\"e\": 1, \"v\": 1, \"alpha_seq\": 1, \"alpha_rand\": 1, \"beta\": 1, \"gamma\": 2}}", "params.gamma"},
+    {HDR "\"params\": {\"e\": 1, \"v\": 1, \"alpha_seq\": 1, \"alpha_rand\": 1, \"beta\": 1, \"e_write\": -1}}",
+     "params.e_write"},
+    {HDR "\"params\": {\"e\": 1, \"v\": 1, \"alpha_seq\": 1, \"alpha_rand\": 1, \"beta\": 1, \"beta_write\": \"slow\"}}",
+     "params.beta_write"},
+    {HDR "\"params\": {\"e\": 1, \"v\": 1, \"alpha_seq\": 1, \"alpha_rand\": 1, \"beta\": 1, \"beta_write\": 1e999}}",
+     "(json)"}, /* jansson refuses a number that overflows a double; a non-finite value never reaches the parser */
     {HDR "\"variant\": \"paper\"}", "variant"},
     {HDR "\"servers\": 0}", "servers"},
     {HDR "\"servers\": 2.5}", "servers"},
@@ -155,6 +162,35 @@ static void test_malformed(void)
     }
 }
 
+/* the optional per-operation terms (docs/shim-config.md): parsed when given, each on its own, and
+ * pfs_params_for_op picks a write's e and beta from them */
+static void test_write_params(void)
+{
+    pfs_config c;
+    char err[512] = "";
+    CHECK(pfs_config_parse_text(HDR "\"params\": {\"e\": 0.0003, \"v\": 1e-8, \"alpha_seq\": 0.0001, "
+                                "\"alpha_rand\": 0.0003, \"beta\": 8e-9, \"e_write\": 0.0005, \"beta_write\": 0}}",
+                                &c, err, sizeof err) == 0, "e_write/beta_write rejected: %s", err);
+    CHECK(c.params.e_write == 0.0005 && c.params.beta_write == 0.0, "e_write %g beta_write %g", c.params.e_write,
+          c.params.beta_write);
+    pfs_params r, w;
+    pfs_params_for_op(&c.params, 0, &r);
+    pfs_params_for_op(&c.params, 1, &w);
+    CHECK(r.e == 0.0003 && r.beta == 8e-9 && r.v == 1e-8 && r.e_write < 0 && r.beta_write < 0, "read keeps e, beta");
+    CHECK(w.e == 0.0005 && w.beta == 0.0 && w.v == 1e-8 && w.alpha_seq == 0.0001 && w.alpha_rand == 0.0003,
+          "write takes e_write and a zero beta_write (zero is set, not unset)");
+    CHECK(w.e_write < 0 && w.beta_write < 0, "the five-parameter form has no write terms");
+    pfs_config_free(&c);
+    CHECK(pfs_config_parse_text(HDR "\"params\": {\"e\": 0.0003, \"v\": 1e-8, \"alpha_seq\": 0.0001, "
+                                "\"alpha_rand\": 0.0003, \"beta\": 8e-9, \"beta_write\": 2e-8}}",
+                                &c, err, sizeof err) == 0, "beta_write alone rejected: %s", err);
+    pfs_params_for_op(&c.params, 1, &w);
+    CHECK(c.params.e_write < 0 && w.e == 0.0003 && w.beta == 2e-8, "unset e_write: a write uses e");
+    pfs_params_for_op(&w, 1, &w); /* in place, and idempotent */
+    CHECK(w.e == 0.0003 && w.beta == 2e-8, "for_op in place");
+    pfs_config_free(&c);
+}
+
 static void test_files(void)
 {
     pfs_config c;
@@ -201,6 +237,7 @@ int main(void)
     test_collective();
     test_defaults();
     test_malformed();
+    test_write_params();
     test_files();
     return check_done("test_config");
 }

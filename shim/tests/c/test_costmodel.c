@@ -14,22 +14,23 @@ static int close_enough(double got, double want)
     return fabs(got - want) <= 1e-12 * fabs(want) + 1e-18;
 }
 
-int main(int argc, char **argv)
+/* the params object of a case: the five, plus e_write/beta_write when given (unset otherwise) */
+static pfs_params read_params(json_t *prm)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s cost-vectors.json\n", argv[0]);
-        return 2;
-    }
-    json_error_t err;
-    json_t *doc = json_load_file(argv[1], 0, &err);
-    CHECK(doc != NULL, "cannot read %s: %s", argv[1], err.text);
-    if (!doc)
-        return check_done("test_costmodel");
-    CHECK(strcmp(json_string_value(json_object_get(doc, "format")), "pfslayout-cost-vectors/1") == 0,
-          "unknown vector format");
-    json_t *cases = json_object_get(doc, "cases");
-    size_t n = json_array_size(cases), seen[2][3] = {{0}};
-    CHECK(n >= 100, "expected the full vector set, got %zu cases", n);
+    json_t *ew = json_object_get(prm, "e_write"), *bw = json_object_get(prm, "beta_write");
+    pfs_params P = {json_number_value(json_object_get(prm, "e")), json_number_value(json_object_get(prm, "v")),
+                    json_number_value(json_object_get(prm, "alpha_seq")),
+                    json_number_value(json_object_get(prm, "alpha_rand")),
+                    json_number_value(json_object_get(prm, "beta")),
+                    ew ? json_number_value(ew) : PFS_PARAM_UNSET, bw ? json_number_value(bw) : PFS_PARAM_UNSET};
+    return P;
+}
+
+/* Checks every case of one list; a case with an "op" is costed with that operation's parameters
+ * (pfs_params_for_op), one without with e and beta. Returns the number of cases. */
+static size_t check_cases(json_t *cases, size_t seen[2][3], size_t *writes_differ)
+{
+    size_t n = json_array_size(cases);
     for (size_t i = 0; i < n; i++) {
         json_t *c = json_array_get(cases, i);
         const char *id = json_string_value(json_object_get(c, "id"));
@@ -37,11 +38,17 @@ int main(int argc, char **argv)
         pfs_layout layout;
         CHECK(pfs_layout_parse(json_string_value(json_object_get(c, "layout")), &layout) == 0, "%s: layout", id);
         pfs_variant var = strcmp(variant, "printed") == 0 ? PFS_V_PRINTED : PFS_V_CORRECTED;
-        json_t *prm = json_object_get(c, "params"), *exp = json_object_get(c, "expected");
-        pfs_params P = {json_number_value(json_object_get(prm, "e")), json_number_value(json_object_get(prm, "v")),
-                        json_number_value(json_object_get(prm, "alpha_seq")),
-                        json_number_value(json_object_get(prm, "alpha_rand")),
-                        json_number_value(json_object_get(prm, "beta"))};
+        json_t *exp = json_object_get(c, "expected"), *op = json_object_get(c, "op");
+        const pfs_params given = read_params(json_object_get(c, "params"));
+        pfs_params P = given;
+        if (op) {
+            const char *o = json_string_value(op);
+            CHECK(o && (strcmp(o, "read") == 0 || strcmp(o, "write") == 0), "%s: op must be read or write", id);
+            const int write = o && strcmp(o, "write") == 0;
+            pfs_params_for_op(&given, write, &P);
+            if (write && (P.e != given.e || P.beta != given.beta))
+                (*writes_differ)++;
+        }
         json_t *g = json_object_get(c, "g");
         pfs_cost got;
         int rc = pfs_cost_eval(var, layout, &P, (long)json_integer_value(json_object_get(c, "p")),
@@ -60,14 +67,37 @@ int main(int argc, char **argv)
         }
         seen[var][layout]++;
     }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s cost-vectors.json\n", argv[0]);
+        return 2;
+    }
+    json_error_t err;
+    json_t *doc = json_load_file(argv[1], 0, &err);
+    CHECK(doc != NULL, "cannot read %s: %s", argv[1], err.text);
+    if (!doc)
+        return check_done("test_costmodel");
+    CHECK(strcmp(json_string_value(json_object_get(doc, "format")), "pfslayout-cost-vectors/1") == 0,
+          "unknown vector format");
+    size_t seen[2][3] = {{0}}, op_seen[2][3] = {{0}}, differ = 0, unused = 0;
+    const size_t n = check_cases(json_object_get(doc, "cases"), seen, &unused);
+    CHECK(n >= 100, "expected the full vector set, got %zu cases", n);
+    CHECK(unused == 0, "a five-parameter case carries an op");
+    const size_t nop = check_cases(json_object_get(doc, "op_cases"), op_seen, &differ);
+    CHECK(nop >= 100 && differ >= nop / 4, "expected the per-operation cases, got %zu (%zu writes with their own "
+          "e or beta)", nop, differ);
     for (int v = 0; v < 2; v++)
         for (int l = 0; l < 3; l++)
-            CHECK(seen[v][l] > 0, "no vector for variant %d layout %d", v, l);
-    printf("test_costmodel: %zu vector cases\n", n);
+            CHECK(seen[v][l] > 0 && op_seen[v][l] > 0, "no vector for variant %d layout %d", v, l);
+    printf("test_costmodel: %zu vector cases, %zu per-operation cases\n", n, nop);
     json_decref(doc);
 
     /* inputs the table cannot cost are rejected, not computed */
-    pfs_params P = {3e-4, 1e-8, 1e-4, 3e-4, 1e-8};
+    pfs_params P = {3e-4, 1e-8, 1e-4, 3e-4, 1e-8, PFS_PARAM_UNSET, PFS_PARAM_UNSET};
     pfs_cost c;
     CHECK(pfs_cost_eval(PFS_V_CORRECTED, PFS_L_2D, &P, 4, 8, 1, 0, 4096, 0, &c) == -1, "g = 0 accepted");
     CHECK(pfs_cost_eval(PFS_V_CORRECTED, PFS_L_2D, &P, 4, 8, 1, 9, 4096, 0, &c) == -1, "g > n accepted");

@@ -99,13 +99,23 @@ static void test_place(void)
     CHECK(k == 2 && sv[0] == 2 && sv[1] == 3 && strip == 32768, "2-D g=2 rank 3 -> group 1 = servers 2,3");
     pl = (probe_place){LAYOUT_2D, 3, 0, 4, 2, 4, 60000, 0};
     k = place_servers(&pl, 4, sv, &strip);
-    CHECK(k == 2 && sv[0] == 0 && sv[1] == 1 && strip == 30000, "2-D g=3 n=4: ceil(n/g)=2 servers, wrapping");
+    CHECK(k == 2 && sv[0] == 0 && sv[1] == 1 && strip == 28672,
+          "2-D g=3 n=4: ceil(n/g)=2 servers, wrapping; strip floor(30000/4096)*4096");
     pl = (probe_place){LAYOUT_1DH, 0, 0, 4, 2, 4, 4096, 0};
     k = place_servers(&pl, 4, sv, &strip);
-    CHECK(k == 4 && sv[0] == 2 && sv[3] == 1 && strip == 1024, "1-DH rank 2 -> all servers from 2, strip s/n");
+    CHECK(k == 4 && sv[0] == 2 && sv[3] == 1 && strip == 4096, "1-DH rank 2 -> all servers from 2, strip >= 4 KiB");
+    pl = (probe_place){LAYOUT_1DH, 0, 0, 4, 0, 4, 4 << 20, 1};
+    place_servers(&pl, 4, sv, &strip);
+    CHECK(strip == 65536, "1-DH strip is at most 64 KiB");
     pl = (probe_place){LAYOUT_2D, 2, 0, 4, 3, 4, 65536, 1};
     k = place_servers(&pl, 4, sv, &strip);
-    CHECK(k == 4 && sv[0] == 0 && sv[3] == 3 && strip == 32768, "shared 2-D: all n, strip s/ceil(n/g)");
+    CHECK(k == 4 && sv[0] == 0 && sv[3] == 3 && strip == 32768, "shared 2-D: all n, strip (g/n)s");
+    pl = (probe_place){LAYOUT_2D, 3, 0, 4, 1, 4, 60000, 1};
+    k = place_servers(&pl, 4, sv, &strip);
+    CHECK(k == 4 && strip == 40960, "shared 2-D g=3 n=4: strip floor(3*60000/4) aligned down to 4 KiB");
+    pl = (probe_place){LAYOUT_1DV, 0, 0, 4, 0, 4, 1000, 1};
+    k = place_servers(&pl, 4, sv, &strip);
+    CHECK(k == 4 && strip == 4096, "shared 1-DV: all n, strip s rounded up to the 4 KiB minimum");
     pl = (probe_place){LAYOUT_1DV, 0, 1 << 20, 4, 0, 4, 65536, 1};
     place_servers(&pl, 4, sv, &strip);
     CHECK(strip == 1 << 20, "a target's strip_size overrides the derived strip");

@@ -165,24 +165,25 @@ static void test_coalesce(void)
 static void test_route(void)
 {
     pfs_router r = {.variant = PFS_V_CORRECTED,
-                    .params = {0.0003, 1.0 / (120 << 20), 0.0001, 0.0003, 1.0 / (120 << 20)},
+                    .params = {0.0003, 1.0 / (120 << 20), 0.0001, 0.0003, 1.0 / (120 << 20), PFS_PARAM_UNSET,
+                               PFS_PARAM_UNSET},
                     .p = 8, .n = 16, .m = 1, .nrep = 3,
                     .layout = {PFS_L_1DH, PFS_L_1DV, PFS_L_2D}, .g = {0, 0, 8}};
     double c[PFS_MAX_REPLICAS];
     /* docs/seeds.md §2.9 row 1 (p=8, n=16, g=8, m=1, 256 KiB random): 2-D 4.025 < 1-DV 4.7667 < 1-DH ms */
-    int best = pfs_route(&r, 12345, 256 << 10, 1, 7, c);
+    int best = pfs_route(&r, 0, 12345, 256 << 10, 1, 7, c);
     CHECK(best == 2, "2-D expected, got %d (costs %g %g %g)", best, c[0], c[1], c[2]);
     pfs_cost want;
     pfs_cost_eval(PFS_V_CORRECTED, PFS_L_1DV, &r.params, 8, 16, 1, 0, 256 << 10, 1, &want);
     CHECK(c[1] == want.total, "costs[] holds each replica's model cost");
-    CHECK(pfs_route(&r, 0, 256 << 10, 1, 3, c) == 1, "2-D dirty -> next cheapest clean (1-DV)");
-    CHECK(pfs_route(&r, 0, 256 << 10, 1, 1, c) == 0, "only 1-DH clean");
-    CHECK(pfs_route(&r, 0, 256 << 10, 1, 0, c) == -1, "nothing allowed");
+    CHECK(pfs_route(&r, 0, 0, 256 << 10, 1, 3, c) == 1, "2-D dirty -> next cheapest clean (1-DV)");
+    CHECK(pfs_route(&r, 0, 0, 256 << 10, 1, 1, c) == 0, "only 1-DH clean");
+    CHECK(pfs_route(&r, 0, 0, 256 << 10, 1, 0, c) == -1, "nothing allowed");
     /* ties keep the lowest index */
     pfs_router t = r;
     t.layout[0] = t.layout[1] = t.layout[2] = PFS_L_1DV;
-    CHECK(pfs_route(&t, 0, 4096, 0, 7, c) == 0, "tie -> index 0");
-    CHECK(pfs_route(&t, 0, 4096, 0, 6, c) == 1, "tie among allowed -> lowest allowed");
+    CHECK(pfs_route(&t, 0, 0, 4096, 0, 7, c) == 0, "tie -> index 0");
+    CHECK(pfs_route(&t, 0, 0, 4096, 0, 6, c) == 1, "tie among allowed -> lowest allowed");
     /* by-strip classification (docs/seeds.md §3.2): 16 servers, 16 KiB / 256 KiB / 4 MiB strips */
     pfs_router a = r;
     a.layout[0] = a.layout[1] = a.layout[2] = PFS_L_AUTO;
@@ -190,22 +191,22 @@ static void test_route(void)
     a.strip[1] = 256 << 10;
     a.strip[2] = 4 << 20;
     a.dfiles[0] = a.dfiles[1] = a.dfiles[2] = 16;
-    pfs_route(&a, 0, 1 << 20, 0, 7, c);
+    pfs_route(&a, 0, 0, 1 << 20, 0, 7, c);
     pfs_cost dh, twod, dv;
     pfs_cost_eval(PFS_V_CORRECTED, PFS_L_1DH, &a.params, 8, 16, 1, 0, 1 << 20, 0, &dh);   /* 64 strips >= 16 */
     pfs_cost_eval(PFS_V_CORRECTED, PFS_L_2D, &a.params, 8, 16, 1, 4, 1 << 20, 0, &twod);  /* 4 servers: g=4 */
     pfs_cost_eval(PFS_V_CORRECTED, PFS_L_1DV, &a.params, 8, 16, 1, 0, 1 << 20, 0, &dv);   /* inside one strip */
     CHECK(c[0] == dh.total && c[1] == twod.total && c[2] == dv.total, "auto classification %g %g %g vs %g %g %g",
           c[0], c[1], c[2], dh.total, twod.total, dv.total);
-    pfs_route(&a, (4 << 20) - 10, 20, 0, 7, c); /* straddles a 4 MiB boundary: 2 servers -> 2-D g=8 */
+    pfs_route(&a, 0, (4 << 20) - 10, 20, 0, 7, c); /* straddles a 4 MiB boundary: 2 servers -> 2-D g=8 */
     pfs_cost_eval(PFS_V_CORRECTED, PFS_L_2D, &a.params, 8, 16, 1, 8, 20, 0, &twod);
     CHECK(c[2] == twod.total, "straddling request classified as 2-D");
     /* the printed variant is selectable and differs where the seeds' table does (docs/seeds.md §2.9 row 4) */
     pfs_router p1 = {.variant = PFS_V_PRINTED, .params = r.params, .p = 1, .n = 16, .m = 1, .nrep = 2,
                      .layout = {PFS_L_1DV, PFS_L_1DH}};
-    CHECK(pfs_route(&p1, 0, 4096, 1, 3, c) == 1, "printed: 1-DH wins at p=1, 4 KiB");
+    CHECK(pfs_route(&p1, 0, 0, 4096, 1, 3, c) == 1, "printed: 1-DH wins at p=1, 4 KiB");
     p1.variant = PFS_V_CORRECTED;
-    CHECK(pfs_route(&p1, 0, 4096, 1, 3, c) == 0, "corrected: 1-DV wins at p=1, 4 KiB");
+    CHECK(pfs_route(&p1, 0, 0, 4096, 1, 3, c) == 0, "corrected: 1-DV wins at p=1, 4 KiB");
 }
 
 int main(void)
