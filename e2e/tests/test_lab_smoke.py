@@ -105,7 +105,8 @@ def test_up_calibrate_validate_down(lab_env: dict[str, str], tmp_path: Path) -> 
     done = lab(lab_env, "calibrate", "--sizes", "4K,1M", "--ranks", "2", "--out", str(tmp_path / "cal"))
     assert done.returncode == 0, done.stderr
     fit = json.loads((tmp_path / "cal" / "calibration.json").read_text())
-    assert fit["fit"]["rank"] == 5 and fit["beta"] > 0  # the fit identified every parameter from real cells
+    # the fit identified every parameter from real cells (6 or 7 when writes got their own e/beta)
+    assert fit["fit"]["rank"] == len(fit["fit"]["identified"]) >= 5 and fit["beta"] > 0
 
     report_dir, results_md = tmp_path / "report", tmp_path / "results.md"
     results_md.write_text("# Results\n\nkept text\n")

@@ -146,7 +146,7 @@ def test_pvfs2_probe_fits_through_calibrate(pvfs2_probe: Probe, filesystem: dict
     result = json.loads(fit.stdout)
     for name in ("e", "v", "alpha_seq", "alpha_rand", "beta"):
         assert math.isfinite(result[name]) and result[name] >= 0, name
-    assert result["fit"]["cells"] == len(doc["cells"]) and result["fit"]["rank"] == 5
+    assert result["fit"]["cells"] == len(doc["cells"]) and result["fit"]["rank"] == len(result["fit"]["identified"]) >= 5
     assert math.isfinite(result["fit"]["r2"])
 
 
