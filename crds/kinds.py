@@ -428,8 +428,9 @@ def workload() -> Schema:
                                  exclusiveMinimum=True),
             }, required=["size", "weight"]), minItems=1, maxItems=32,
             **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["size"]}),
-        "readFraction": number("Share of requests that are reads (the model costs reads and writes alike; "
-                               "hybrid replica routing favours read-mostly data).", minimum=0, maximum=1,
+        "readFraction": number("Share of requests that are reads (with calibrated per-operation parameters "
+                               "e and β are mixed by it; hybrid replica routing favours read-mostly data).",
+                               minimum=0, maximum=1,
                                default=1.0),
         "randomFraction": number("Share of random accesses (costed with α_rand, the rest with α_seq).",
                                  minimum=0, maximum=1, default=0.0),
