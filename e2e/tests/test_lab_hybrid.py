@@ -115,6 +115,7 @@ def test_replicas_are_the_models_picks_per_read_phase() -> None:
     plan = hy.make_plan(4, 3, 32 << 20, PHASES, params)
     assert plan.picks == {SMALL: "1-DV", LARGE: "1-DH"}
     assert plan.replicas == ("1-DV", "1-DH")
+    assert plan.static_pick == "1-DV"  # 6144 small reads outweigh 48 large requests in the model
     assert plan.variants == ["1-DH", "1-DV", "2-D:2", "default", "hybrid"]
     given = hy.make_plan(4, 3, 32 << 20, PHASES, params, ["2-D:2", "1-DH"])
     assert given.replicas == ("2-D:2", "1-DH")

@@ -111,6 +111,7 @@ class Plan:
     layouts: tuple[StaticLayout, ...]
     replicas: tuple[str, ...]  # layout keys, in replica order
     picks: dict[str, str] = field(default_factory=dict)  # read phase → the model's layout for it
+    static_pick: str | None = None  # the model's one layout for the whole workload
 
     def __post_init__(self) -> None:
         if self.procs < 1 or self.servers < 1:
@@ -155,6 +156,15 @@ def static_layouts(servers: int, s_common: int) -> tuple[StaticLayout, ...]:
     return tuple(out)
 
 
+def model_static(phases: Sequence[Phase], layouts: Sequence[StaticLayout], servers: int, procs: int, block: int,
+                 params: CostParams, variant: str = "corrected") -> str:
+    """The layout the model would choose for the whole workload if it had to be one: the smallest sum of
+    the phases' modelled times (ties → ``layout_order``)."""
+    return fastest({s.key: sum(model_time(CellConfig(s.layout, s.g, ph.op, ph.pattern, procs, procs, ph.transfer,
+                                                     block // ph.transfer), servers, params, variant)
+                               for ph in phases) for s in layouts})
+
+
 def model_picks(phases: Sequence[Phase], layouts: Sequence[StaticLayout], servers: int, procs: int, block: int,
                 params: CostParams, variant: str = "corrected") -> dict[str, str]:
     """The model's layout for each read phase (ties → ``layout_order``)."""
@@ -176,7 +186,8 @@ def make_plan(servers: int, procs: int, block: int, phases: Sequence[Phase], par
     layouts = static_layouts(servers, s_common)
     picks = model_picks(phases, layouts, servers, procs, block, params, variant)
     chosen = list(replicas) if replicas else list(dict.fromkeys(picks.values()))
-    return Plan(servers, procs, block, tuple(phases), s_common, layouts, tuple(chosen), picks)
+    static = model_static(phases, layouts, servers, procs, block, params, variant)
+    return Plan(servers, procs, block, tuple(phases), s_common, layouts, tuple(chosen), picks, static)
 
 
 # ------------------------------------------------------------------------------------------------ scoring
@@ -440,6 +451,7 @@ def build_report(plan: Plan, measured: Measured, setup: Mapping[str, Any]) -> di
         "realised": measured.realised,
         "replicas": list(plan.replicas),
         "model_picks": plan.picks,
+        "model_static_pick": plan.static_pick,
         "routing": measured.routing,
         **scores,
     }
@@ -504,6 +516,11 @@ def results_markdown(doc: Mapping[str, Any], command: str) -> str:
                   "address of each rank file's datafiles): " + "; ".join(
                       f"{k}: " + ", ".join("+".join(a.rsplit(".", 1)[-1] for a in f) for f in v["servers"])
                       for k, v in partial.items()) + "."]
+    static = doc.get("model_static_pick")
+    if static in doc["total"]:
+        lines += ["", f"The model's single static layout for the whole workload would be {static}: "
+                  f"{doc['total'][static]:.3f} s measured, {pct(doc['total'][DEFAULT] / doc['total'][static] - 1)} "
+                  "against the default."]
     if doc.get("routing"):
         lines += ["", "Routing (the shim's counters, last round, all ranks):", ""]
         for name, r in doc["routing"].items():
