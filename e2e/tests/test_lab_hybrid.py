@@ -165,7 +165,10 @@ def test_markdown_quotes_the_command_and_every_figure() -> None:
     assert "e2e/lab/lab hybrid --rounds 3" in md
     assert "Gain over the default layout: +20.7%" in md and "Distance to the per-phase oracle: +45.0%" in md
     assert "Sync cost of the replicas" in md and "192 MiB written instead of 96 MiB" in md
-    assert "1-DV: 13, 13" in md  # where the one-datafile files landed
+    assert "1-DV: 13/13" in md  # where the one-datafile files landed (last round only: no per-round record)
+    measured.placement = {"1-DV": [[["10.251.0.11"], ["10.251.0.12"]], [["10.251.0.13"], ["10.251.0.13"]]]}
+    md = hy.results_markdown(hy.build_report(plan, measured, {"servers": 4}), "lab hybrid")
+    assert "1-DV: 11/12, 13/13" in md
     assert json.loads(json.dumps(doc)) == doc  # JSON-ready
 
 
@@ -235,6 +238,7 @@ def test_hybrid_smoke_routes_by_phase_and_keeps_replicas_identical(lab_env: dict
     assert (real["1-DH"]["datafiles"], real["1-DH"]["strip"]) == (2, 8192)  # 16 KiB over 2 servers
     assert (real["replica 1-DH"]["datafiles"], real["replica 1-DH"]["strip"]) == (2, 8192)
     assert (real["default"]["datafiles"], real["default"]["strip"]) == (2, 65536)
+    assert [len(r) for r in doc["placement"]["1-DV"]] == [procs]  # one round, a server list per rank file
     # The shim's own counters: every byte written once directly and replayed once to the other copy; every
     # read phase's bytes served by the replicas, each read by one of them
     route = doc["routing"]

@@ -405,6 +405,9 @@ class Measured:
     times: dict[str, dict[str, list[float]]]
     routing: dict[str, Any]  # phase → the hybrid's routing counters (last round)
     realised: dict[str, dict[str, Any]]  # variant / replica → datafiles, strip, servers (last round's files)
+    # variant / replica → per round, the servers of each rank file's datafiles (OrangeFS places each file
+    # anew when IOR recreates it, and a layout of fewer datafiles than servers may stack files on a server)
+    placement: dict[str, list[list[list[str]]]] = field(default_factory=dict)
 
 
 def run(tools: RunTools, plan: Plan, params: CostParams, rounds: int, work: Path, pvfs2tab: Path,
@@ -418,6 +421,10 @@ def run(tools: RunTools, plan: Plan, params: CostParams, rounds: int, work: Path
     config.write_text(shim_config(plan, params, root, variant))
     times: dict[str, dict[str, list[float]]] = {v: {p.name: [] for p in plan.phases} for v in plan.variants}
     route: dict[str, Any] = {}
+    dirs = {v: variant_dir(root, v) for v in plan.variants if v != HYBRID}
+    dirs.update({f"replica {k}": replica_dir(root, k) for k in plan.replicas})
+    made: dict[str, dict[str, Any]] = {}
+    placement: dict[str, list[list[list[str]]]] = {k: [] for k in dirs}
     for r in range(rounds):
         for v in plan.variants:
             target = variant_dir(root, v)  # IOR's write phase deletes the previous round's files first
@@ -429,10 +436,10 @@ def run(tools: RunTools, plan: Plan, params: CostParams, rounds: int, work: Path
                     route[ph.name] = routing(stats)
                 if log:
                     log(f"round {r + 1}/{rounds} {v} {ph.name}: {t:.3f} s")
-    made = {v: realised(tools, variant_dir(root, v), plan.procs, pvfs2tab) for v in plan.variants if v != HYBRID}
-    for k in plan.replicas:
-        made[f"replica {k}"] = realised(tools, replica_dir(root, k), plan.procs, pvfs2tab)
-    return Measured(times, route, made)
+            for key in [key for key in dirs if key == v or (v == HYBRID and key.startswith("replica "))]:
+                made[key] = realised(tools, dirs[key], plan.procs, pvfs2tab)
+                placement[key].append(made[key]["servers"])
+    return Measured(times, route, made, placement)
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -449,6 +456,7 @@ def build_report(plan: Plan, measured: Measured, setup: Mapping[str, Any]) -> di
                     DEFAULT: {"description": "no hints: the file system's default distribution (simple_stripe, "
                                              "64 KiB strip, a datafile on every server)"}},
         "realised": measured.realised,
+        "placement": measured.placement,
         "replicas": list(plan.replicas),
         "model_picks": plan.picks,
         "model_static_pick": plan.static_pick,
@@ -509,18 +517,22 @@ def results_markdown(doc: Mapping[str, Any], command: str) -> str:
         f"({sc['fastest_static']['layout']}, {pct(sc['vs_fastest_static'])}); "
         f"{human_size(sc['bytes_written']['hybrid'])} written instead of {human_size(sc['bytes_written']['static'])}.",
     ]
-    partial = {k: v for k, v in doc.get("realised", {}).items()
-               if v.get("datafiles") and v["datafiles"] < doc["setup"].get("servers", 0)}
+    partial = [k for k, v in doc.get("realised", {}).items()
+               if v.get("datafiles") and v["datafiles"] < doc["setup"].get("servers", 0)]
     if partial:
-        lines += ["", "Where OrangeFS put the files of the layouts that use fewer than all servers (last round; "
-                  "address of each rank file's datafiles): " + "; ".join(
-                      f"{k}: " + ", ".join("+".join(a.rsplit(".", 1)[-1] for a in f) for f in v["servers"])
-                      for k, v in partial.items()) + "."]
+        def where(files: list[list[str]]) -> str:
+            return "/".join("+".join(a.rsplit(".", 1)[-1] for a in f) for f in files)
+
+        lines += ["", "Where OrangeFS put the rank files of the layouts with fewer datafiles than servers, round by "
+                  "round (last address byte of each file's datafiles; the planner's hints do not pin them): "
+                  + "; ".join(f"{k}: " + ", ".join(where(r) for r in doc.get("placement", {}).get(k)
+                                                    or [doc["realised"][k]["servers"]])
+                              for k in partial) + "."]
     static = doc.get("model_static_pick")
     if static in doc["total"]:
         lines += ["", f"The model's single static layout for the whole workload would be {static}: "
-                  f"{doc['total'][static]:.3f} s measured, {pct(doc['total'][DEFAULT] / doc['total'][static] - 1)} "
-                  "against the default."]
+                  f"{doc['total'][static]:.3f} s measured, a gain over the default of "
+                  f"{pct(doc['total'][DEFAULT] / doc['total'][static] - 1)}."]
     if doc.get("routing"):
         lines += ["", "Routing (the shim's counters, last round, all ranks):", ""]
         for name, r in doc["routing"].items():
