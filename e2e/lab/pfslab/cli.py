@@ -231,7 +231,9 @@ def _params_for_hybrid(calibration: Path | None) -> tuple[CostParams, str]:
         if path is not None and path.exists():
             doc = json.loads(path.read_text())
             body = doc.get("params", doc) if "params" in doc and "e" not in doc else doc
-            return CostParams.model_validate(body), str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+            where = str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+            # the lab's own fit says how it was made: the report quotes that command before its own
+            return CostParams.model_validate(body), str(doc.get("lab_command") or where)
     _fail(f"--calibration: {calibration or candidates[0]} does not exist; run `lab calibrate` or pass a fit's JSON")
     raise AssertionError  # unreachable
 
@@ -285,8 +287,9 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
     report.write_text(json.dumps(doc, indent=2) + "\n")
     up_command = (f"e2e/lab/lab up --servers {state.servers} --rate {state.rate} "
                   f"--client-namespaces {state.client_namespaces}")
+    commands = [up_command, *([params_from] if params_from.startswith("e2e/lab/lab ") else []), _command("hybrid")]
     _replace_marked(results_md, "<!-- lab-hybrid: begin -->", "<!-- lab-hybrid: end -->",
-                    hy.results_markdown(doc, "\n".join([up_command, _command("hybrid")])))
+                    hy.results_markdown(doc, "\n".join(commands)))
     typer.echo(f"lab: hybrid {doc['total']['hybrid']:.2f} s, default {doc['total']['default']:.2f} s, oracle "
                f"{doc['oracle']['total']:.2f} s: gain {doc['gain']:+.1%}, distance to the oracle "
                f"{doc['distance_to_oracle']:+.1%}, write with replicas {doc['sync_cost']['vs_default']:+.1%} vs "
