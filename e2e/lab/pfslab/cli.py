@@ -12,13 +12,16 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pfslab import grids, lifecycle, runs
 from pfslab.net import LabError
 from pfslab.product import pfslayout_json
+
+if TYPE_CHECKING:
+    from pfslayout.costmodel import CostParams
 
 REPO = Path(__file__).resolve().parents[3]
 MISSING_EXIT = 3  # `lab check`: the machine cannot run the lab (the test skips on it)
@@ -217,6 +220,82 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
                f"{doc['worst_regret']:.1%}; report {report_dir / 'lab-validate.json'}")
 
 
+def _params_for_hybrid(calibration: Path | None) -> tuple[CostParams, str]:
+    """The cost parameters the hybrid's router uses: ``--calibration``, else the lab's last
+    ``lab calibrate``, else the committed lab-validate report's fit (4 servers at 200 Mbit/s)."""
+    from pfslayout.costmodel import CostParams  # at run time (the module-level one is for typing)
+
+    candidates = [calibration] if calibration else [lifecycle.STATE_DIR / "calibration.json",
+                                                    REPO / "docs" / "results" / "lab-validate.json"]
+    for path in candidates:
+        if path is not None and path.exists():
+            doc = json.loads(path.read_text())
+            body = doc.get("params", doc) if "params" in doc and "e" not in doc else doc
+            where = str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+            # the lab's own fit says how it was made: the report quotes that command before its own
+            return CostParams.model_validate(body), str(doc.get("lab_command") or where)
+    _fail(f"--calibration: {calibration or candidates[0]} does not exist; run `lab calibrate` or pass a fit's JSON")
+    raise AssertionError  # unreachable
+
+
+@app.command()
+def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] = 3,
+           block: Annotated[str, typer.Option(
+               help="bytes each rank writes once and reads back in every phase")] = "32M",
+           small: Annotated[str, typer.Option(help="request size of the small random reads")] = "16K",
+           large: Annotated[str, typer.Option(help="request size of the write and the large sequential reads")] = "4M",
+           rounds: Annotated[int, typer.Option(help="repetitions, each a round over every variant")] = 5,
+           replicas: Annotated[str | None, typer.Option(
+               help="the replica set's layouts, e.g. 1-DV,1-DH (default: the model's picks per read phase)")] = None,
+           calibration: Annotated[Path | None, typer.Option(
+               help="fitted parameters for the router (default: the lab's last `lab calibrate`, else "
+                    "docs/results/lab-validate.json's)")] = None,
+           report: Annotated[Path, typer.Option(
+               help="the JSON report")] = REPO / "docs" / "results" / "lab-hybrid.json",
+           results_md: Annotated[Path, typer.Option(
+               help="the Markdown summary's file (its lab-hybrid section is replaced)")] = REPO / "docs" / "results.md",
+           ) -> None:
+    """A mixed workload (written once, then small random and large sequential reads) on every static
+    layout, the default and the shim's replica routing: gain, distance to the per-phase oracle, sync cost."""
+    from pfslab import hybrid as hy
+
+    state, tools = _state_and_tools()
+    if rounds < 1 or procs < 1:
+        _fail(f"--rounds {rounds} / --procs {procs}: at least 1")
+    params, params_from = _params_for_hybrid(calibration)
+    try:
+        phases = hy.default_phases(_sizes(small)[0], _sizes(large)[0])
+        plan = hy.make_plan(state.servers, procs, _sizes(block)[0], phases, params,
+                            [k.strip() for k in replicas.split(",")] if replicas else None)
+        run_tools = hy.RunTools.from_env(tools)
+    except (ValueError, LabError) as e:
+        _fail(str(e))
+        raise  # unreachable
+    work = lifecycle.STATE_DIR / "hybrid"
+    work.mkdir(exist_ok=True)
+    clients = state.clients(-(-procs // max(state.client_namespaces, 1)))
+    try:
+        measured = hy.run(run_tools, plan, params, rounds, work, state.pvfs2tab, clients,
+                          log=lambda line: typer.echo(f"lab: {line}", err=True))
+    except LabError as e:
+        _fail(str(e), 1)
+    setup = {"servers": state.servers, "rate": state.rate, "client_namespaces": state.client_namespaces,
+             "orangefs_version": state.orangefs_version, "commit": _commit(), "rounds": rounds,
+             "params_from": params_from, "params": params.scalars()}
+    doc = hy.build_report(plan, measured, setup)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps(doc, indent=2) + "\n")
+    up_command = (f"e2e/lab/lab up --servers {state.servers} --rate {state.rate} "
+                  f"--client-namespaces {state.client_namespaces}")
+    commands = [up_command, *([params_from] if params_from.startswith("e2e/lab/lab ") else []), _command("hybrid")]
+    _replace_marked(results_md, "<!-- lab-hybrid: begin -->", "<!-- lab-hybrid: end -->",
+                    hy.results_markdown(doc, "\n".join(commands)))
+    typer.echo(f"lab: hybrid {doc['total']['hybrid']:.2f} s, default {doc['total']['default']:.2f} s, oracle "
+               f"{doc['oracle']['total']:.2f} s: gain {doc['gain']:+.1%}, distance to the oracle "
+               f"{doc['distance_to_oracle']:+.1%}, write with replicas {doc['sync_cost']['vs_default']:+.1%} vs "
+               f"default; report {report}")
+
+
 def _command(name: str) -> str:
     """This invocation as a command line (the arguments after the subcommand's name)."""
     args = sys.argv[sys.argv.index(name) + 1:] if name in sys.argv else []
@@ -226,7 +305,12 @@ def _command(name: str) -> str:
 def _replace_section(path: Path, setup_key: str, body: str) -> None:
     """Put ``body`` between this setup's markers in ``path`` (appended with them when absent): one section
     per lab setup, so runs on 4 and 8 servers, one or two client namespaces, stand side by side."""
-    begin, end = f"<!-- lab-validate {setup_key}: begin -->", f"<!-- lab-validate {setup_key}: end -->"
+    _replace_marked(path, f"<!-- lab-validate {setup_key}: begin -->", f"<!-- lab-validate {setup_key}: end -->",
+                    body)
+
+
+def _replace_marked(path: Path, begin: str, end: str, body: str) -> None:
+    """Put ``body`` between the markers ``begin`` and ``end`` in ``path`` (appended with them when absent)."""
     text = path.read_text() if path.exists() else "# Results\n"
     block = f"{begin}\n{body.strip()}\n{end}"
     if begin in text and end in text:

@@ -1,0 +1,546 @@
+"""``lab hybrid`` (issue 13): a mixed workload on every static layout and through the shim's replica
+routing, on the lab's real OrangeFS servers.
+
+**The workload** (``default_phases``): p ranks, each with a file of its own (file per process, IOR
+``-F``), written once in large sequential blocks and then read back in two phases — small random reads
+(a random permutation of the file's 16 KiB blocks, IOR ``-z``), then large sequential reads (4 MiB).
+A checkpoint or a per-rank output file that an analysis first samples and then streams is this shape.
+Each phase is one ``mpiexec`` of IOR through ROMIO's ``pvfs2:`` driver; a phase's time is IOR's
+``totalTime`` (open, I/O and close, slowest rank), so the hybrid's extra opens and the replay of the
+replicas' writes at close are inside it.
+
+**The variants.** Every static layout of the server count (1-DH, 1-DV, 2-D for each divisor g),
+realised as the planner realises it — ``pfslayout.planner.hints.hints_for`` with the workload's most
+common request size (by count, ties: the larger), passed as ROMIO's ``striping_factor`` (= num_dfiles)
+and ``striping_unit`` (= strip) at create through a shim hints rule; ``default``: no hints, so OrangeFS
+gives the file its file system's default distribution — ``simple_stripe`` with a 64 KiB strip over
+every server (the lab's fs.conf sets no default datafile count); and ``hybrid``: a replica set of the
+layouts the model picks for the read phases (each a static layout above, with the same hints), every
+write going to all copies (one directly, the rest replayed by the shim) and each read routed to the
+cheapest clean copy. All variants run with the shim preloaded (pass-through where no rule matches).
+
+**The scores** (``score``, pure): per variant per phase the median and spread over the rounds; a
+variant's total is the sum of its phase medians; the per-phase *oracle* is Σ over phases of the fastest
+static variant's median (default included: it is a static layout too); *gain* = default / hybrid − 1;
+*distance* to the oracle = hybrid / oracle − 1; the *sync cost* is the write phase's time with the
+replicas against without them (the default's and the fastest static write), with the bytes written.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pfslab.net import LabError
+from pfslab.runs import Clients, Tools
+from pfslab.score import fastest, human_size, layout_order, spread
+from pfslab.servers import MOUNT
+from pfslayout.calibration.design import CellConfig
+from pfslayout.calibration.grid import layout_key, useful_groups
+from pfslayout.calibration.synthetic import model_time
+from pfslayout.costmodel import CostParams
+from pfslayout.planner.hints import hints_for
+from pfslayout.planner.models import Sharing
+from pfslayout.shimconfig import Replica, Rule, ShimConfig, ShimParams, render_shim_config
+
+DEFAULT = "default"
+HYBRID = "hybrid"
+SHARING: Sharing = "file-per-process"
+GOAL_GAIN = 0.20  # the issue's goals: ≥ 20% faster than the default layout ...
+GOAL_DISTANCE = 0.05  # ... and within 5% of the per-phase oracle
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One step of the workload: every rank moves its whole block with requests of ``transfer`` bytes."""
+
+    name: str
+    op: str  # write | read
+    pattern: str  # sequential | random
+    transfer: int
+
+    def __post_init__(self) -> None:
+        if self.op not in ("write", "read") or self.pattern not in ("sequential", "random"):
+            raise ValueError(f"phase {self.name}: op must be write/read and pattern sequential/random")
+        if self.transfer < 1:
+            raise ValueError(f"phase {self.name}: transfer must be positive")
+
+
+def default_phases(small: int = 16 << 10, large: int = 4 << 20) -> tuple[Phase, ...]:
+    """Written once in large sequential blocks, then read: small random, then large sequential."""
+    return (Phase("write", "write", "sequential", large),
+            Phase("small-random-read", "read", "random", small),
+            Phase("large-sequential-read", "read", "sequential", large))
+
+
+@dataclass(frozen=True)
+class StaticLayout:
+    """A static layout as the planner realises it (``hints_for``): what ROMIO is given at create."""
+
+    key: str  # layout_key: 1-DH, 1-DV, 2-D:g
+    layout: str
+    g: int | None
+    num_dfiles: int
+    strip_size: int | None
+
+    def romio_hints(self) -> dict[str, str | int]:
+        out: dict[str, str | int] = {"striping_factor": self.num_dfiles}
+        if self.strip_size is not None:
+            out["striping_unit"] = self.strip_size
+        return out
+
+    def describe(self) -> str:
+        strip = f", strip {human_size(self.strip_size)}" if self.strip_size else ""
+        return f"{self.num_dfiles} datafile(s){strip}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a run needs besides the lab: servers, ranks, bytes per rank, phases, layouts, replicas."""
+
+    servers: int
+    procs: int
+    block: int
+    phases: tuple[Phase, ...]
+    s_common: int
+    layouts: tuple[StaticLayout, ...]
+    replicas: tuple[str, ...]  # layout keys, in replica order
+    picks: dict[str, str] = field(default_factory=dict)  # read phase → the model's layout for it
+    static_pick: str | None = None  # the model's one layout for the whole workload
+
+    def __post_init__(self) -> None:
+        if self.procs < 1 or self.servers < 1:
+            raise ValueError("procs and servers must be positive")
+        for ph in self.phases:
+            if self.block % ph.transfer:
+                raise ValueError(f"phase {ph.name}: the block ({self.block} B) must be a multiple of its "
+                                 f"transfer ({ph.transfer} B)")
+        if [p.op for p in self.phases][:1] != ["write"]:
+            raise ValueError("the first phase must write the files the others read")
+        known = {s.key for s in self.layouts}
+        if not self.replicas or any(r not in known for r in self.replicas) or len(set(self.replicas)) != len(
+                self.replicas):
+            raise ValueError(f"replicas {list(self.replicas)}: distinct layouts among {sorted(known)}")
+
+    @property
+    def variants(self) -> list[str]:
+        """Measurement order within a round: the static layouts, the default, the hybrid."""
+        return [s.key for s in self.layouts] + [DEFAULT, HYBRID]
+
+    def layout(self, key: str) -> StaticLayout:
+        return next(s for s in self.layouts if s.key == key)
+
+    def requests(self, phase: Phase) -> int:
+        return self.block // phase.transfer
+
+
+def common_size(phases: Sequence[Phase], block: int) -> int:
+    """The workload's most common request size by count (ties: the larger), as the planner's
+    ``dominant_size``: the size ``hints_for`` realises every layout for."""
+    counts: dict[int, int] = {}
+    for ph in phases:
+        counts[ph.transfer] = counts.get(ph.transfer, 0) + block // ph.transfer
+    return max(counts, key=lambda s: (counts[s], s))
+
+
+def static_layouts(servers: int, s_common: int) -> tuple[StaticLayout, ...]:
+    out = []
+    for layout, g in [("1-DH", None), ("1-DV", None)] + [("2-D", g) for g in useful_groups(servers)]:
+        h = hints_for(layout, g, servers, SHARING, s_common)
+        out.append(StaticLayout(layout_key(layout, g), layout, g, h.num_dfiles, h.strip_size))
+    return tuple(out)
+
+
+def model_static(phases: Sequence[Phase], layouts: Sequence[StaticLayout], servers: int, procs: int, block: int,
+                 params: CostParams, variant: str = "corrected") -> str:
+    """The layout the model would choose for the whole workload if it had to be one: the smallest sum of
+    the phases' modelled times (ties → ``layout_order``)."""
+    return fastest({s.key: sum(model_time(CellConfig(s.layout, s.g, ph.op, ph.pattern, procs, procs, ph.transfer,
+                                                     block // ph.transfer), servers, params, variant)
+                               for ph in phases) for s in layouts})
+
+
+def model_picks(phases: Sequence[Phase], layouts: Sequence[StaticLayout], servers: int, procs: int, block: int,
+                params: CostParams, variant: str = "corrected") -> dict[str, str]:
+    """The model's layout for each read phase (ties → ``layout_order``)."""
+    out = {}
+    for ph in phases:
+        if ph.op != "read":
+            continue
+        times = {s.key: model_time(CellConfig(s.layout, s.g, ph.op, ph.pattern, procs, procs, ph.transfer,
+                                              block // ph.transfer), servers, params, variant) for s in layouts}
+        out[ph.name] = fastest(times)
+    return out
+
+
+def make_plan(servers: int, procs: int, block: int, phases: Sequence[Phase], params: CostParams,
+              replicas: Sequence[str] | None = None, variant: str = "corrected") -> Plan:
+    """The plan: static layouts from ``hints_for``, replicas = the model's distinct picks for the read
+    phases in phase order (or ``replicas`` as given)."""
+    s_common = common_size(phases, block)
+    layouts = static_layouts(servers, s_common)
+    picks = model_picks(phases, layouts, servers, procs, block, params, variant)
+    chosen = list(replicas) if replicas else list(dict.fromkeys(picks.values()))
+    static = model_static(phases, layouts, servers, procs, block, params, variant)
+    return Plan(servers, procs, block, tuple(phases), s_common, layouts, tuple(chosen), picks, static)
+
+
+# ------------------------------------------------------------------------------------------------ scoring
+
+
+def score(times: Mapping[str, Mapping[str, Sequence[float]]], phases: Sequence[Phase], *, procs: int, block: int,
+          replicas: int, default: str = DEFAULT, hybrid: str = HYBRID) -> dict[str, Any]:
+    """Scores of one run. ``times[variant][phase]`` are the rounds' times (seconds); every variant that is
+    not ``hybrid`` is a static layout (``default`` among them). Raises on a missing variant or phase."""
+    names = [p.name for p in phases]
+    if hybrid not in times or default not in times:
+        raise ValueError(f"times need the {default!r} and {hybrid!r} variants (have {sorted(times)})")
+    for v, per in times.items():
+        if missing := [n for n in names if not per.get(n)]:
+            raise ValueError(f"{v}: no times for phase(s) {', '.join(missing)}")
+    statics = sorted((v for v in times if v != hybrid), key=_variant_order)
+    median = {v: {n: float(statistics.median(times[v][n])) for n in names} for v in times}
+    total = {v: sum(median[v].values()) for v in times}
+    reads = [p.name for p in phases if p.op == "read"]
+    read_total = {v: sum(median[v][n] for n in reads) for v in times}
+
+    def quickest(phase: str) -> str:
+        return min(statics, key=lambda v: (median[v][phase], _variant_order(v)))
+
+    oracle_layout = {n: quickest(n) for n in names}
+    oracle_phase = {n: median[oracle_layout[n]][n] for n in names}
+    oracle = sum(oracle_phase.values())
+    oracle_reads = sum(oracle_phase[n] for n in reads)
+    best_static = min(statics, key=lambda v: (total[v], _variant_order(v)))
+    writes = [p.name for p in phases if p.op == "write"]
+    write = writes[0]
+    fastest_write = oracle_layout[write]
+    hybrid_write, default_write = median[hybrid][write], median[default][write]
+    written = procs * block
+    return {
+        "variants": [*statics, hybrid],
+        "median": median,
+        "spread": {v: {n: spread(times[v][n]) for n in names} for v in times},
+        "times": {v: {n: list(times[v][n]) for n in names} for v in times},
+        "total": total,
+        "read_total": read_total,
+        "oracle": {"total": oracle, "per_phase": oracle_phase, "layout": oracle_layout, "reads": oracle_reads},
+        "best_static": {"layout": best_static, "total": total[best_static]},
+        "gain": total[default] / total[hybrid] - 1,
+        "gain_over_best_static": total[best_static] / total[hybrid] - 1,
+        "distance_to_oracle": total[hybrid] / oracle - 1,
+        "reads": {"gain": read_total[default] / read_total[hybrid] - 1,
+                  "distance_to_oracle": read_total[hybrid] / oracle_reads - 1} if reads else None,
+        "sync_cost": {
+            "phase": write,
+            "hybrid": hybrid_write,
+            "default": default_write,
+            "fastest_static": {"layout": fastest_write, "time": median[fastest_write][write]},
+            "vs_default": hybrid_write / default_write - 1,
+            "vs_fastest_static": hybrid_write / median[fastest_write][write] - 1,
+            "bytes_written": {"hybrid": written * replicas, "static": written},
+            "replicas": replicas,
+        },
+        "goals": {"gain_at_least": GOAL_GAIN, "distance_at_most": GOAL_DISTANCE,
+                  "gain_met": total[default] / total[hybrid] - 1 >= GOAL_GAIN,
+                  "distance_met": total[hybrid] / oracle - 1 <= GOAL_DISTANCE},
+    }
+
+
+def _variant_order(v: str) -> tuple[int, int, int]:
+    if v == DEFAULT:
+        return (1, 0, 0)
+    if v == HYBRID:
+        return (2, 0, 0)
+    return (0, *layout_order(v))
+
+
+def routing(stats_docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The shim's per-replica counters summed over the ranks' ``pfsshim-stats/1`` documents of one phase:
+    reads, writes and their bytes per replica (by index), deferred updates and drains."""
+    reps: dict[int, dict[str, Any]] = {}
+    totals = {"deferred_updates": 0, "deferred_bytes": 0, "applied_by_drain": 0, "applied_by_thread": 0,
+              "forced_drains": 0, "sync_errors": 0}
+    for doc in stats_docs:
+        for f in doc.get("files", []):
+            for i, r in enumerate(f.get("replicas", [])):
+                into = reps.setdefault(i, {"layout": r.get("layout"), "reads": 0, "read_bytes": 0, "writes": 0,
+                                           "write_bytes": 0})
+                for k in ("reads", "read_bytes", "writes", "write_bytes"):
+                    into[k] += int(r.get(k, 0))
+            for k in totals:
+                totals[k] += int(f.get(k, 0))
+    return {"replicas": [reps[i] for i in sorted(reps)], **totals}
+
+
+# ------------------------------------------------------------------------------------------------ the run
+
+
+def variant_dir(root: str, variant: str) -> str:
+    return f"{root}/{variant.replace(':', '-g')}"
+
+
+def replica_dir(root: str, key: str) -> str:
+    return f"{root}/.replica-{key.replace(':', '-g')}"
+
+
+def shim_config(plan: Plan, params: CostParams, root: str, variant: str = "corrected") -> str:
+    """One config for every variant: a hints rule per static layout's directory, the replica set on the
+    hybrid's (the operator's mapping: layout, g, strip as striping_unit, num_dfiles as striping_factor),
+    nothing on the default's."""
+    rules = [Rule(path=f"pvfs2:{variant_dir(root, s.key)}", hints=s.romio_hints()) for s in plan.layouts]
+    replicas = [Replica.model_validate({"dir": f"pvfs2:{replica_dir(root, k)}", "layout": plan.layout(k).layout,
+                                        "g": plan.layout(k).g, "strip_size": plan.layout(k).strip_size,
+                                        "datafiles": plan.layout(k).num_dfiles})
+                for k in plan.replicas]
+    rules.append(Rule(path=f"pvfs2:{variant_dir(root, HYBRID)}", replicas=replicas))
+    config = ShimConfig.model_validate({
+        "params": ShimParams(e=params.e, v=params.v, alpha_seq=params.alpha_seq, alpha_rand=params.alpha_rand,
+                             beta=params.beta),
+        "variant": variant, "servers": plan.servers, "rules": rules})
+    # no stats block: each launch names its own directory with PFSLAYOUT_SHIM_STATS
+    return render_shim_config(config)
+
+
+@dataclass
+class RunTools:
+    """The lab's tools plus IOR and the shim library."""
+
+    lab: Tools
+    ior: Path
+    shim: Path
+
+    @staticmethod
+    def from_env(lab: Tools) -> RunTools:
+        import os
+        ior_prefix = os.environ.get("PFSLAYOUT_IOR_PREFIX")
+        if not ior_prefix:
+            raise LabError("PFSLAYOUT_IOR_PREFIX not set: run `eval \"$(images/build/host.sh env)\"` (builds IOR)")
+        ior = Path(ior_prefix) / "bin" / "ior"
+        shim = Path(os.environ["PFSLAYOUT_SHIM_PREFIX"]) / "lib" / "libpfsshim.so"
+        for what, path in (("PFSLAYOUT_IOR_PREFIX", ior), ("PFSLAYOUT_SHIM_PREFIX", shim)):
+            if not path.exists():
+                raise LabError(f"{what}: {path} does not exist; rebuild with `images/build/host.sh env`")
+        return RunTools(lab, ior, shim)
+
+    def ofs(self, name: str) -> str:
+        return str(self.lab.orangefs / "bin" / name)
+
+
+def ior_argv(plan: Plan, phase: Phase, target: str, summary: Path) -> list[str]:
+    argv = ["-a", "MPIIO", "-F", "-k", "-b", str(plan.block), "-t", str(phase.transfer), "-o", f"pvfs2:{target}/data",
+            "-O", "summaryFormat=JSON", "-O", f"summaryFile={summary}"]
+    argv.insert(0, "-w" if phase.op == "write" else "-r")
+    if phase.pattern == "random":
+        argv.append("-z")
+    return argv
+
+
+def run_phase(tools: RunTools, plan: Plan, phase: Phase, target: str, work: Path, tag: str, pvfs2tab: Path,
+              clients: Clients, config: Path, timeout: float = 1800) -> tuple[float, list[dict[str, Any]]]:
+    """One IOR launch: its totalTime (seconds) and the shim's stats documents of its ranks."""
+    summary = work / f"{tag}.ior.json"
+    stats = work / f"{tag}.stats"
+    stats.mkdir(parents=True, exist_ok=True)
+    mpiexec = clients.mpiexec_argv(str(tools.lab.mpich / "bin" / "mpiexec"))
+    argv = [*mpiexec, "-n", str(plan.procs), "-genv", "LD_PRELOAD", str(tools.shim),
+            "-genv", "PFSLAYOUT_SHIM_CONFIG", str(config), "-genv", "PFSLAYOUT_SHIM_STATS", str(stats),
+            str(tools.ior), *ior_argv(plan, phase, target, summary)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=tools.lab.env(pvfs2tab),
+                          check=False)
+    (work / f"{tag}.log").write_text(done.stdout + done.stderr)
+    if done.returncode != 0 or not summary.exists():
+        raise LabError(f"IOR {phase.name} on {target} failed (exit {done.returncode}): "
+                       f"{(done.stderr or done.stdout).strip()[-1200:]}")
+    results = json.loads(summary.read_text())["tests"][0]["Results"]
+    flat = [r for it in results for r in (it if isinstance(it, list) else [it])]
+    mine = [r for r in flat if r.get("access") == phase.op]
+    if not mine:
+        raise LabError(f"IOR {phase.name}: no {phase.op} result in {summary}")
+    docs = [json.loads(p.read_text()) for p in sorted(stats.glob("*stats.rank-*.json"))]
+    return float(mine[0]["totalTime"]), docs
+
+
+def _ofs(tools: RunTools, pvfs2tab: Path, *argv: str, check: bool = True) -> str:
+    done = subprocess.run([tools.ofs(argv[0]), *argv[1:]], capture_output=True, text=True, timeout=120,
+                          env=tools.lab.env(pvfs2tab), check=False)
+    if check and done.returncode != 0:
+        raise LabError(f"{' '.join(argv)} failed: {(done.stderr or done.stdout).strip()[-400:]}")
+    return done.stdout
+
+
+def prepare(tools: RunTools, plan: Plan, root: str, pvfs2tab: Path) -> None:
+    """The directories of every variant and replica (plain directories: layouts come from the hints)."""
+    _ofs(tools, pvfs2tab, "pvfs2-mkdir", root, check=False)
+    for d in [variant_dir(root, v) for v in plan.variants] + [replica_dir(root, k) for k in plan.replicas]:
+        _ofs(tools, pvfs2tab, "pvfs2-mkdir", d, check=False)
+        _ofs(tools, pvfs2tab, "pvfs2-ls", d)  # exists now (mkdir of an existing directory only complains)
+
+
+def realised(tools: RunTools, directory: str, procs: int, pvfs2tab: Path) -> dict[str, Any]:
+    """What OrangeFS made of the rank files in ``directory`` (``pvfs2-viewdist``): datafiles, strip and the
+    servers (last address byte) each file's datafiles are on — placement is part of what a layout is."""
+    out: dict[str, Any] = {"datafiles": None, "strip": None, "servers": []}
+    for rank in range(procs):
+        text = _ofs(tools, pvfs2tab, "pvfs2-viewdist", "-f", f"{directory}/data.{rank:08d}")
+        servers = []
+        for line in text.splitlines():
+            if line.startswith("Number of datafiles/servers"):
+                out["datafiles"] = int(line.split("=")[1])
+            elif line.startswith("strip_size:"):
+                out["strip"] = int(line.split(":")[1])
+            elif line.startswith("Datafile ") and "tcp://" in line:
+                servers.append(line.split("tcp://")[1].split(":")[0])
+        out["servers"].append(servers)
+    return out
+
+
+@dataclass
+class Measured:
+    times: dict[str, dict[str, list[float]]]
+    routing: dict[str, Any]  # phase → the hybrid's routing counters (last round)
+    realised: dict[str, dict[str, Any]]  # variant / replica → datafiles, strip, servers (last round's files)
+    # variant / replica → per round, the servers of each rank file's datafiles (OrangeFS places each file
+    # anew when IOR recreates it, and a layout of fewer datafiles than servers may stack files on a server)
+    placement: dict[str, list[list[list[str]]]] = field(default_factory=dict)
+
+
+def run(tools: RunTools, plan: Plan, params: CostParams, rounds: int, work: Path, pvfs2tab: Path,
+        clients: Clients, tag: str = "hybrid", variant: str = "corrected", log: Any = None) -> Measured:
+    """``rounds`` rounds; in each, every variant runs all phases in order (so variants interleave in time
+    and the machine's drift spreads over all of them). IOR's write phase deletes the variant's previous
+    files (``MPI_File_delete``, which the shim applies to every replica); the last round's files stay."""
+    root = f"{MOUNT}/{tag}"
+    prepare(tools, plan, root, pvfs2tab)
+    config = work / "shim.json"
+    config.write_text(shim_config(plan, params, root, variant))
+    times: dict[str, dict[str, list[float]]] = {v: {p.name: [] for p in plan.phases} for v in plan.variants}
+    route: dict[str, Any] = {}
+    dirs = {v: variant_dir(root, v) for v in plan.variants if v != HYBRID}
+    dirs.update({f"replica {k}": replica_dir(root, k) for k in plan.replicas})
+    made: dict[str, dict[str, Any]] = {}
+    placement: dict[str, list[list[list[str]]]] = {k: [] for k in dirs}
+    for r in range(rounds):
+        for v in plan.variants:
+            target = variant_dir(root, v)  # IOR's write phase deletes the previous round's files first
+            for ph in plan.phases:
+                t, stats = run_phase(tools, plan, ph, target, work, f"r{r}-{v.replace(':', '-g')}-{ph.name}", pvfs2tab,
+                                     clients, config)
+                times[v][ph.name].append(t)
+                if v == HYBRID:
+                    route[ph.name] = routing(stats)
+                if log:
+                    log(f"round {r + 1}/{rounds} {v} {ph.name}: {t:.3f} s")
+            for key in [key for key in dirs if key == v or (v == HYBRID and key.startswith("replica "))]:
+                made[key] = realised(tools, dirs[key], plan.procs, pvfs2tab)
+                placement[key].append(made[key]["servers"])
+    return Measured(times, route, made, placement)
+
+
+# ------------------------------------------------------------------------------------------------ report
+
+
+def build_report(plan: Plan, measured: Measured, setup: Mapping[str, Any]) -> dict[str, Any]:
+    scores = score(measured.times, plan.phases, procs=plan.procs, block=plan.block, replicas=len(plan.replicas))
+    return {
+        "setup": dict(setup),
+        "workload": {"sharing": SHARING, "procs": plan.procs, "block_per_rank": plan.block,
+                     "common_request_size": plan.s_common,
+                     "phases": [{**asdict(p), "requests_per_rank": plan.requests(p)} for p in plan.phases]},
+        "layouts": {**{s.key: {**asdict(s), "romio_hints": s.romio_hints()} for s in plan.layouts},
+                    DEFAULT: {"description": "no hints: the file system's default distribution (simple_stripe, "
+                                             "64 KiB strip, a datafile on every server)"}},
+        "realised": measured.realised,
+        "placement": measured.placement,
+        "replicas": list(plan.replicas),
+        "model_picks": plan.picks,
+        "model_static_pick": plan.static_pick,
+        "routing": measured.routing,
+        **scores,
+    }
+
+
+def results_markdown(doc: Mapping[str, Any], command: str) -> str:
+    setup, work = doc["setup"], doc["workload"]
+    phases = [p["name"] for p in work["phases"]]
+    pct = _pct
+    lines = [
+        f"## Hybrid replicas on a mixed workload: {setup.get('servers')} servers at {setup.get('rate')}, "
+        f"{setup.get('client_namespaces')} client namespaces",
+        "",
+        "Produced by:",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        "Setup: " + "; ".join(f"{k} {v}" for k, v in setup.items() if not isinstance(v, Mapping)) + ".",
+        "",
+        f"Workload: {work['procs']} ranks, a file per rank of {human_size(work['block_per_rank'])} written once, "
+        "then read twice: " + ", ".join(
+            f"{p['name']} ({p['op']}, {p['pattern']}, {human_size(p['transfer'])} × {p['requests_per_rank']})"
+            for p in work["phases"]) + f". Layouts realised by `hints_for` for the most common request size "
+        f"({human_size(work['common_request_size'])}); default = no hints (64 KiB strip over every server). "
+        f"Replicas: {', '.join(doc['replicas'])} (the model's picks: "
+        + ", ".join(f"{k} → {v}" for k, v in doc["model_picks"].items()) + ").",
+        "",
+        "| variant | " + " | ".join(phases) + " | total |",
+        "|---|" + "---|" * (len(phases) + 1),
+    ]
+    for v in doc["variants"]:
+        cells = [f"{doc['median'][v][n]:.3f} s (±{doc['spread'][v][n]:.0%})" for n in phases]
+        name = f"**{v}**" if v == HYBRID else v
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {doc['total'][v]:.3f} s |")
+    o = doc["oracle"]
+    lines.append("| per-phase oracle | " + " | ".join(f"{o['per_phase'][n]:.3f} s ({o['layout'][n]})" for n in phases)
+                 + f" | {o['total']:.3f} s |")
+    sc = doc["sync_cost"]
+    reads = doc.get("reads") or {}
+    goals = doc["goals"]
+    lines += [
+        "",
+        f"* **Gain over the default layout: {pct(doc['gain'])}** (goal ≥ {goals['gain_at_least']:.0%}: "
+        f"{'met' if goals['gain_met'] else 'not met'}); over the best static layout ({doc['best_static']['layout']}): "
+        f"{pct(doc['gain_over_best_static'])}.",
+        f"* **Distance to the per-phase oracle: {pct(doc['distance_to_oracle'])}** (goal ≤ "
+        f"{goals['distance_at_most']:.0%}: {'met' if goals['distance_met'] else 'not met'}).",
+        f"* Read phases alone: gain {pct(reads.get('gain'))}, distance to their oracle "
+        f"{pct(reads.get('distance_to_oracle'))}.",
+        f"* **Sync cost of the replicas** ({sc['replicas']} copies): the {sc['phase']} phase took "
+        f"{sc['hybrid']:.3f} s with them against {sc['default']:.3f} s on the default layout "
+        f"({pct(sc['vs_default'])}) and {sc['fastest_static']['time']:.3f} s on the fastest static layout "
+        f"({sc['fastest_static']['layout']}, {pct(sc['vs_fastest_static'])}); "
+        f"{human_size(sc['bytes_written']['hybrid'])} written instead of {human_size(sc['bytes_written']['static'])}.",
+    ]
+    partial = [k for k, v in doc.get("realised", {}).items()
+               if v.get("datafiles") and v["datafiles"] < doc["setup"].get("servers", 0)]
+    if partial:
+        def where(files: list[list[str]]) -> str:
+            return "/".join("+".join(a.rsplit(".", 1)[-1] for a in f) for f in files)
+
+        lines += ["", "Where OrangeFS put the rank files of the layouts with fewer datafiles than servers, round by "
+                  "round (last address byte of each file's datafiles; the planner's hints do not pin them): "
+                  + "; ".join(f"{k}: " + ", ".join(where(r) for r in doc.get("placement", {}).get(k)
+                                                    or [doc["realised"][k]["servers"]])
+                              for k in partial) + "."]
+    static = doc.get("model_static_pick")
+    if static in doc["total"]:
+        lines += ["", f"The model's single static layout for the whole workload would be {static}: "
+                  f"{doc['total'][static]:.3f} s measured, a gain over the default of "
+                  f"{pct(doc['total'][DEFAULT] / doc['total'][static] - 1)}."]
+    if doc.get("routing"):
+        lines += ["", "Routing (the shim's counters, last round, all ranks):", ""]
+        for name, r in doc["routing"].items():
+            reps = "; ".join(f"{x['layout']}: {x['reads']} reads, {x['writes']} direct writes" for x in r["replicas"])
+            lines.append(f"* {name}: {reps}; {r['deferred_updates']} updates replayed to other copies"
+                         f" ({human_size(r['deferred_bytes'])})")
+    return "\n".join(lines) + "\n"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.1%}"

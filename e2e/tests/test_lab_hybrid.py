@@ -1,0 +1,265 @@
+"""``lab hybrid`` (issue 13): the pure parts — the phase plan, the layouts as the planner realises them,
+the replica choice, the scores (per-phase oracle, gain, distance, sync cost) — with hand-computed
+expectations, and a small real run in a lab of its own (real pvfs2-servers, IOR and the shim), skipped
+with `lab check`'s reason where the lab cannot run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "e2e" / "lab"))
+
+from pfslab import hybrid as hy  # noqa: E402
+from pfslayout.costmodel import CostParams  # noqa: E402
+
+LAB = REPO / "e2e" / "lab" / "lab"
+PREFIX = "pfslabv"  # a lab of its own: not the developer's (pfslab) nor the smoke run's (pfslabt)
+
+PHASES = hy.default_phases(16 << 10, 4 << 20)
+W, SMALL, LARGE = (p.name for p in PHASES)
+
+
+def _times() -> dict[str, dict[str, list[float]]]:
+    # medians by hand: 1-DH 1.0/4.0/2.0 → 7.0; 1-DV 3.0/1.0/6.0 → 10.0; default 1.5/3.0/2.5 → 7.0;
+    # hybrid 2.5/1.2/2.1 → 5.8
+    return {
+        "1-DH": {W: [1.0, 0.9, 1.2], SMALL: [4.0, 4.4, 3.9], LARGE: [2.0, 2.0, 2.0]},
+        "1-DV": {W: [3.0, 3.3, 2.7], SMALL: [1.0, 1.1, 0.9], LARGE: [6.0, 6.0, 5.0]},
+        "default": {W: [1.5, 1.5, 1.5], SMALL: [3.0, 2.0, 3.5], LARGE: [2.5, 2.4, 2.6]},
+        "hybrid": {W: [2.5, 2.0, 3.0], SMALL: [1.2, 1.2, 1.3], LARGE: [2.1, 2.0, 2.2]},
+    }
+
+
+@pytest.mark.unit
+def test_scores_by_hand() -> None:
+    s = hy.score(_times(), PHASES, procs=3, block=32 << 20, replicas=2)
+    assert s["median"]["1-DH"] == {W: 1.0, SMALL: 4.0, LARGE: 2.0}
+    assert s["total"] == pytest.approx({"1-DH": 7.0, "1-DV": 10.0, "default": 7.0, "hybrid": 5.8})
+    # oracle: write 1.0 (1-DH), small 1.0 (1-DV), large 2.0 (1-DH) = 4.0; default is a candidate
+    assert s["oracle"]["layout"] == {W: "1-DH", SMALL: "1-DV", LARGE: "1-DH"}
+    assert s["oracle"]["total"] == pytest.approx(4.0)
+    assert s["gain"] == pytest.approx(7.0 / 5.8 - 1)
+    assert s["distance_to_oracle"] == pytest.approx(5.8 / 4.0 - 1)
+    # 1-DH and default tie at 7.0: the tie goes to the planner's layout (1-DH before default)
+    assert s["best_static"] == {"layout": "1-DH", "total": pytest.approx(7.0)}
+    assert s["reads"]["gain"] == pytest.approx(5.5 / 3.3 - 1)
+    assert s["reads"]["distance_to_oracle"] == pytest.approx(3.3 / 3.0 - 1)
+    sync = s["sync_cost"]
+    assert sync["hybrid"] == 2.5 and sync["default"] == 1.5
+    assert sync["vs_default"] == pytest.approx(2.5 / 1.5 - 1)
+    assert sync["fastest_static"] == {"layout": "1-DH", "time": 1.0}
+    assert sync["vs_fastest_static"] == pytest.approx(1.5)
+    assert sync["bytes_written"] == {"hybrid": 2 * 3 * (32 << 20), "static": 3 * (32 << 20)}
+    assert s["goals"]["gain_met"] is True  # 7 / 5.8 − 1 = +20.7% ≥ 20%
+    assert s["goals"]["distance_met"] is False  # +45% > 5%
+    assert s["spread"]["1-DV"][W] == pytest.approx((3.3 - 2.7) / 3.0)
+    assert s["variants"] == ["1-DH", "1-DV", "default", "hybrid"]
+
+
+@pytest.mark.unit
+def test_oracle_can_be_the_default_and_ties_prefer_planner_layouts() -> None:
+    t = _times()
+    t["default"][SMALL] = [0.5, 0.5, 0.5]
+    t["1-DH"][LARGE] = [2.5, 2.5, 2.5]  # ties the default's 2.5: 1-DH is named
+    s = hy.score(t, PHASES, procs=1, block=4 << 20, replicas=2)
+    assert s["oracle"]["layout"] == {W: "1-DH", SMALL: "default", LARGE: "1-DH"}
+    assert s["oracle"]["total"] == pytest.approx(1.0 + 0.5 + 2.5)
+
+
+@pytest.mark.unit
+def test_score_refuses_missing_variants_and_phases() -> None:
+    t = _times()
+    del t["default"]
+    with pytest.raises(ValueError, match="'default'"):
+        hy.score(t, PHASES, procs=1, block=1, replicas=1)
+    t = _times()
+    t["1-DV"][LARGE] = []
+    with pytest.raises(ValueError, match="1-DV: no times for phase"):
+        hy.score(t, PHASES, procs=1, block=1, replicas=1)
+
+
+@pytest.mark.unit
+def test_plan_realises_layouts_as_the_planner_does() -> None:
+    # 3 ranks × 32 MiB: 2048 small requests against 8 + 8 large ones per rank → s̄ = 16 KiB
+    assert hy.common_size(PHASES, 32 << 20) == 16 << 10
+    assert hy.common_size(PHASES, 4 << 20) == 16 << 10  # 256 small against 1 + 1 large
+    assert hy.common_size(hy.default_phases(1 << 20, 4 << 20), 4 << 20) == 1 << 20
+    # by count: 2 requests of 4 B against 1 of 8 B; equal counts (2 and 2): the larger (the planner's rule)
+    assert hy.common_size([hy.Phase("w", "write", "sequential", 8), hy.Phase("r", "read", "random", 4)], 8) == 4
+    assert hy.common_size([hy.Phase("w", "write", "sequential", 8), hy.Phase("r", "read", "random", 4),
+                           hy.Phase("x", "read", "random", 8)], 8) == 8
+    layouts = {s.key: s for s in hy.static_layouts(4, 16 << 10)}
+    assert set(layouts) == {"1-DH", "1-DV", "2-D:2"}
+    assert (layouts["1-DH"].num_dfiles, layouts["1-DH"].strip_size) == (4, 4096)  # 16 KiB / 4 servers
+    assert (layouts["1-DV"].num_dfiles, layouts["1-DV"].strip_size) == (1, None)
+    assert (layouts["2-D:2"].num_dfiles, layouts["2-D:2"].strip_size) == (2, 8192)
+    assert layouts["1-DV"].romio_hints() == {"striping_factor": 1}
+    assert layouts["2-D:2"].romio_hints() == {"striping_factor": 2, "striping_unit": 8192}
+
+
+@pytest.mark.unit
+def test_replicas_are_the_models_picks_per_read_phase() -> None:
+    # e dominates small requests (one message beats four), β large requests over 3 ranks on 4 servers
+    params = CostParams(e=1.2e-4, v=4e-9, alpha_seq=0, alpha_rand=0, beta=2.6e-8)
+    plan = hy.make_plan(4, 3, 32 << 20, PHASES, params)
+    assert plan.picks == {SMALL: "1-DV", LARGE: "1-DH"}
+    assert plan.replicas == ("1-DV", "1-DH")
+    assert plan.static_pick == "1-DV"  # 6144 small reads outweigh 48 large requests in the model
+    assert plan.variants == ["1-DH", "1-DV", "2-D:2", "default", "hybrid"]
+    given = hy.make_plan(4, 3, 32 << 20, PHASES, params, ["2-D:2", "1-DH"])
+    assert given.replicas == ("2-D:2", "1-DH")
+    with pytest.raises(ValueError, match="distinct layouts"):
+        hy.make_plan(4, 3, 32 << 20, PHASES, params, ["1-DH", "1-DH"])
+    with pytest.raises(ValueError, match="multiple of its transfer"):
+        hy.make_plan(4, 3, (4 << 20) + 1, PHASES, params)
+
+
+@pytest.mark.unit
+def test_shim_config_is_one_the_shim_accepts() -> None:
+    from pfslayout.shimconfig import ShimConfig
+
+    params = CostParams(e=1.2e-4, v=4e-9, alpha_seq=0, alpha_rand=0, beta=2.6e-8)
+    plan = hy.make_plan(4, 3, 32 << 20, PHASES, params)
+    doc = json.loads(hy.shim_config(plan, params, "/pfslab/hybrid"))
+    ShimConfig.model_validate(doc)
+    rules = {r["path"]: r for r in doc["rules"]}
+    assert rules["pvfs2:/pfslab/hybrid/2-D-g2"]["hints"] == {"striping_factor": 2, "striping_unit": 8192}
+    assert "pvfs2:/pfslab/hybrid/default" not in rules  # the default is the file system's, untouched
+    reps = rules["pvfs2:/pfslab/hybrid/hybrid"]["replicas"]
+    assert reps == [{"dir": "pvfs2:/pfslab/hybrid/.replica-1-DV", "layout": "1-DV", "datafiles": 1},
+                    {"dir": "pvfs2:/pfslab/hybrid/.replica-1-DH", "layout": "1-DH", "strip_size": 4096,
+                     "datafiles": 4}]
+    assert doc["servers"] == 4 and doc["params"]["beta"] == 2.6e-8
+
+
+@pytest.mark.unit
+def test_routing_sums_the_ranks_counters() -> None:
+    rank = {"files": [{"replicas": [{"layout": "1-DV", "reads": 5, "read_bytes": 80, "writes": 0, "write_bytes": 0},
+                                    {"layout": "1-DH", "reads": 1, "read_bytes": 4, "writes": 2, "write_bytes": 8}],
+                       "deferred_updates": 2, "deferred_bytes": 8, "applied_by_drain": 2}]}
+    r = hy.routing([rank, rank])
+    assert r["replicas"][0] == {"layout": "1-DV", "reads": 10, "read_bytes": 160, "writes": 0, "write_bytes": 0}
+    assert r["replicas"][1]["writes"] == 4 and r["deferred_updates"] == 4 and r["applied_by_drain"] == 4
+
+
+@pytest.mark.unit
+def test_markdown_quotes_the_command_and_every_figure() -> None:
+    plan = hy.make_plan(4, 3, 32 << 20, PHASES, CostParams(e=1.2e-4, v=4e-9, alpha_seq=0, alpha_rand=0, beta=2.6e-8))
+    t = _times()
+    t["2-D:2"] = t["1-DH"]
+    measured = hy.Measured(t, {SMALL: hy.routing([])}, {"1-DV": {"datafiles": 1, "strip": 65536,
+                                                               "servers": [["10.251.0.13"], ["10.251.0.13"]]}})
+    doc = hy.build_report(plan, measured, {"servers": 4, "rate": "200mbit", "client_namespaces": 0})
+    md = hy.results_markdown(doc, "e2e/lab/lab hybrid --rounds 3")
+    assert "e2e/lab/lab hybrid --rounds 3" in md
+    assert "Gain over the default layout: +20.7%" in md and "Distance to the per-phase oracle: +45.0%" in md
+    assert "Sync cost of the replicas" in md and "192 MiB written instead of 96 MiB" in md
+    assert "1-DV: 13/13" in md  # where the one-datafile files landed (last round only: no per-round record)
+    measured.placement = {"1-DV": [[["10.251.0.11"], ["10.251.0.12"]], [["10.251.0.13"], ["10.251.0.13"]]]}
+    md = hy.results_markdown(hy.build_report(plan, measured, {"servers": 4}), "lab hybrid")
+    assert "1-DV: 11/12, 13/13" in md
+    assert json.loads(json.dumps(doc)) == doc  # JSON-ready
+
+
+# ------------------------------------------------------------------------------------- the real smoke run
+
+
+@pytest.fixture(scope="module")
+def lab_env() -> Iterator[dict[str, str]]:
+    """As test_lab_smoke.py's: a state directory the servers (as nobody) can read, the host builds (IOR
+    too), and a skip with `lab check`'s reason where the lab cannot run."""
+    parent = Path(tempfile.mkdtemp(prefix="pfslab-hybrid-test-"))
+    parent.chmod(0o755)
+    env = {**os.environ, "PFSLAYOUT_LAB_PREFIX": PREFIX, "PFSLAYOUT_LAB_NET": "10.254.0",
+           "PFSLAYOUT_LAB_DIR": str(parent / "state"), "PFSLAYOUT_PYTHON": sys.executable}
+    if not env.get("ORANGEFS_PREFIX"):
+        pytest.skip(env.get("PFSLAYOUT_ORANGEFS_UNAVAILABLE") or "ORANGEFS_PREFIX not set: run e2e/test-all.sh "
+                    "(it builds OrangeFS) or `eval \"$(images/build/host.sh env)\"`")
+    if not all(env.get(v) for v in ("PFSLAYOUT_MPICH_PREFIX", "PFSLAYOUT_SHIM_PREFIX", "PFSLAYOUT_IOR_PREFIX")):
+        trees = subprocess.run(["bash", "-c", f'eval "$({REPO}/images/build/host.sh env)" && env -0'], env=env,
+                               capture_output=True, timeout=3600, check=True).stdout.decode().split("\0")
+        wanted = ("PFSLAYOUT_MPICH_PREFIX=", "PFSLAYOUT_SHIM_PREFIX=", "PFSLAYOUT_IOR_PREFIX=")
+        env.update(kv.split("=", 1) for kv in trees if kv.startswith(wanted))
+    checked = subprocess.run([str(LAB), "check"], env=env, capture_output=True, text=True, timeout=120, check=False)
+    if checked.returncode == 3:
+        pytest.skip("the lab cannot run here: " + checked.stderr.strip().replace("\n", "; "))
+    assert checked.returncode == 0, checked.stderr
+    yield env
+    subprocess.run([str(LAB), "down"], env=env, capture_output=True, text=True, timeout=300, check=False)
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+def lab(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(LAB), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _sha256(env: dict[str, str], path: str, out: Path) -> str:
+    """A file on the lab's OrangeFS, copied out through libpvfs2 (pvfs2-cp), hashed."""
+    ofs = Path(env["ORANGEFS_PREFIX"])
+    run_env = {**env, "PVFS2TAB_FILE": str(Path(env["PFSLAYOUT_LAB_DIR"]) / "pvfs2tab"),
+               "LD_LIBRARY_PATH": str(ofs / "lib")}
+    done = subprocess.run([str(ofs / "bin" / "pvfs2-cp"), path, str(out)], env=run_env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return hashlib.sha256(out.read_bytes()).hexdigest()
+
+
+@pytest.mark.orangefs
+@pytest.mark.mpi
+@pytest.mark.timeout(600)
+def test_hybrid_smoke_routes_by_phase_and_keeps_replicas_identical(lab_env: dict[str, str], tmp_path: Path) -> None:
+    procs, block, small, large = 2, 1 << 20, 16 << 10, 256 << 10
+    done = lab(lab_env, "up", "--servers", "2", "--rate", "400mbit")
+    assert done.returncode == 0, done.stderr
+    report, results_md = tmp_path / "lab-hybrid.json", tmp_path / "results.md"
+    results_md.write_text("# Results\n\nkept text\n")
+    done = lab(lab_env, "hybrid", "--procs", str(procs), "--block", "1M", "--small", "16K", "--large", "256K",
+               "--rounds", "1", "--replicas", "1-DV,1-DH", "--report", str(report), "--results-md", str(results_md))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(report.read_text())
+    assert doc["variants"] == ["1-DH", "1-DV", "default", "hybrid"]  # 2 servers: no 2-D
+    for key in ("gain", "distance_to_oracle", "oracle", "sync_cost", "median", "setup", "routing", "realised"):
+        assert key in doc, key
+    assert doc["setup"]["servers"] == 2 and doc["setup"]["orangefs_version"].startswith("2.")
+    # What OrangeFS made of the hints (pvfs2-viewdist): the planner's layouts, and its own default
+    real = doc["realised"]
+    assert real["1-DV"]["datafiles"] == 1 and real["replica 1-DV"]["datafiles"] == 1
+    assert (real["1-DH"]["datafiles"], real["1-DH"]["strip"]) == (2, 8192)  # 16 KiB over 2 servers
+    assert (real["replica 1-DH"]["datafiles"], real["replica 1-DH"]["strip"]) == (2, 8192)
+    assert (real["default"]["datafiles"], real["default"]["strip"]) == (2, 65536)
+    assert [len(r) for r in doc["placement"]["1-DV"]] == [procs]  # one round, a server list per rank file
+    # The shim's own counters: every byte written once directly and replayed once to the other copy; every
+    # read phase's bytes served by the replicas, each read by one of them
+    route = doc["routing"]
+    w = route["write"]
+    assert sum(r["write_bytes"] for r in w["replicas"]) == procs * block
+    assert w["deferred_bytes"] == procs * block and w["sync_errors"] == 0
+    for phase, size in (("small-random-read", small), ("large-sequential-read", large)):
+        reps = route[phase]["replicas"]
+        assert [r["layout"] for r in reps] == ["1-DV", "1-DH"]
+        assert sum(r["read_bytes"] for r in reps) == procs * block, (phase, reps)
+        assert sum(r["reads"] for r in reps) == procs * block // size, (phase, reps)
+    assert doc["sync_cost"]["bytes_written"] == {"hybrid": 2 * procs * block, "static": procs * block}
+    # after the close, both copies of every rank's file hold the same bytes
+    for rank in range(procs):
+        sums = {_sha256(lab_env, f"/pfslab/hybrid/.replica-{k}/data.{rank:08d}", tmp_path / f"{k}-{rank}")
+                for k in ("1-DV", "1-DH")}
+        assert len(sums) == 1, (rank, sums)
+        assert (tmp_path / f"1-DV-{rank}").stat().st_size == block
+    md = results_md.read_text()
+    assert "kept text" in md and "<!-- lab-hybrid: begin -->" in md and "e2e/lab/lab hybrid --procs 2" in md
+    assert "e2e/lab/lab up --servers 2 --rate 400mbit" in md
+    done = lab(lab_env, "down")
+    assert done.returncode == 0, done.stderr
+    assert lab(lab_env, "status").stdout.startswith("lab: not up")
