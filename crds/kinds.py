@@ -234,7 +234,8 @@ def cost_calibration_spec() -> Schema:
                               "per-request and per-byte terms).", integer("Bytes per request.", format="int64",
                               minimum=512, maximum=1 << 30), minItems=2, maxItems=24,
                               default=[4096, 65536, 1048576, 4194304], **{"x-kubernetes-list-type": "set"}),
-        "operations": array("Operations measured (the model costs both alike; both are fitted together).",
+        "operations": array("Operations measured. With both, the fit gives writes their own e and β when "
+                            "the measurements separate them (`params.e_write`, `params.beta_write`).",
                             string("An operation.", enum=["write", "read"]), minItems=1, maxItems=2,
                             default=["write", "read"], **{"x-kubernetes-list-type": "set"}),
         "patterns": array("Access patterns probed (α is fitted separately for each).",
