@@ -1,0 +1,335 @@
+"""The product in the loop (issue 13 item 7), measured in one run and written as a report (not asserted):
+does the operator itself — its CostCalibration and the `auto` rules of its LayoutPolicies — pick the
+layout that measured fastest on real OrangeFS with shaped server links?
+
+    eval "$(e2e/cluster.sh env)"        # a running local cluster with its real node (e2e/cluster.sh up)
+    python e2e/bench/product_loop.py [--servers 4] [--rate 200mbit]
+
+On the shared cluster, in the namespace `pfsloop` (removed afterwards; the chart is installed in-cluster on
+the real node as e2e/bench/injection.py does, and uninstalled):
+
+1. an OrangeFSCluster (tmpfs storage) on the real node; each server pod's link is shaped as the lab shapes
+   its server links (pfslab.net: tbf at `--rate` with a 17 kB burst in both directions, GSO 16 KiB), from
+   the host, through the server process's network namespace;
+2. a CostCalibration `loop-cal` (the probe over the `quick` profile's sizes on one client node of
+   `--ranks` ranks, the operator's fit);
+3. LayoutPolicies with one `auto` rule per held-out configuration (`--holdout-sizes`, every p, pattern and
+   operation of the same client node): the operator plans each with `loop-cal`'s parameters; their
+   picks are read from `status.rules[].layout`, then the policies are deleted;
+4. a CostCalibration `loop-holdout` over the held-out sizes, full factorial, for its measurements only:
+   every layout of every configuration, measured by the same probe jobs;
+5. the operator's picks scored on those measurements as `lab validate` scores the model (pfslab.score),
+   beside the model's own picks with the same parameters and the baselines. Report:
+   docs/results/lab-loop.json and the `lab-loop` section of docs/results.md.
+
+Needs root (nsenter, tc) and the local cluster (the servers' processes are on this machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "e2e" / "tests"))
+sys.path.insert(0, str(REPO / "e2e" / "lab"))
+from real import chart_values, image_build, place  # noqa: E402
+
+from pfslab import loop  # noqa: E402
+from pfslab.net import BURST, GSO_MAX, validate_rate  # noqa: E402
+from pfslab.report import build_report, results_markdown  # noqa: E402
+from pfslab.score import Config, group_cells, score  # noqa: E402
+from pfslayout.calibration import design_grid, merge_measurements, parse_probe  # noqa: E402
+from pfslayout.calibration.profiles import get_profile  # noqa: E402
+from pfslayout.costmodel import CostParams  # noqa: E402
+
+RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
+CHART = REPO / "charts" / "pfs-layout-operator"
+NS = "pfsloop"
+OFS_NAME = "loop"
+BEGIN, END = "<!-- lab-loop: begin -->", "<!-- lab-loop: end -->"
+
+
+def log(msg: str) -> None:
+    print(f"product-loop: {msg}", file=sys.stderr, flush=True)
+
+
+def fail(msg: str) -> None:
+    sys.exit(f"product-loop: {msg}")
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.kubectl = os.environ.get("KUBECTL", "kubectl")
+        self.helm = os.environ.get("HELM", "helm")
+        state = Path(os.environ.get("PFSLAYOUT_E2E_STATE", REPO / "e2e" / ".state"))
+        self.mode = (state / "mode").read_text().strip() if (state / "mode").exists() else "local"
+        self.state_dir = state
+
+    def run(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        proc = subprocess.run(list(args), input=input, capture_output=True, text=True, timeout=600, check=False)
+        if check and proc.returncode != 0:
+            fail(f"{' '.join(args[:5])} ... failed: {(proc.stderr or proc.stdout).strip()[:500]}")
+        return proc.stdout
+
+    def k(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        return self.run(self.kubectl, "--request-timeout=60s", *args, input=input, check=check)
+
+    def get(self, *args: str) -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(self.k("get", *args, "-o", "json"))
+        return out
+
+    def apply(self, docs: list[dict[str, Any]]) -> None:
+        self.k("apply", "-n", NS, "-f", "-", input=yaml.safe_dump_all(docs))
+
+    def wait(self, probe: Any, what: str, timeout: float, interval: float = 2) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = probe()
+            if got:
+                return got
+            time.sleep(interval)
+        pods = self.k("get", "pods,mpijobs", "-n", NS, "-o", "wide", check=False)
+        fail(f"timed out after {timeout:.0f} s waiting for {what}\n{pods}")
+
+
+# ------------------------------------------------------------------------------------------- shaping
+
+
+def sh(*argv: str) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        fail(f"`{' '.join(argv)}` failed: {(done.stderr or done.stdout).strip()}")
+    return done.stdout
+
+
+def server_pid(pod: str) -> int:
+    """The host PID of the `pvfs2-server` whose alias (`-a`) is the pod's name."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"pvfs2-server") and pod.encode() in argv:
+            found.append(int(entry.name))
+    if len(found) != 1:
+        fail(f"expected one pvfs2-server process with alias {pod} on this machine, found {found}")
+    return found[0]
+
+
+def host_veth(pid: int) -> str:
+    """The host end of the pod's eth0: the interface whose index is eth0's peer index."""
+    inside = json.loads(sh("nsenter", "-t", str(pid), "-n", "ip", "-j", "link", "show", "eth0"))[0]
+    peer = inside.get("link_index")
+    for link in json.loads(sh("ip", "-j", "link", "show")):
+        if link.get("ifindex") == peer:
+            return str(link["ifname"])
+    fail(f"no host interface with index {peer} (the peer of pid {pid}'s eth0)")
+    return ""
+
+
+def shape(pid: int, veth: str, rate: str) -> None:
+    tbf = ["tbf", "rate", rate, "burst", BURST, "latency", "50ms"]
+    sh("ip", "link", "set", "dev", veth, "gso_max_size", str(GSO_MAX))
+    sh("tc", "qdisc", "replace", "dev", veth, "root", *tbf)
+    sh("nsenter", "-t", str(pid), "-n", "ip", "link", "set", "dev", "eth0", "gso_max_size", str(GSO_MAX))
+    sh("nsenter", "-t", str(pid), "-n", "tc", "qdisc", "replace", "dev", "eth0", "root", *tbf)
+
+
+def shaped_rate(veth: str) -> str:
+    """The tbf rate the kernel reports on ``veth`` (read back, not assumed)."""
+    for q in json.loads(sh("tc", "-j", "qdisc", "show", "dev", veth)):
+        if q.get("kind") == "tbf":
+            return str(q.get("options", {}).get("rate"))
+    return ""
+
+
+def unshape(veths: list[str]) -> None:
+    for veth in veths:
+        subprocess.run(["tc", "qdisc", "del", "dev", veth, "root"], capture_output=True, check=False)
+
+
+# ------------------------------------------------------------------------------------------- the loop
+
+
+def wait_cc(c: Cluster, name: str, timeout: float) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        st = c.get("costcalibrations.pfslayout.io", name, "-n", NS).get("status") or {}
+        return st if st.get("phase") in ("Succeeded", "Failed") else None
+    st: dict[str, Any] = c.wait(done, f"CostCalibration {name}", timeout, interval=5)
+    if st["phase"] != "Succeeded":
+        fail(f"CostCalibration {name} failed: {json.dumps(st.get('conditions'))[:600]}")
+    return st
+
+
+def holdout_configs(servers: int, sizes: list[int], ranks: int, requests: int, repetitions: int) -> list[Config]:
+    """The configurations the operator's probe will measure for ``loop-holdout`` (the same design_grid)."""
+    grid = design_grid(servers, 1, ranks, sizes=sizes, requests_per_rank=requests, repetitions=repetitions)
+    seen: dict[Config, None] = {}
+    for cell in grid.cells:
+        seen.setdefault(Config(op=cell.op, pattern=cell.pattern, sharing=cell.sharing, p=cell.p, m=cell.m,
+                               request_size=cell.request_size, requests_per_rank=cell.requests_per_rank))
+    return sorted(seen, key=lambda k: k.sort_key())
+
+
+def measurements(c: Cluster, status: dict[str, Any], servers: int) -> Any:
+    data = c.get("configmap", status["measurementsConfigMap"], "-n", NS).get("data") or {}
+    # the probe documents are the j<NNN>-s<size> keys (the ConfigMap also holds the run's jobs.json index)
+    docs = [parse_probe(json.loads(text), key) for key, text in sorted(data.items()) if re.match(r"j\d+-", key)]
+    if not docs:
+        fail(f"the measurements ConfigMap {status['measurementsConfigMap']} has no probe documents")
+    m = merge_measurements(docs)
+    if m.servers != servers:
+        fail(f"the holdout measurements are for {m.servers} servers, not {servers}")
+    return m
+
+
+def write_markdown(path: Path, section: str) -> None:
+    text = path.read_text() if path.exists() else "# Results\n"
+    block = f"{BEGIN}\n{section.rstrip()}\n{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def sizes_arg(text: str) -> list[int]:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    out = []
+    for item in text.split(","):
+        item = item.strip().upper()
+        try:
+            out.append(int(item[:-1]) * units[item[-1]] if item[-1:] in units else int(item))
+        except (ValueError, KeyError):
+            fail(f"--sizes: {item!r} is not a byte count (e.g. 16K,256K,4M)")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--servers", type=int, default=4)
+    ap.add_argument("--rate", default="200mbit")
+    ap.add_argument("--ranks", type=int, default=4, help="probe ranks on the one client node (p = 1, 2, 4)")
+    ap.add_argument("--holdout-sizes", default="16K,256K,4M")
+    ap.add_argument("--requests", type=int, default=8, help="requests per rank in the held-out cells")
+    ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--report", type=Path, default=REPO / "docs" / "results" / "lab-loop.json")
+    ap.add_argument("--results-md", type=Path, default=REPO / "docs" / "results.md")
+    ap.add_argument("--keep", action="store_true", help="leave the namespace and the chart (debugging)")
+    args = ap.parse_args()
+    validate_rate(args.rate)
+    c = Cluster()
+    if c.mode != "local" or os.geteuid() != 0:
+        fail("needs root and the local cluster (the server pods' processes are shaped from this machine)")
+    profile = get_profile("quick")
+    holdout = sizes_arg(args.holdout_sizes)
+    if set(holdout) & set(profile.sizes):
+        fail(f"--holdout-sizes share {sorted(set(holdout) & set(profile.sizes))} with the calibration's")
+    configs = holdout_configs(args.servers, holdout, args.ranks, args.requests, args.repetitions)
+    veths: list[str] = []
+    t0 = time.monotonic()
+    try:
+        c.run(c.helm, "upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+              "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
+              "--set", "image.pullPolicy=IfNotPresent", *chart_values(c.mode),
+              "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(c, 'operator:dev')}",
+              "--wait", "--timeout", "300s")
+        c.k("create", "namespace", NS, check=False)
+        c.apply([place(loop.cluster_manifest(OFS_NAME, args.servers), c.mode)])
+
+        def ready() -> dict[str, Any] | None:
+            st = c.get("orangefsclusters.pfslayout.io", OFS_NAME, "-n", NS).get("status") or {}
+            ok = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions") or [])
+            return st if ok and st.get("readyServers") == args.servers else None
+        ofs = c.wait(ready, "the OrangeFSCluster Ready", 300)
+        for server in ofs["endpoints"]["servers"]:
+            pid = server_pid(server["alias"])
+            veth = host_veth(pid)
+            shape(pid, veth, args.rate)
+            veths.append(veth)
+            log(f"{server['alias']}: pid {pid}, host link {veth} shaped at {shaped_rate(veth)} both ways")
+        first = ofs["endpoints"]["servers"][0]["alias"]
+        version = c.k("exec", "-n", NS, first, "--", "pvfs2-server", "--version", check=False).strip() or "unknown"
+
+        cal = loop.calibration_manifest("loop-cal", OFS_NAME, profile.sizes, ranks=args.ranks,
+                                        max_configs=profile.max_configs, requests=profile.requests_per_rank,
+                                        repetitions=profile.repetitions)
+        c.apply([place(cal, c.mode)])
+        log("calibrating (CostCalibration loop-cal)")
+        cal_status = wait_cc(c, "loop-cal", 1800)
+        params = CostParams.model_validate(cal_status["params"])
+        log(f"loop-cal: {json.dumps(cal_status['params'])}; R² {cal_status['fit'].get('rSquared')}")
+
+        policies = loop.policy_manifests("loop", OFS_NAME, configs)
+        c.apply(policies)
+
+        def decided() -> list[str] | None:
+            sts = [c.get("layoutpolicies.pfslayout.io", p["metadata"]["name"], "-n", NS).get("status") or {}
+                   for p in policies]
+            got = loop.picks_from_status(sts, len(configs))
+            return [g for g in got if g] if all(got) else None
+        picks: list[str] = c.wait(decided, "every auto rule decided", 600)
+        log(f"the operator decided {len(picks)} held-out configurations")
+        for p in policies:
+            c.k("delete", "layoutpolicies.pfslayout.io", p["metadata"]["name"], "-n", NS, "--wait=true")
+
+        hold = loop.calibration_manifest("loop-holdout", OFS_NAME, holdout, ranks=args.ranks, max_configs=None,
+                                         requests=args.requests, repetitions=args.repetitions)
+        c.apply([place(hold, c.mode)])
+        log("measuring the held-out configurations (CostCalibration loop-holdout)")
+        hold_status = wait_cc(c, "loop-holdout", 3600)
+        cells = group_cells(measurements(c, hold_status, args.servers))
+        scored, scored_picks = loop.matched(cells, configs, picks)
+        if not scored:
+            fail("no held-out configuration was both measured for every layout and decided")
+        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=False).stdout.strip()
+        setup = {"servers": args.servers, "rate": args.rate, "client_namespaces": "one probe pod (real node)",
+                 "orangefs": version, "commit": commit, "where": "the operator on the test cluster's real node"}
+        report = build_report(scored, args.servers, params, setup)
+        operator = score(scored, scored_picks)
+        model_picks = [row["pick"] for row in report["per_cell"]]
+        for row, pick in zip(report["per_cell"], scored_picks):
+            row["operator_pick"] = pick
+        report["operator"] = operator.as_dict()
+        report["operator_agrees_with_model"] = sum(a == b for a, b in zip(scored_picks, model_picks)) / len(scored)
+        report["calibration"] = {"params": cal_status["params"], "fit": cal_status.get("fit")}
+        report["wall_s"] = round(time.monotonic() - t0, 1)
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        cmd = f"python e2e/bench/product_loop.py --servers {args.servers} --rate {args.rate} --ranks {args.ranks}"
+        md = results_markdown(report, cmd)
+        rate = operator.correct_decisive_rate
+        section = ("## The product in the loop: the operator's picks on the real node\n\n"
+                   f"The operator's `auto` rules, planned with its own CostCalibration, on {len(scored)} held-out "
+                   f"configurations measured by its probe jobs: right in {operator.correct_decisive}/"
+                   f"{operator.decisive} decisive cells"
+                   + (f" ({rate:.0%})" if rate is not None else "")
+                   + f", within 3% of the best in {operator.within_3pct:.0%} of all cells, worst regret "
+                   f"{operator.worst_regret:.1%}; the operator's pick equals the fitted model's in "
+                   f"{report['operator_agrees_with_model']:.0%} of them.\n\n" + md.split("\n", 1)[1])
+        write_markdown(args.results_md, section)
+        log(f"report {args.report}; operator {json.dumps(operator.as_dict())}")
+    finally:
+        unshape(veths)
+        if not args.keep:
+            c.k("delete", "namespace", NS, "--wait=true", "--timeout=300s", "--ignore-not-found", check=False)
+            c.run(c.helm, "uninstall", RELEASE, "-n", RELEASE_NS, "--wait", check=False)
+
+
+if __name__ == "__main__":
+    main()
