@@ -31,7 +31,6 @@ import argparse
 import base64
 import http.client
 import json
-import os
 import re
 import ssl
 import subprocess
@@ -41,48 +40,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes import client, config
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "e2e" / "tests"))
-from real import chart_values, image_build, place
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kube import RELEASE, RELEASE_NS, Cluster
+from real import place
 
-RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
-CHART = REPO / "charts" / "pfs-layout-operator"
 GOAL_P99_MS, GOAL_RSS_MB = 50.0, 150.0
 WEBHOOK_METRIC = "apiserver_admission_webhook_admission_duration_seconds"
 OPERATOR_METRIC = "pfslayout_reconcile_duration_seconds"
-
-
-class Cluster:
-    def __init__(self) -> None:
-        self.kubectl = os.environ.get("KUBECTL", "kubectl")
-        self.helm = os.environ.get("HELM", "helm")
-        state = Path(os.environ.get("PFSLAYOUT_E2E_STATE", REPO / "e2e" / ".state"))
-        self.mode = (state / "mode").read_text().strip() if (state / "mode").exists() else "local"
-        self.state_dir = state
-
-    def run(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        proc = subprocess.run(list(args), input=input, capture_output=True, text=True, timeout=600, check=False)
-        if check and proc.returncode != 0:
-            sys.exit(f"injection bench: {' '.join(args[:4])} ... failed: {proc.stderr.strip()[:500]}")
-        return proc.stdout
-
-    def k(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        return self.run(self.kubectl, "--request-timeout=60s", *args, input=input, check=check)
-
-    def apply(self, docs: list[dict[str, Any]], ns: str) -> None:
-        self.k("apply", "-n", ns, "-f", "-", input=yaml.safe_dump_all(docs))
-
-    def wait(self, probe: Any, what: str, timeout: float) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            got = probe()
-            if got:
-                return got
-            time.sleep(1)
-        sys.exit(f"injection bench: timed out waiting for {what}")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -190,7 +156,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=200)
     args = ap.parse_args()
-    c = Cluster()
+    c = Cluster("injection bench")
     if c.mode != "local":
         sys.exit("injection bench: needs the local cluster (the operator's memory is read from this machine's /proc)")
     config.load_kube_config()
@@ -198,11 +164,7 @@ def main() -> None:
     spaces = ["pfsbench-a", "pfsbench-free"] + [f"pfsbench-{i}" for i in range(1, 20)]
     t_start = time.monotonic()
     try:
-        c.run(c.helm, "upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-              "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-              "--set", "image.pullPolicy=IfNotPresent", *chart_values(c.mode),
-              "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(c, 'operator:dev')}",
-              "--wait", "--timeout", "300s")
+        c.install_chart()
         pid = c.wait(lambda: (operator_pid() if c.k("get", "mutatingwebhookconfiguration", RELEASE, "-o",
                                                      "jsonpath={.webhooks[0].clientConfig.caBundle}") else 0),
                      "the operator serving its webhook", 180)

@@ -37,23 +37,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kube import RELEASE, RELEASE_NS, REPO, Cluster
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "e2e" / "tests"))
 sys.path.insert(0, str(REPO / "e2e" / "lab"))
-from real import chart_values, image_build, place  # noqa: E402
+from real import place
 
-from pfslab import loop  # noqa: E402
-from pfslab.net import BURST, GSO_MAX, validate_rate  # noqa: E402
-from pfslab.report import build_report, results_markdown  # noqa: E402
-from pfslab.score import Config, group_cells, score  # noqa: E402
-from pfslayout.calibration import design_grid, merge_measurements, parse_probe  # noqa: E402
-from pfslayout.calibration.profiles import get_profile  # noqa: E402
-from pfslayout.costmodel import CostParams  # noqa: E402
+from pfslab import loop
+from pfslab.grids import parse_sizes
+from pfslab.net import BURST, GSO_MAX, validate_rate
+from pfslab.report import build_report, results_markdown
+from pfslab.score import Config, group_cells, score
+from pfslayout.calibration import design_grid, merge_measurements, parse_probe
+from pfslayout.calibration.profiles import get_profile
+from pfslayout.costmodel import CostParams
 
-RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
-CHART = REPO / "charts" / "pfs-layout-operator"
 NS = "pfsloop"
 OFS_NAME = "loop"
 BEGIN, END = "<!-- lab-loop: begin -->", "<!-- lab-loop: end -->"
@@ -67,42 +65,12 @@ def fail(msg: str) -> None:
     sys.exit(f"product-loop: {msg}")
 
 
-class Cluster:
-    def __init__(self) -> None:
-        self.kubectl = os.environ.get("KUBECTL", "kubectl")
-        self.helm = os.environ.get("HELM", "helm")
-        state = Path(os.environ.get("PFSLAYOUT_E2E_STATE", REPO / "e2e" / ".state"))
-        self.mode = (state / "mode").read_text().strip() if (state / "mode").exists() else "local"
-        self.state_dir = state
-
-    def run(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        proc = subprocess.run(list(args), input=input, capture_output=True, text=True, timeout=600, check=False)
-        if check and proc.returncode != 0:
-            fail(f"{' '.join(args[:5])} ... failed: {(proc.stderr or proc.stdout).strip()[:500]}")
-        return proc.stdout
-
-    def k(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        return self.run(self.kubectl, "--request-timeout=60s", *args, input=input, check=check)
-
-    def get(self, *args: str) -> dict[str, Any]:
-        out: dict[str, Any] = json.loads(self.k("get", *args, "-o", "json"))
-        return out
-
-    def apply(self, docs: list[dict[str, Any]]) -> None:
-        self.k("apply", "-n", NS, "-f", "-", input=yaml.safe_dump_all(docs))
-
-    def wait(self, probe: Any, what: str, timeout: float, interval: float = 2) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            got = probe()
-            if got:
-                return got
-            time.sleep(interval)
-        pods = self.k("get", "pods,mpijobs", "-n", NS, "-o", "wide", check=False)
-        fail(f"timed out after {timeout:.0f} s waiting for {what}\n{pods}")
-
-
 # ------------------------------------------------------------------------------------------- shaping
+
+
+def pods(c: Cluster) -> str:
+    """What runs in the benchmark's namespace, for a timeout's message."""
+    return c.k("get", "pods,mpijobs", "-n", NS, "-o", "wide", check=False)
 
 
 def sh(*argv: str) -> str:
@@ -168,7 +136,7 @@ def wait_cc(c: Cluster, name: str, timeout: float) -> dict[str, Any]:
     def done() -> dict[str, Any] | None:
         st = c.get("costcalibrations.pfslayout.io", name, "-n", NS).get("status") or {}
         return st if st.get("phase") in ("Succeeded", "Failed") else None
-    st: dict[str, Any] = c.wait(done, f"CostCalibration {name}", timeout, interval=5)
+    st: dict[str, Any] = c.wait(done, f"CostCalibration {name}", timeout, interval=5, context=lambda: pods(c))
     if st["phase"] != "Succeeded":
         fail(f"CostCalibration {name} failed: {json.dumps(st.get('conditions'))[:600]}")
     return st
@@ -208,15 +176,11 @@ def write_markdown(path: Path, section: str) -> None:
 
 
 def sizes_arg(text: str) -> list[int]:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    out = []
-    for item in text.split(","):
-        item = item.strip().upper()
-        try:
-            out.append(int(item[:-1]) * units[item[-1]] if item[-1:] in units else int(item))
-        except (ValueError, KeyError):
-            fail(f"--sizes: {item!r} is not a byte count (e.g. 16K,256K,4M)")
-    return out
+    try:
+        return parse_sizes(text)
+    except ValueError as err:
+        fail(f"--holdout-sizes: {err}")
+        raise  # unreachable: fail exits
 
 
 def main() -> None:
@@ -232,7 +196,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="leave the namespace and the chart (debugging)")
     args = ap.parse_args()
     validate_rate(args.rate)
-    c = Cluster()
+    c = Cluster("product-loop")
     if c.mode != "local" or os.geteuid() != 0:
         fail("needs root and the local cluster (the server pods' processes are shaped from this machine)")
     profile = get_profile("quick")
@@ -243,19 +207,15 @@ def main() -> None:
     veths: list[str] = []
     t0 = time.monotonic()
     try:
-        c.run(c.helm, "upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-              "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-              "--set", "image.pullPolicy=IfNotPresent", *chart_values(c.mode),
-              "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(c, 'operator:dev')}",
-              "--wait", "--timeout", "300s")
+        c.install_chart()
         c.k("create", "namespace", NS, check=False)
-        c.apply([place(loop.cluster_manifest(OFS_NAME, args.servers), c.mode)])
+        c.apply([place(loop.cluster_manifest(OFS_NAME, args.servers), c.mode)], NS)
 
         def ready() -> dict[str, Any] | None:
             st = c.get("orangefsclusters.pfslayout.io", OFS_NAME, "-n", NS).get("status") or {}
             ok = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions") or [])
             return st if ok and st.get("readyServers") == args.servers else None
-        ofs = c.wait(ready, "the OrangeFSCluster Ready", 300)
+        ofs = c.wait(ready, "the OrangeFSCluster Ready", 300, context=lambda: pods(c))
         for server in ofs["endpoints"]["servers"]:
             pid = server_pid(server["alias"])
             veth = host_veth(pid)
@@ -268,28 +228,28 @@ def main() -> None:
         cal = loop.calibration_manifest("loop-cal", OFS_NAME, profile.sizes, ranks=args.ranks,
                                         max_configs=profile.max_configs, requests=profile.requests_per_rank,
                                         repetitions=profile.repetitions)
-        c.apply([place(cal, c.mode)])
+        c.apply([place(cal, c.mode)], NS)
         log("calibrating (CostCalibration loop-cal)")
         cal_status = wait_cc(c, "loop-cal", 1800)
         params = CostParams.model_validate(cal_status["params"])
         log(f"loop-cal: {json.dumps(cal_status['params'])}; R² {cal_status['fit'].get('rSquared')}")
 
         policies = loop.policy_manifests("loop", OFS_NAME, configs)
-        c.apply(policies)
+        c.apply(policies, NS)
 
         def decided() -> list[str] | None:
             sts = [c.get("layoutpolicies.pfslayout.io", p["metadata"]["name"], "-n", NS).get("status") or {}
                    for p in policies]
             got = loop.picks_from_status(sts, len(configs))
             return [g for g in got if g] if all(got) else None
-        picks: list[str] = c.wait(decided, "every auto rule decided", 600)
+        picks: list[str] = c.wait(decided, "every auto rule decided", 600, context=lambda: pods(c))
         log(f"the operator decided {len(picks)} held-out configurations")
         for p in policies:
             c.k("delete", "layoutpolicies.pfslayout.io", p["metadata"]["name"], "-n", NS, "--wait=true")
 
         hold = loop.calibration_manifest("loop-holdout", OFS_NAME, holdout, ranks=args.ranks, max_configs=None,
                                          requests=args.requests, repetitions=args.repetitions)
-        c.apply([place(hold, c.mode)])
+        c.apply([place(hold, c.mode)], NS)
         log("measuring the held-out configurations (CostCalibration loop-holdout)")
         hold_status = wait_cc(c, "loop-holdout", 3600)
         cells = group_cells(measurements(c, hold_status, args.servers))

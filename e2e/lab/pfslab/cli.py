@@ -36,15 +36,11 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def _sizes(text: str) -> list[int]:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    out = []
-    for item in text.split(","):
-        item = item.strip().upper()
-        try:
-            out.append(int(item[:-1]) * units[item[-1]] if item[-1:] in units else int(item))
-        except (ValueError, KeyError):
-            _fail(f"--sizes: {item!r} is not a byte count (e.g. 16K,256K,4M)")
-    return out
+    try:
+        return grids.parse_sizes(text)
+    except ValueError as err:
+        _fail(f"--sizes: {err}")
+        raise  # unreachable: _fail exits
 
 
 def _ints(flag: str, text: str) -> list[int]:
