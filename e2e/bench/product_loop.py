@@ -46,7 +46,7 @@ from real import place
 from pfslab import loop
 from pfslab.grids import parse_sizes
 from pfslab.net import BURST, GSO_MAX, validate_rate
-from pfslab.report import build_report, results_markdown
+from pfslab.report import build_report, replace_marked, results_markdown
 from pfslab.score import Config, group_cells, score
 from pfslayout.calibration import design_grid, merge_measurements, parse_probe
 from pfslayout.calibration.profiles import get_profile
@@ -164,17 +164,6 @@ def measurements(c: Cluster, status: dict[str, Any], servers: int) -> Any:
     return m
 
 
-def write_markdown(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else "# Results\n"
-    block = f"{BEGIN}\n{section.rstrip()}\n{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 def sizes_arg(text: str) -> list[int]:
     try:
         return parse_sizes(text)
@@ -282,7 +271,7 @@ def main() -> None:
                    + f", within 3% of the best in {operator.within_3pct:.0%} of all cells, worst regret "
                    f"{operator.worst_regret:.1%}; the operator's pick equals the fitted model's in "
                    f"{report['operator_agrees_with_model']:.0%} of them.\n\n" + md.split("\n", 1)[1])
-        write_markdown(args.results_md, section)
+        replace_marked(args.results_md, BEGIN, END, section)
         log(f"report {args.report}; operator {json.dumps(operator.as_dict())}")
     finally:
         unshape(veths)

@@ -284,7 +284,9 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
     up_command = (f"e2e/lab/lab up --servers {state.servers} --rate {state.rate} "
                   f"--client-namespaces {state.client_namespaces}")
     commands = [up_command, *([params_from] if params_from.startswith("e2e/lab/lab ") else []), _command("hybrid")]
-    _replace_marked(results_md, "<!-- lab-hybrid: begin -->", "<!-- lab-hybrid: end -->",
+    from pfslab.report import replace_marked
+
+    replace_marked(results_md, "<!-- lab-hybrid: begin -->", "<!-- lab-hybrid: end -->",
                     hy.results_markdown(doc, "\n".join(commands)))
     typer.echo(f"lab: hybrid {doc['total']['hybrid']:.2f} s, default {doc['total']['default']:.2f} s, oracle "
                f"{doc['oracle']['total']:.2f} s: gain {doc['gain']:+.1%}, distance to the oracle "
@@ -301,21 +303,10 @@ def _command(name: str) -> str:
 def _replace_section(path: Path, setup_key: str, body: str) -> None:
     """Put ``body`` between this setup's markers in ``path`` (appended with them when absent): one section
     per lab setup, so runs on 4 and 8 servers, one or two client namespaces, stand side by side."""
-    _replace_marked(path, f"<!-- lab-validate {setup_key}: begin -->", f"<!-- lab-validate {setup_key}: end -->",
+    from pfslab.report import replace_marked
+
+    replace_marked(path, f"<!-- lab-validate {setup_key}: begin -->", f"<!-- lab-validate {setup_key}: end -->",
                     body)
-
-
-def _replace_marked(path: Path, begin: str, end: str, body: str) -> None:
-    """Put ``body`` between the markers ``begin`` and ``end`` in ``path`` (appended with them when absent)."""
-    text = path.read_text() if path.exists() else "# Results\n"
-    block = f"{begin}\n{body.strip()}\n{end}"
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        text = head + block + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 def main() -> None:

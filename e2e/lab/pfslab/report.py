@@ -254,3 +254,16 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def replace_marked(path: Path, begin: str, end: str, body: str) -> None:
+    """Put ``body`` between the markers ``begin`` and ``end`` in ``path`` (appended with them when absent)."""
+    text = path.read_text() if path.exists() else "# Results\n"
+    block = f"{begin}\n{body.strip()}\n{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
