@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 from crd_release import REPO
+from pfslayout.kinds.costcalibration.plan import make_plan
+from pfslayout.kinds.costcalibration.spec import parse_spec
 from real import assert_real_pods, place
 from test_real_orangefs import incluster_operator, operator_log, wait_ofs_ready  # noqa: F401  (fixture)
 
@@ -109,7 +111,9 @@ def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, in
     assert json.loads(cm["data"]["fit.json"])["fit"]["cells"] == 32
     raw = cluster.kubectl_json("get", "configmap", st["measurementsConfigMap"], "-n", namespace)["data"]
     docs = {k: json.loads(v) for k, v in raw.items() if re.fullmatch(r"j\d+-s\d+", k)}
-    assert len(docs) == 3, sorted(raw)  # job 1 probes two request sizes, job 2 one
+    # one document per (job, request size) of the operator's plan, which the designed grid decides
+    plan = make_plan(parse_spec(cc["spec"]), name, 4, "/mnt/orangefs", ["tcp://server:3334"] * 4)
+    assert set(docs) == {inv.key for job in plan.jobs for inv in job.invocations}, sorted(raw)
     assert docs and all(d["format"] == "pfsprobe/1" and d["platform"]["servers"] == 4 for d in docs.values())
     # Output only a real pfsprobe produces: measured times, and ranks on 2 nodes (the two worker pods).
     assert all(d["platform"]["nodes"] == 2 and all(t > 0 for c in d["cells"] for t in c["times"])
