@@ -7,23 +7,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import labenv
 import pytest
+from labenv import REPO, lab
 
-REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "e2e" / "lab"))
 
-from pfslab import hybrid as hy  # noqa: E402
-from pfslayout.costmodel import CostParams  # noqa: E402
+from pfslab import hybrid as hy
+from pfslayout.costmodel import CostParams
 
-LAB = REPO / "e2e" / "lab" / "lab"
 PREFIX = "pfslabv"  # a lab of its own: not the developer's (pfslab) nor the smoke run's (pfslabt)
 
 PHASES = hy.default_phases(16 << 10, 4 << 20)
@@ -177,31 +174,7 @@ def test_markdown_quotes_the_command_and_every_figure() -> None:
 
 @pytest.fixture(scope="module")
 def lab_env() -> Iterator[dict[str, str]]:
-    """As test_lab_smoke.py's: a state directory the servers (as nobody) can read, the host builds (IOR
-    too), and a skip with `lab check`'s reason where the lab cannot run."""
-    parent = Path(tempfile.mkdtemp(prefix="pfslab-hybrid-test-"))
-    parent.chmod(0o755)
-    env = {**os.environ, "PFSLAYOUT_LAB_PREFIX": PREFIX, "PFSLAYOUT_LAB_NET": "10.254.0",
-           "PFSLAYOUT_LAB_DIR": str(parent / "state"), "PFSLAYOUT_PYTHON": sys.executable}
-    if not env.get("ORANGEFS_PREFIX"):
-        pytest.skip(env.get("PFSLAYOUT_ORANGEFS_UNAVAILABLE") or "ORANGEFS_PREFIX not set: run e2e/test-all.sh "
-                    "(it builds OrangeFS) or `eval \"$(images/build/host.sh env)\"`")
-    if not all(env.get(v) for v in ("PFSLAYOUT_MPICH_PREFIX", "PFSLAYOUT_SHIM_PREFIX", "PFSLAYOUT_IOR_PREFIX")):
-        trees = subprocess.run(["bash", "-c", f'eval "$({REPO}/images/build/host.sh env)" && env -0'], env=env,
-                               capture_output=True, timeout=3600, check=True).stdout.decode().split("\0")
-        wanted = ("PFSLAYOUT_MPICH_PREFIX=", "PFSLAYOUT_SHIM_PREFIX=", "PFSLAYOUT_IOR_PREFIX=")
-        env.update(kv.split("=", 1) for kv in trees if kv.startswith(wanted))
-    checked = subprocess.run([str(LAB), "check"], env=env, capture_output=True, text=True, timeout=120, check=False)
-    if checked.returncode == 3:
-        pytest.skip("the lab cannot run here: " + checked.stderr.strip().replace("\n", "; "))
-    assert checked.returncode == 0, checked.stderr
-    yield env
-    subprocess.run([str(LAB), "down"], env=env, capture_output=True, text=True, timeout=300, check=False)
-    shutil.rmtree(parent, ignore_errors=True)
-
-
-def lab(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(LAB), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    yield from labenv.lab_env(PREFIX, "10.254.0", "pfslab-hybrid-test-")
 
 
 def _sha256(env: dict[str, str], path: str, out: Path) -> str:

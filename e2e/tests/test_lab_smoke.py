@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import labenv
 import pytest
+from labenv import lab
 
-REPO = Path(__file__).resolve().parents[2]
-LAB = REPO / "e2e" / "lab" / "lab"
 PREFIX = "pfslabt"
 RATE_MBIT = 400
 SERVERS = 2
@@ -33,31 +30,7 @@ pytestmark = [pytest.mark.orangefs, pytest.mark.mpi, pytest.mark.timeout(900)]
 
 @pytest.fixture(scope="module")
 def lab_env() -> Iterator[dict[str, str]]:
-    # not under pytest's tmp_path (0700 under root): the servers run as nobody and read fs.conf from here
-    parent = Path(tempfile.mkdtemp(prefix="pfslab-test-"))
-    parent.chmod(0o755)
-    env = {**os.environ, "PFSLAYOUT_LAB_PREFIX": PREFIX, "PFSLAYOUT_LAB_NET": "10.252.0",
-           "PFSLAYOUT_LAB_DIR": str(parent / "state"), "PFSLAYOUT_PYTHON": sys.executable}
-    if not env.get("ORANGEFS_PREFIX"):
-        pytest.skip(env.get("PFSLAYOUT_ORANGEFS_UNAVAILABLE") or "ORANGEFS_PREFIX not set: run e2e/test-all.sh "
-                    "(it builds OrangeFS) or `eval \"$(images/build/host.sh env)\"`")
-    if not (env.get("PFSLAYOUT_MPICH_PREFIX") and env.get("PFSLAYOUT_SHIM_PREFIX")):
-        # the test command builds these trees for the images; here they are only located (cached)
-        trees = subprocess.run(["bash", "-c", f'eval "$({REPO}/images/build/host.sh env)" && env -0'], env=env,
-                               capture_output=True, timeout=3600, check=True).stdout.decode().split("\0")
-        wanted = ("PFSLAYOUT_MPICH_PREFIX=", "PFSLAYOUT_SHIM_PREFIX=")
-        env.update(kv.split("=", 1) for kv in trees if kv.startswith(wanted))
-    checked = subprocess.run([str(LAB), "check"], env=env, capture_output=True, text=True, timeout=120, check=False)
-    if checked.returncode == 3:
-        pytest.skip("the lab cannot run here: " + checked.stderr.strip().replace("\n", "; "))
-    assert checked.returncode == 0, checked.stderr
-    yield env
-    subprocess.run([str(LAB), "down"], env=env, capture_output=True, text=True, timeout=300, check=False)
-    shutil.rmtree(parent, ignore_errors=True)
-
-
-def lab(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(LAB), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    yield from labenv.lab_env(PREFIX, "10.252.0", "pfslab-test-")
 
 
 def leftovers(env: dict[str, str]) -> list[str]:
