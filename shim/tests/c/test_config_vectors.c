@@ -6,21 +6,14 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "vectors.h"
 #include "pfsshim.h"
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s shim-configs.json\n", argv[0]);
-        return 2;
-    }
-    json_error_t jerr;
-    json_t *doc = json_load_file(argv[1], 0, &jerr);
-    CHECK(doc != NULL, "cannot read %s: %s", argv[1], jerr.text);
+    json_t *doc = vectors_load(argc, argv, "shim-configs.json", "pfslayout-shim-config-vectors/1");
     if (!doc)
-        return check_done("test_config_vectors");
-    CHECK(strcmp(json_string_value(json_object_get(doc, "format")), "pfslayout-shim-config-vectors/1") == 0,
-          "unknown vector format");
+        return argc != 2 ? 2 : check_done("test_config_vectors");
     json_t *acc = json_object_get(doc, "accepted"), *ref = json_object_get(doc, "refused");
     CHECK(json_array_size(acc) >= 20 && json_array_size(ref) >= 10, "expected the full vector set");
     char err[512];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "vectors.h"
 #include "pfsshim.h"
 
 static int close_enough(double got, double want)
@@ -72,17 +73,9 @@ static size_t check_cases(json_t *cases, size_t seen[2][3], size_t *writes_diffe
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s cost-vectors.json\n", argv[0]);
-        return 2;
-    }
-    json_error_t err;
-    json_t *doc = json_load_file(argv[1], 0, &err);
-    CHECK(doc != NULL, "cannot read %s: %s", argv[1], err.text);
+    json_t *doc = vectors_load(argc, argv, "cost-vectors.json", "pfslayout-cost-vectors/1");
     if (!doc)
-        return check_done("test_costmodel");
-    CHECK(strcmp(json_string_value(json_object_get(doc, "format")), "pfslayout-cost-vectors/1") == 0,
-          "unknown vector format");
+        return argc != 2 ? 2 : check_done("test_costmodel");
     size_t seen[2][3] = {{0}}, op_seen[2][3] = {{0}}, differ = 0, unused = 0;
     const size_t n = check_cases(json_object_get(doc, "cases"), seen, &unused);
     CHECK(n >= 100, "expected the full vector set, got %zu cases", n);

@@ -7,21 +7,14 @@
 #include <string.h>
 
 #include "check.h"
+#include "vectors.h"
 #include "place.h"
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s classify-vectors.json\n", argv[0]);
-        return 2;
-    }
-    json_error_t jerr;
-    json_t *doc = json_load_file(argv[1], 0, &jerr);
-    CHECK(doc != NULL, "cannot read %s: %s", argv[1], jerr.text);
+    json_t *doc = vectors_load(argc, argv, "classify-vectors.json", "pfslayout-classify-vectors/1");
     if (!doc)
-        return check_done("test_probe_place");
-    CHECK(strcmp(json_string_value(json_object_get(doc, "format")), "pfslayout-classify-vectors/1") == 0,
-          "unknown vector format");
+        return argc != 2 ? 2 : check_done("test_probe_place");
     json_t *cases = json_object_get(doc, "cases");
     size_t checked = 0, strips = 0;
     int *servers = NULL;
