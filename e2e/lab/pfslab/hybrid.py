@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from pfslab.net import LabError
+from pfslab.report import section_head
 from pfslab.runs import Clients, Tools
 from pfslab.score import fastest, human_size, layout_order, spread
 from pfslab.servers import MOUNT
@@ -470,17 +471,7 @@ def results_markdown(doc: Mapping[str, Any], command: str) -> str:
     phases = [p["name"] for p in work["phases"]]
     pct = _pct
     lines = [
-        f"## Hybrid replicas on a mixed workload: {setup.get('servers')} servers at {setup.get('rate')}, "
-        f"{setup.get('client_namespaces')} client namespaces",
-        "",
-        "Produced by:",
-        "",
-        "```sh",
-        command,
-        "```",
-        "",
-        "Setup: " + "; ".join(f"{k} {v}" for k, v in setup.items() if not isinstance(v, Mapping)) + ".",
-        "",
+        *section_head("Hybrid replicas on a mixed workload:", command, setup),
         f"Workload: {work['procs']} ranks, a file per rank of {human_size(work['block_per_rank'])} written once, "
         "then read twice: " + ", ".join(
             f"{p['name']} ({p['op']}, {p['pattern']}, {human_size(p['transfer'])} × {p['requests_per_rank']})"

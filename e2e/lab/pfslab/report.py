@@ -209,14 +209,11 @@ def _calibration_line(cal: Any) -> list[str]:
     return [text + (f"; poorly determined: {', '.join(poor)}" if poor else "") + ".", ""]
 
 
-def results_markdown(report: Mapping[str, Any], command: str) -> str:
-    """A ``docs/results.md`` section: the command, the setup, the fitted model against the baselines, and
-    every cell where the model's pick measured more than 3% slower than the best (its misses)."""
-    setup = report["setup"]
-    params = report["params"]
-    fitted_name = f"fitted ({params.get('variant', 'corrected')})"
-    lines = [
-        f"## Does the model pick the measured best layout? {setup.get('servers')} servers at {setup.get('rate')}, "
+def section_head(title: str, command: str, setup: Mapping[str, Any]) -> list[str]:
+    """The opening lines every lab section of docs/results.md shares: title with the setup, the command
+    that produced it, and the setup's scalar fields."""
+    return [
+        f"## {title} {setup.get('servers')} servers at {setup.get('rate')}, "
         f"{setup.get('client_namespaces')} client namespaces",
         "",
         "Produced by:",
@@ -227,9 +224,21 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
         "",
         "Setup: " + "; ".join(f"{k} {v}" for k, v in setup.items() if not isinstance(v, Mapping)) + ".",
         "",
+    ]
+
+
+def results_markdown(report: Mapping[str, Any], command: str) -> str:
+    """A ``docs/results.md`` section: the command, the setup, the fitted model against the baselines, and
+    every cell where the model's pick measured more than 3% slower than the best (its misses)."""
+    setup = report["setup"]
+    params = report["params"]
+    fitted_name = f"fitted ({params.get('variant', 'corrected')})"
+    lines = [
+        *section_head("Does the model pick the measured best layout?", command, setup),
         *_calibration_line(setup.get("calibration")),
         "Fitted parameters: " + ", ".join(f"{k} = {params[k]:.4g}" for k in ("e", "v", "alpha_seq", "alpha_rand",
-                                                                             "beta") if k in params) + ".",
+                                                                             "beta", "e_write", "beta_write")
+                                          if k in params) + ".",
         "",
         f"{report['cells']} configurations scored, {report['decisive']} with a decisive winner (more than "
         f"{MARGIN:.0%} ahead of the runner-up); {report['left_out']} measured for one layout only "
