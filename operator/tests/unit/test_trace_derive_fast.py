@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pfslayout.traces import OP_READ, OP_WRITE, Trace, derive
+from pfslayout.traces import OP_READ, OP_WRITE, Trace, derive, derive_fast
 from pfslayout.traces.jit_order import start_order
 from pfslayout.traces.jit_sort import stable_argsort
 
@@ -23,8 +23,14 @@ SETTINGS = [("directory", "issuing-node"), ("directory", "busiest-node"), ("file
             ("file", "busiest-node")]
 
 
-def assert_same(t: Trace, group: str, m_of: str) -> None:
-    fast = derive(copy.deepcopy(t), group=group, m_of=m_of)
+def assert_same(t: Trace, group: str, m_of: str, shift: int | None = None) -> None:
+    """``shift``: the sweep's windows of about 2^shift requests instead of the default (small traces fit one)."""
+    default = derive_fast.WINDOW_SHIFT
+    derive_fast.WINDOW_SHIFT = default if shift is None else shift
+    try:
+        fast = derive(copy.deepcopy(t), group=group, m_of=m_of)
+    finally:
+        derive_fast.WINDOW_SHIFT = default
     ref = derive(copy.deepcopy(t), group=group, m_of=m_of, method="reference")
     for name in ("p", "m", "sequential", "dominant_size", "file_set"):
         a, b = getattr(fast, name), getattr(ref, name)
@@ -77,14 +83,17 @@ def traces(draw: st.DrawFn) -> Trace:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(traces(), st.sampled_from(SETTINGS))
-def test_fast_path_equals_reference(t: Trace, setting: tuple[str, str]) -> None:
-    assert_same(t, *setting)
+@given(traces(), st.sampled_from(SETTINGS), st.sampled_from([None, 0, 2]))
+def test_fast_path_equals_reference(t: Trace, setting: tuple[str, str], shift: int | None) -> None:
+    """Also with windows of one and of about four requests: every window boundary case in small traces."""
+    assert_same(t, *setting, shift)
 
 
 @pytest.mark.parametrize(("group", "m_of"), SETTINGS)
-def test_many_ranks_nodes_and_long_requests(group: str, m_of: str) -> None:
-    """Bulk-synchronous phases on 200 ranks / 25 nodes with a few requests spanning many others'."""
+@pytest.mark.parametrize("per_node", [8, 16, 40])
+def test_many_ranks_nodes_and_long_requests(group: str, m_of: str, per_node: int) -> None:
+    """Bulk-synchronous phases on 200 ranks with a few requests spanning many others'; 8 and 16 ranks per
+    node take m's 16-lane vector count, 40 its lane loop."""
     rng = np.random.default_rng(7)
     n, ranks = 20_000, 200
     rank = rng.integers(0, ranks, n)
@@ -95,7 +104,7 @@ def test_many_ranks_nodes_and_long_requests(group: str, m_of: str) -> None:
     dur[rng.random(n) < 0.05] = 0.0
     t = make(rank, start, start + np.round(dur, 3), rng.integers(0, len(FILES), n),
              offset=rng.integers(0, 4, n) * 4096, size=rng.choice([4096, 65536], n),
-             nodes=(np.arange(ranks) // 8).astype(np.int32), collective=rng.random(n) < 0.02, nprocs=ranks)
+             nodes=(np.arange(ranks) // per_node).astype(np.int32), collective=rng.random(n) < 0.02, nprocs=ranks)
     assert_same(t, group, m_of)
 
 
@@ -152,18 +161,30 @@ def test_stable_argsort_matches_numpy(values: list[float]) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), max_size=300),
-       st.sampled_from([1, 5000]))
-def test_start_order_is_a_stable_sort_carrying_ends_and_pairs(values: list[float], copies: int) -> None:
-    """Also past one chunk (copies=5000: ~N/4096 chunks, buckets of equal values taking the merge sort)."""
-    v = np.tile(np.array(values, dtype=np.float64), copies if values else 1)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=300),
+       st.sampled_from([1, 5000]), st.sampled_from([0, 3, 11]))
+def test_start_order_is_a_stable_sort_with_each_windows_ends(values: list[float], copies: int, shift: int) -> None:
+    """Starts in stable order carrying ends and pairs; each window's ends are the positions of the requests
+    whose effective end falls there, and the windows' ends in window order, each window sorted stably, are
+    the stable sort of the ends. Also past one window (copies=5000: buckets of equal values taking the merge
+    sort)."""
+    v = np.tile(np.array(values, dtype=np.float64), copies)
     end = v + np.where(np.arange(v.size) % 3 == 0, 0.0, 1.0)  # every third ends at its start
+    with np.errstate(over="ignore"):  # the next float after the largest one is inf, as in the kernel
+        eff = np.where(end > v, end, np.nextafter(v, np.inf))
     pair = (np.arange(v.size) % 7).astype(np.int32)
-    ord_s, es, pair_s = start_order(v, end, pair)
+    ord_s, es, pair_s, sb, by_end, eb = start_order(v, end, pair, shift)
     expect = np.argsort(v, kind="stable")
     assert np.array_equal(ord_s, expect) and np.array_equal(pair_s, pair[expect])
-    with np.errstate(over="ignore"):  # the next float after the largest one is inf, as in the kernel
-        assert np.array_equal(es, np.where(end > v, end, np.nextafter(v, np.inf))[expect])
+    assert np.array_equal(es, eff[expect])
+    assert sb[0] == eb[0] == 0 and sb[-1] == eb[-1] == v.size and np.all(np.diff(sb) >= 0)
+    ends = []
+    for c in range(sb.size - 1):
+        window = by_end[eb[c]:eb[c + 1]]
+        assert np.all(np.diff(window) > 0)  # in position order
+        assert np.all(window < sb[c + 1])  # a request ends in its start's window or a later one
+        ends.append(window[np.argsort(es[window], kind="stable")])
+    assert np.array_equal(es[np.concatenate(ends)], np.sort(eff))
 
 
 @pytest.mark.parametrize("m_of", ["issuing-node", "busiest-node"])
@@ -176,6 +197,22 @@ def test_skewed_starts_and_wide_nodes(m_of: str) -> None:
     t = make(rng.integers(0, ranks, n), start, start + np.round(rng.gamma(2.0, 0.05, n), 2),
              rng.integers(0, len(FILES), n), nodes=(np.arange(ranks) // 80).astype(np.int32))
     assert_same(t, "directory", m_of)
+
+
+@pytest.mark.parametrize(("n_sizes", "n_files"), [(3, 6), (8, 6), (9, 6), (40, 6), (3, 5000)])
+def test_dominant_sizes_with_few_and_many_sizes_and_files(n_sizes: int, n_files: int) -> None:
+    """Up to 8 distinct sizes take the comparison path, more (or more files than the dense table may
+    hold) the hash table; ties between equally common sizes go to the larger one on both."""
+    rng = np.random.default_rng(n_sizes * 7 + n_files)
+    n = 20_000
+    sizes = rng.choice(np.arange(1, n_sizes + 1) * 4096, n)
+    sizes[:2000] = 4096  # the first file's first sizes: 4096 and 8192 tie there
+    sizes[1000:2000] = 8192
+    fid = np.where(np.arange(n) < 2000, 0, rng.integers(0, n_files, n))
+    start = np.arange(n, dtype=np.float64)
+    t = make(rng.integers(0, 8, n), start, start + 0.5, fid, size=sizes,
+             files=[f"/d/{i}" for i in range(n_files)])
+    assert_same(t, "file", "issuing-node")
 
 
 def test_unknown_method_is_an_error() -> None:

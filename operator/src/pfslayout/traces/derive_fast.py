@@ -1,18 +1,21 @@
 """The default ``derive`` path: the same p, m, sequential flags and dominant sizes as the reference
-(``derive(..., method="reference")``), from two linear-time sorts and one time sweep per count.
+(``derive(..., method="reference")``), from linear-time sorts one time window at a time and one time sweep
+per count.
 
 * Times stay floats. The reference maps them to integer ticks (``np.unique`` of 2N times) and gives a
   zero-length request half a tick; here a request that does not end after it starts ends at
   ``nextafter(start)`` instead. No float lies strictly between the two, so every comparison the
   overlap rule makes (s_j < e_i, e_j > s_i) has the same outcome as on ticks.
-* The requests are put in start order with what the sweep reads of them (``jit_order.start_order``, a
-  two-level bucket sort, O(N) expected), and their ends sorted (``jit_sort.stable_argsort``).
+* The requests are put in start order with what the sweep reads of them, window by window
+  (``jit_order.start_order``: a counting scatter into windows, then a sort in cache, O(N) expected), each
+  filed under the window its end falls in.
 * p, and m by the issuing node with up to 64 ranks per node, are counted in one time sweep over that
-  order by ``jit_sweep.sweep_ordered``: exact distinct ranks per interval, with long overlapping
+  order by ``jit_sweep.sweep_windows``, which sorts each window's ends as it comes to it: exact distinct
+  ranks per interval, with long overlapping
   requests handled by construction (see that module). m by the busiest node, or with more ranks per
   node, has sweeps of its own in the original order (``jit_sweep.distinct_overlaps``).
-* Sequential flags and dominant sizes come from hash/direct-table grouping (``jit_group``), the flags in
-  one pass in index order when each (file, rank)'s requests already come in start order.
+* Sequential flags and dominant sizes come from direct-table, comparison or hash grouping (``jit_group``),
+  the flags in one pass in index order when each (file, rank)'s requests already come in start order.
 
 Non-finite times or negative rank numbers are handed to the reference (whose tick mapping and tables
 define their meaning), so the two paths agree on every input.
@@ -26,12 +29,13 @@ from pfslayout.traces.jit_group import (
     group_modes,
     pair_ids,
     pair_members,
+    scan,
     sequential_flags,
     sequential_in_index_order,
 )
-from pfslayout.traces.jit_order import start_order
+from pfslayout.traces.jit_order import WINDOW_SHIFT, start_order
 from pfslayout.traces.jit_sort import stable_argsort
-from pfslayout.traces.jit_sweep import distinct_overlaps, sweep_ordered, unorder
+from pfslayout.traces.jit_sweep import distinct_overlaps, sweep_windows, unorder
 from pfslayout.traces.model import Trace
 
 # ranks per node the ordered sweep's m count loops over per request (one lane per rank); wider nodes get
@@ -41,8 +45,8 @@ MAX_NODE_WIDTH = 64
 
 def fast_path_applies(trace: Trace) -> bool:
     """Inputs the fast path reproduces exactly; the rest go to the reference."""
-    return (bool(np.isfinite(trace.start).all()) and bool(np.isfinite(trace.end).all())
-            and int(trace.rank.min()) >= 0 and int(trace.file_id.min()) >= 0)
+    finite, rank_min, _, file_min = scan(trace.start, trace.end, trace.rank, trace.file_id)
+    return bool(finite) and bool(rank_min >= 0) and bool(file_min >= 0)
 
 
 def effective_ends(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -105,8 +109,8 @@ def node_lanes(nodes: np.ndarray) -> tuple[np.ndarray, int]:
 def _ordered_counts(trace: Trace, start: np.ndarray, handed: list[np.ndarray], set_of_pair: np.ndarray,
                     rank_of_pair: np.ndarray, n_sets: int, node_of_rank: np.ndarray | None, lane: np.ndarray | None,
                     width: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """p, and with ``node_of_rank`` m by the issuing node, from one sweep over the requests in start order;
-    ``handed`` holds the (file set, rank) pair id per request, freed once the requests are ordered."""
+    """p, and with ``node_of_rank`` m by the issuing node, from one sweep over the requests in time order,
+    one window at a time; ``handed`` holds the (file set, rank) pair id per request."""
     n_pairs = set_of_pair.shape[0]
     want_m = node_of_rank is not None and lane is not None
     if node_of_rank is not None and lane is not None:
@@ -115,11 +119,12 @@ def _ordered_counts(trace: Trace, start: np.ndarray, handed: list[np.ndarray], s
     else:
         mkey_of_pair = slot_of_pair = np.zeros(n_pairs, dtype=np.int32)
         n_mkeys = 0
-    ord_s, es, pair_s = start_order(start, np.asarray(trace.end, dtype=np.float64), handed.pop())
-    ord_e = stable_argsort(es)
-    p_s, m_s = sweep_ordered(start, ord_s, es, ord_e, pair_s, set_of_pair, n_sets, mkey_of_pair, slot_of_pair,
-                             n_mkeys, width, want_m)
-    del es, ord_e, pair_s
+    ord_s, es, pair_s, start_bounds, by_end, end_bounds = start_order(
+        start, np.asarray(trace.end, dtype=np.float64), handed.pop(), WINDOW_SHIFT)
+    p_s, m_s = sweep_windows(start, ord_s, es, pair_s, start_bounds, by_end, end_bounds, set_of_pair, n_sets,
+                             mkey_of_pair, slot_of_pair, n_mkeys, width, want_m)
+    # peak memory: the ordered columns go before p and m are put back in the trace's order
+    del es, pair_s, by_end
     p, m = unorder(ord_s, p_s, m_s, want_m)
     return p, (m if want_m else None)
 

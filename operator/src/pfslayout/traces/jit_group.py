@@ -83,8 +83,8 @@ def pair_ids(a: np.ndarray, b: np.ndarray, b_width: int) -> tuple[np.ndarray, in
 
 
 @numba.njit(cache=True, nogil=True)
-def group_modes(group: np.ndarray, value: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group (0..n_groups-1) its most common value, ties to the larger value; 0 for an empty group."""
+def _group_modes_hashed(group: np.ndarray, value: np.ndarray, n_groups: int) -> np.ndarray:
+    """``group_modes`` for any number of distinct values: counts per (group, value) in a hash table."""
     keys_a = np.full(1024, _EMPTY, dtype=np.int64)
     keys_b = np.zeros(1024, dtype=np.int64)
     counts = np.zeros(1024, dtype=np.int32)
@@ -116,6 +116,44 @@ def group_modes(group: np.ndarray, value: np.ndarray, n_groups: int) -> np.ndarr
         if c > best[g] or (c == best[g] and v > out[g]):
             best[g] = c
             out[g] = v
+    return out
+
+
+_FEW = 8  # distinct values group_modes tells apart by comparison; more take the hash table
+
+
+@numba.njit(cache=True, nogil=True)
+def group_modes(group: np.ndarray, value: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group (0..n_groups-1) its most common value, ties to the larger value; 0 for an empty group.
+
+    Traces use a handful of request sizes: while there are at most ``_FEW`` distinct values, each is found
+    by comparing against all of them at once (selects, no branch to mispredict) and counted in a dense
+    group × value table (10 -> 6 ms per 1 M); a further value hands the whole count to the hash table."""
+    if n_groups * _FEW > max(group.shape[0], 1 << 16):  # the dense table would outgrow the trace (4 B a request)
+        return _group_modes_hashed(group, value, n_groups)
+    n_values = 0
+    values = np.zeros(_FEW, dtype=np.int64)
+    counts = np.zeros(n_groups * _FEW, dtype=np.int32)
+    for i in range(group.shape[0]):
+        v = np.int64(value[i])
+        vid = -1
+        for k in range(_FEW):
+            vid = k if (k < n_values) & (values[k] == v) else vid
+        if vid < 0:
+            if n_values == _FEW:
+                return _group_modes_hashed(group, value, n_groups)
+            values[n_values] = v
+            vid = n_values
+            n_values += 1
+        counts[np.int64(group[i]) * _FEW + vid] += 1
+    out = np.zeros(n_groups, dtype=np.int64)
+    for g in range(n_groups):
+        best = 0
+        for k in range(n_values):
+            c = counts[g * _FEW + k]
+            if c > best or (c == best and c > 0 and values[k] > out[g]):
+                best = c
+                out[g] = values[k]
     return out
 
 
@@ -170,3 +208,38 @@ def sequential_in_index_order(pair: np.ndarray, n_pairs: int, start: np.ndarray,
         last_start[pr] = start[i]
         last_end[pr] = off + np.int64(size[i])
     return out, True
+
+
+@numba.njit(cache=True, nogil=True)
+def scan(start: np.ndarray, end: np.ndarray, rank: np.ndarray,
+         file_id: np.ndarray) -> tuple[bool, np.int64, np.int64, np.int64]:
+    """(all times finite, min rank, max rank, min file id) in one pass (n > 0): the fast path's entry checks
+    and table sizes, where numpy takes a pass and a boolean temporary per check."""
+    finite = True
+    r_lo = r_hi = np.int64(rank[0])
+    f_lo = np.int64(file_id[0])
+    for i in range(start.shape[0]):
+        finite &= np.isfinite(start[i]) & np.isfinite(end[i])
+        r = np.int64(rank[i])
+        r_lo = min(r_lo, r)
+        r_hi = max(r_hi, r)
+        f_lo = min(f_lo, np.int64(file_id[i]))
+    return finite, r_lo, r_hi, f_lo
+
+
+@numba.njit(cache=True, nogil=True)
+def present(values: np.ndarray, width: int) -> np.ndarray:
+    """The distinct values (0 <= v < width), ascending: a presence table, not a sort or a count per value."""
+    seen = np.zeros(width, dtype=np.bool_)
+    for i in range(values.shape[0]):
+        seen[values[i]] = True
+    return np.flatnonzero(seen)
+
+
+@numba.njit(cache=True, nogil=True)
+def take(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``table[index]`` (int32): numpy widens an int32 index to an int64 temporary first."""
+    out = np.empty(index.shape[0], dtype=np.int32)
+    for i in range(index.shape[0]):
+        out[i] = table[index[i]]
+    return out

@@ -29,8 +29,12 @@ from typing import Any
 
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
+
+from pfslayout.traces.jit_order import sort_into
 
 _ONE = np.uint64(1)
 _SIX = np.uint64(6)
@@ -45,6 +49,28 @@ def _ctpop(typingctx: Any, x: Any) -> tuple[Any, Any]:
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         return builder.ctpop(args[0])
+
+    return sig, codegen
+
+
+@intrinsic
+def _count_at_least16(typingctx: Any, arr: Any, base: Any, lo: Any) -> tuple[Any, Any]:
+    """How many of the 16 int32 entries ``arr[base:base + 16]`` are >= ``lo`` (int32): one vector compare
+    and a popcount. LLVM leaves the plain loop scalar (16 compares, 9 ns a query on the bench); ``base`` is
+    a multiple of 16 inside the array, so the one load stays in bounds."""
+    sig = types.int64(arr, base, lo)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(  # type: ignore[no-untyped-call]
+            context, builder, aryty, ary, [args[1]], wraparound=False)
+        vec = ir.VectorType(ir.IntType(32), 16)
+        values = builder.load(builder.bitcast(ptr, vec.as_pointer()), align=4)
+        lo_v = builder.insert_element(ir.Constant(vec, ir.Undefined), args[2], ir.Constant(ir.IntType(32), 0))
+        lo_v = builder.shuffle_vector(lo_v, ir.Constant(vec, ir.Undefined), ir.Constant(vec, [0] * 16))
+        mask = builder.bitcast(builder.icmp_signed(">=", values, lo_v), ir.IntType(16))
+        return builder.zext(builder.ctpop(mask), ir.IntType(64))
 
     return sig, codegen
 
@@ -185,9 +211,11 @@ def distinct_overlaps(ord_s: np.ndarray, ord_e: np.ndarray, s: np.ndarray, e: np
 
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_LANES_SMALL = 16  # ranks per node most clusters have at most (m's lanes, see sweep_ordered)
+_BUSY = np.iinfo(np.int32).max  # a busy rank's lane in m's idle positions: at or past every position
+_LANES_SMALL = 16  # ranks per node most clusters have at most (m's lanes, see sweep_windows)
 _LONG_WORDS = 64  # ranges spanning more words than this are summed from the block counts
-PAD_WORDS = 1  # a word after the last one: a range ending at the log's end reads its (empty) word
+_SHORT_WORDS = 4  # ranges within this many words are counted with a fixed number of masked words
+PAD_WORDS = _SHORT_WORDS  # words after the last one: a short range near the log's end reads them (empty)
 
 
 @numba.njit(inline="always")
@@ -198,17 +226,30 @@ def _low(x: int) -> np.uint64:
 
 @numba.njit(inline="always")
 def _bits_any(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: int) -> int:
-    """Set bits in [lo, hi), lo <= hi: the bits from lo in its word, plus whole words up to and including
-    hi's, minus the bits from hi in hi's word — one popcount per word and no branch but the loop's (the
-    log is padded, so reading hi's word is safe). Ranges past _LONG_WORDS words use the block sums."""
+    """Set bits in [lo, hi), lo <= hi. A range within ``_SHORT_WORDS`` words (nearly every query: a
+    request sees the ranks gone idle while it ran) reads that many words, each masked by selects — no
+    branch on its length to mispredict (the sweep 3 ms faster per 1 M requests than a loop over its
+    words); longer ones sum whole words between the partial first and last, and past _LONG_WORDS words
+    use the block sums. The log is padded, so the fixed reads stay inside it."""
     wl = lo >> 6
     wh = hi >> 6
-    if wh - wl > _LONG_WORDS:
-        return _count_bits(words, c1, c2, lo, hi)
-    total = _popcount(words[wl] & ~_low(lo & 63))
-    for w in range(wl + 1, wh + 1):
-        total += _popcount(words[w])
-    return total - _popcount(words[wh] & ~_low(hi & 63))
+    if wh - wl >= _SHORT_WORDS:
+        if wh - wl > _LONG_WORDS:
+            return _count_bits(words, c1, c2, lo, hi)
+        total = _popcount(words[wl] & ~_low(lo & 63))
+        for w in range(wl + 1, wh + 1):
+            total += _popcount(words[w])
+        return total - _popcount(words[wh] & ~_low(hi & 63))
+    nw = wh - wl
+    first = ~_low(lo & 63)
+    last = _low(hi & 63)
+    total = 0
+    for i in range(_SHORT_WORDS):
+        m = _ALL if i <= nw else np.uint64(0)
+        m = m & first if i == 0 else m
+        m = m & last if i == nw else m
+        total += _popcount(words[wl + i] & m)
+    return total
 
 
 @numba.njit(inline="always")
@@ -224,18 +265,6 @@ def _start(pr: int, k: int, inflight: np.ndarray, busy: np.ndarray, slot: np.nda
     c2[b >> 18] -= idle
     slot[pr] = sentinel
     inflight[pr] += 1
-
-
-@numba.njit(inline="always")
-def _start_m(pr: int, inflight: np.ndarray, busy_m: np.ndarray, idle_at: np.ndarray, mkey_of_pair: np.ndarray,
-             slot_of_pair: np.ndarray, lanes: int) -> None:
-    """The same start for m (before ``_start`` updates ``inflight``): a rank busy again is counted as busy
-    and its idle time forgotten."""
-    idle = inflight[pr] == 0
-    km = mkey_of_pair[pr]
-    busy_m[km] += idle
-    at = km * lanes + slot_of_pair[pr]
-    idle_at[at] = -1 if idle else idle_at[at]  # a select, not a branch: idle or not is unpredictable
 
 
 @numba.njit(inline="always")
@@ -256,42 +285,32 @@ def _end(pr: int, k: int, inflight: np.ndarray, busy: np.ndarray, log_end: np.nd
 
 
 @numba.njit(inline="always")
-def _end_m(pr: int, idle: bool, b: int, busy_m: np.ndarray, idle_at: np.ndarray, mkey_of_pair: np.ndarray,
-           slot_of_pair: np.ndarray, lanes: int) -> None:
-    """The same end for m: a rank gone idle keeps its idle entry's position in its lane."""
-    km = mkey_of_pair[pr]
-    busy_m[km] -= idle
-    at = km * lanes + slot_of_pair[pr]
-    idle_at[at] = b if idle else idle_at[at]
-
-
-@numba.njit(inline="always")
 def _late(idle_at: np.ndarray, base: int, lanes: int, lo: int) -> int:
-    """Idle ranks of one (key, node) whose idle entry lies at or past log position ``lo``."""
+    """Ranks of one (key, node) whose lane lies at or past log position ``lo``: those busy now and those
+    whose idle entry came after ``lo``."""
+    if lanes == _LANES_SMALL:
+        return int(_count_at_least16(idle_at, base, np.int32(lo)))  # type: ignore[call-arg]  # an intrinsic
     late = 0
-    if lanes == _LANES_SMALL:  # a constant trip count: unrolled into a few vector compares
-        for lane in range(_LANES_SMALL):
-            late += idle_at[base + lane] >= lo
-    else:
-        for lane in range(lanes):
-            late += idle_at[base + lane] >= lo
+    for lane in range(lanes):
+        late += idle_at[base + lane] >= lo
     return late
 
 
 @numba.njit(cache=True, nogil=True)
-def sweep_ordered(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, ord_e: np.ndarray, pair_s: np.ndarray,
-                  key_of_pair: np.ndarray, n_keys: int, mkey_of_pair: np.ndarray, slot_of_pair: np.ndarray,
-                  n_mkeys: int, width: int, want_m: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``distinct_overlaps`` for requests taken in start order: ``ord_s`` sorts ``start``; ``es`` are their
-    ends (> start) and ``pair_s`` their (key, rank) pair ids in that order; ``ord_e`` sorts ``es``. Returns
-    p per request in start order and, with ``want_m``, m — distinct ranks of the request's node
+def sweep_windows(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: np.ndarray, start_bounds: np.ndarray,
+                  by_end: np.ndarray, end_bounds: np.ndarray, key_of_pair: np.ndarray, n_keys: int,
+                  mkey_of_pair: np.ndarray, slot_of_pair: np.ndarray, n_mkeys: int, width: int,
+                  want_m: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``distinct_overlaps`` for requests in start order, window by window (``jit_order.start_order``):
+    ``start[ord_s]``/``es``/``pair_s`` are their starts, effective ends (> start) and (key, rank) pair ids.
+    Returns p per request in start order and, with ``want_m``, m — distinct ranks of the request's node
     (``mkey_of_pair``: (key, node) index; ``slot_of_pair``: the rank's lane 0..width-1, width <= 64).
 
-    In start order the start events read memory sequentially and the end events near them, where the
-    original order makes every event a cache miss. m needs no idle log: with at most 64 ranks per node,
-    a (key, node) keeps its busy-rank count and each idle rank's idle-log position, and a request counts
-    the busy ranks plus the idle ones whose entry lies at or past its own start position (the same rule
-    as the log's: those went idle after it started)."""
+    Each window's ends are sorted while in cache; with the starts already in order, the sweep then reads
+    small sequential lists and positions near the current one. m needs no idle log: with at most 64 ranks
+    per node, each (key, node) lane keeps the p log position of its rank's last idle entry (a busy rank:
+    the largest int32, never seen: -1), and a request counts the lanes at or past its own start position:
+    the ranks busy at its end plus those that went idle after it started (the log's own rule)."""
     n = ord_s.shape[0]
     seg = np.zeros(n_keys + 1, dtype=np.int64)
     for j in range(n):
@@ -310,81 +329,104 @@ def sweep_ordered(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, ord_e: n
     slot = np.full(n_pairs, sentinel, dtype=np.int64)
     # lanes per (key, node): 16 for up to 16 ranks per node (a constant loop below), else whole vectors
     lanes = _LANES_SMALL if width <= _LANES_SMALL else (width + 7) >> 3 << 3
-    busy_m = np.zeros(n_mkeys if want_m else 0, dtype=np.int32)
-    # per (key, node) lane: the p log position of the rank's last idle entry (-1: busy, or never seen);
-    # positions grow in sweep order, so "went idle after the request started" is "at or past its position"
+    lane_of_pair = np.zeros(n_pairs if want_m else 0, dtype=np.int64)  # a pair's lane in idle_at
+    base_of_pair = np.zeros(n_pairs if want_m else 0, dtype=np.int64)  # its (key, node)'s first lane
+    for pr in range(n_pairs if want_m else 0):
+        base_of_pair[pr] = mkey_of_pair[pr] * lanes
+        lane_of_pair[pr] = base_of_pair[pr] + slot_of_pair[pr]
     idle_at = np.full(n_mkeys * lanes if want_m else 0, -1, dtype=np.int32)
     outp = np.empty(n, dtype=np.int32)  # a query's log position (from its start) until its end, then p
     outm = np.empty(n if want_m else 0, dtype=np.int32)
-    i_s = 0
-    i_e = 0
-    ts = start[ord_s[0]] if n else np.inf
-    te = es[ord_e[0]] if n else np.inf
-    while i_e < n:
-        if ts < te:  # a start with no end at its instant: it appends nothing, so it is recorded at once
-            pr = pair_s[i_s]
-            k = key_of_pair[pr]
-            if want_m:
-                _start_m(pr, inflight, busy_m, idle_at, mkey_of_pair, slot_of_pair, lanes)
-            _start(pr, k, inflight, busy, slot, words, c1, c2, sentinel)
-            outp[i_s] = log_end[k] - seg[k]
-            i_s += 1
-            ts = start[ord_s[i_s]] if i_s < n else np.inf
-            continue
-        t = te
-        q = ord_e[i_e]
-        nxt = es[ord_e[i_e + 1]] if i_e + 1 < n else np.inf
-        if nxt != t and ts != t:
-            # one end alone at its instant, the common case: its query, then its end, without the
-            # general path's loops (whose exits mispredict; a quarter of the sweep's time on the bench).
-            # The query is written out here and in the general path on purpose: as a numba helper the
-            # sweep measured ~15% slower (56 -> 63-65 ms per 1 M requests)
-            pr = pair_s[q]
-            k = key_of_pair[pr]
-            lo = seg[k] + outp[q]
-            outp[q] = busy[k] + _bits_any(words, c1, c2, lo, log_end[k])
-            if want_m:
-                km = mkey_of_pair[pr]
-                outm[q] = busy_m[km] + _late(idle_at, km * lanes, lanes, lo)
-            b, idle = _end(pr, k, inflight, busy, log_end, words, c1, c2, slot, sentinel)
-            if want_m:
-                _end_m(pr, idle, b, busy_m, idle_at, mkey_of_pair, slot_of_pair, lanes)
-            i_e += 1
-            te = nxt
-            continue
-        # several ends at t, or starts at t too: the general order of one instant
-        j_e = i_e + 1
-        while j_e < n and es[ord_e[j_e]] == t:
-            j_e += 1
-        for j in range(i_e, j_e):  # queries ending at t: starts < t and ends < t are in
-            q = ord_e[j]
-            pr = pair_s[q]
-            k = key_of_pair[pr]
-            lo = seg[k] + outp[q]
-            outp[q] = busy[k] + _bits_any(words, c1, c2, lo, log_end[k])
-            if want_m:
-                km = mkey_of_pair[pr]
-                outm[q] = busy_m[km] + _late(idle_at, km * lanes, lanes, lo)
-        j_s = i_s
-        if ts == t:  # starts at t (rare): after the queries ending at t, before the ends at t
-            while j_s < n and start[ord_s[j_s]] == t:
-                pr = pair_s[j_s]
+    nc = start_bounds.shape[0] - 1
+    big = 1
+    for c in range(nc):
+        big = max(big, end_bounds[c + 1] - end_bounds[c])
+    le = np.empty(big, dtype=np.float64)  # one window's ends, sorted, with their positions
+    lq = np.empty(big, dtype=np.int32)
+    t_key = np.empty(big, dtype=np.float64)
+    t_idx = np.empty(big, dtype=np.int32)
+    u_key = np.empty(big, dtype=np.float64)
+    u_idx = np.empty(big, dtype=np.int32)
+    hist = np.empty(512, dtype=np.int64)
+    for c in range(nc):
+        a = end_bounds[c]
+        ne = end_bounds[c + 1] - a
+        for j in range(ne):
+            q = by_end[a + j]
+            t_key[j] = es[q]
+            t_idx[j] = q
+        sort_into(t_key, t_idx, ne, le, lq, u_key, u_idx, hist)
+        # every event of an instant is in this window: the sweep below is a whole-trace sweep's, over this
+        # window's starts (positions i_s..z_s) and ends (a start may end in a later window, so starts can
+        # outlast the ends here)
+        i_s = start_bounds[c]
+        z_s = start_bounds[c + 1]
+        i_e = 0
+        ts = start[ord_s[i_s]] if i_s < z_s else np.inf
+        te = le[0] if ne else np.inf
+        while i_e < ne or i_s < z_s:
+            if ts < te:  # a start with no end at its instant: it appends nothing, so it is recorded at once
+                pr = pair_s[i_s]
+                k = key_of_pair[pr]
                 if want_m:
-                    _start_m(pr, inflight, busy_m, idle_at, mkey_of_pair, slot_of_pair, lanes)
-                _start(pr, key_of_pair[pr], inflight, busy, slot, words, c1, c2, sentinel)
-                j_s += 1
-        for j in range(i_e, j_e):  # ends at t
-            pr = pair_s[ord_e[j]]
-            b, idle = _end(pr, key_of_pair[pr], inflight, busy, log_end, words, c1, c2, slot, sentinel)
-            if want_m:
-                _end_m(pr, idle, b, busy_m, idle_at, mkey_of_pair, slot_of_pair, lanes)
-        for j in range(i_s, j_s):  # queries starting at t: their log position covers the ends at t
-            k = key_of_pair[pair_s[j]]
-            outp[j] = log_end[k] - seg[k]
-        i_s = j_s
-        ts = start[ord_s[i_s]] if i_s < n else np.inf
-        i_e = j_e
-        te = es[ord_e[i_e]] if i_e < n else np.inf
+                    idle_at[lane_of_pair[pr]] = _BUSY
+                _start(pr, k, inflight, busy, slot, words, c1, c2, sentinel)
+                outp[i_s] = log_end[k] - seg[k]
+                i_s += 1
+                ts = start[ord_s[i_s]] if i_s < z_s else np.inf
+                continue
+            t = te
+            q = lq[i_e]
+            nxt = le[i_e + 1] if i_e + 1 < ne else np.inf
+            if nxt != t and ts != t:
+                # one end alone at its instant, the common case: its query, then its end, without the
+                # general path's loops (whose exits mispredict; a quarter of the sweep's time on the bench).
+                # The query is written out here and in the general path on purpose: as a numba helper the
+                # sweep measured ~15% slower
+                pr = pair_s[q]
+                k = key_of_pair[pr]
+                lo = seg[k] + outp[q]
+                outp[q] = busy[k] + _bits_any(words, c1, c2, lo, log_end[k])
+                if want_m:
+                    outm[q] = _late(idle_at, base_of_pair[pr], lanes, lo)
+                b, idle = _end(pr, k, inflight, busy, log_end, words, c1, c2, slot, sentinel)
+                if want_m:  # a select, not a branch: going idle or not is unpredictable
+                    idle_at[lane_of_pair[pr]] = b if idle else _BUSY
+                i_e += 1
+                te = nxt
+                continue
+            # several ends at t, or starts at t too: the general order of one instant
+            j_e = i_e + 1
+            while j_e < ne and le[j_e] == t:
+                j_e += 1
+            for j in range(i_e, j_e):  # queries ending at t: starts < t and ends < t are in
+                q = lq[j]
+                pr = pair_s[q]
+                k = key_of_pair[pr]
+                lo = seg[k] + outp[q]
+                outp[q] = busy[k] + _bits_any(words, c1, c2, lo, log_end[k])
+                if want_m:
+                    outm[q] = _late(idle_at, base_of_pair[pr], lanes, lo)
+            j_s = i_s
+            if ts == t:  # starts at t (rare): after the queries ending at t, before the ends at t
+                while j_s < z_s and start[ord_s[j_s]] == t:
+                    pr = pair_s[j_s]
+                    if want_m:
+                        idle_at[lane_of_pair[pr]] = _BUSY
+                    _start(pr, key_of_pair[pr], inflight, busy, slot, words, c1, c2, sentinel)
+                    j_s += 1
+            for j in range(i_e, j_e):  # ends at t
+                pr = pair_s[lq[j]]
+                b, idle = _end(pr, key_of_pair[pr], inflight, busy, log_end, words, c1, c2, slot, sentinel)
+                if want_m:
+                    idle_at[lane_of_pair[pr]] = b if idle else _BUSY
+            for j in range(i_s, j_s):  # queries starting at t: their log position covers the ends at t
+                k = key_of_pair[pair_s[j]]
+                outp[j] = log_end[k] - seg[k]
+            i_s = j_s
+            ts = start[ord_s[i_s]] if i_s < z_s else np.inf
+            i_e = j_e
+            te = le[i_e] if i_e < ne else np.inf
     return outp, outm
 
 
