@@ -185,8 +185,10 @@ def main() -> None:
             conds = (st.get("status") or {}).get("conditions") or []
             return any(x["type"] == "Ready" and x.get("reason") == "Applied" for x in conds)
         c.wait(ready, "LayoutPolicy bench Applied", 300)
-        scope = lambda: json.loads(c.k("get", "mutatingwebhookconfiguration", RELEASE, "-o", "json"))[
-            "webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"]
+
+        def scope() -> list[str]:
+            hook = json.loads(c.k("get", "mutatingwebhookconfiguration", RELEASE, "-o", "json"))["webhooks"][0]
+            return list(hook["namespaceSelector"]["matchExpressions"][0]["values"])
         c.wait(lambda: set(spaces) - {"pfsbench-free"} <= set(scope()), "every policy namespace in scope", 120)
         rss_policies = rss_mb(pid)
 

@@ -99,7 +99,7 @@ def test_operator_identity_is_the_limited_service_account(cluster, operator: Ope
     assert status == 200 and "reconciles" in body
 
 
-def test_small_cluster_lifecycle(cluster, operator: Operator, namespace: str) -> None:  # noqa: ANN001, PLR0915
+def test_small_cluster_lifecycle(cluster, operator: Operator, namespace: str) -> None:  # noqa: ANN001
     ns, name = namespace, "small"
     cluster.kubectl("apply", "-n", ns, "-f", str(SMALL))
     ofs = wait_ready(cluster, operator, ns, name, 2)
@@ -121,7 +121,8 @@ def test_small_cluster_lifecycle(cluster, operator: Operator, namespace: str) ->
     assert sts["spec"]["template"]["metadata"]["annotations"]["pfslayout.io/config-hash"] == \
         fs_conf["metadata"]["annotations"]["pfslayout.io/config-hash"]
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
-    assert {"name": "PVFS2TAB_FILE", "value": "/etc/pvfs2tab/pvfs2tab"} in dep["spec"]["template"]["spec"]["containers"][0]["env"]
+    toolbox_env = dep["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "PVFS2TAB_FILE", "value": "/etc/pvfs2tab/pvfs2tab"} in toolbox_env
     pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"pfslayout.io/cluster={name}")["items"]
     assert sorted(p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith(f"{name}-server-")) == \
         [f"{name}-server-0", f"{name}-server-1"]
@@ -155,7 +156,8 @@ def test_small_cluster_lifecycle(cluster, operator: Operator, namespace: str) ->
     def refused() -> dict[str, Any] | None:
         obj = get_ofs(cluster, ns, name)
         cond = condition(obj, "SpecApplied")
-        ok = cond.get("reason") == "ScaleDownRefused" and cond.get("observedGeneration") == obj["metadata"]["generation"]
+        ok = (cond.get("reason") == "ScaleDownRefused"
+              and cond.get("observedGeneration") == obj["metadata"]["generation"])
         return obj if ok else None
     obj = cluster.wait_until(refused, "the scale-down refusal", timeout=30)
     assert obj["status"]["phase"] == "Degraded" and obj["status"]["servers"] == 3
@@ -239,7 +241,8 @@ def test_pvc_claims_follow_reclaim_policy(cluster, operator: Operator, namespace
         cluster.wait_until(lambda: cluster.kubectl("get", "statefulset", f"{name}-server", "-n", ns,
                                                    check=False).returncode == 0, "the StatefulSet again", timeout=60)
         time.sleep(2)
-        after = {c["metadata"]["name"]: c["metadata"]["uid"] for c in cluster.kubectl_json("get", "pvc", "-n", ns)["items"]}
+        pvcs = cluster.kubectl_json("get", "pvc", "-n", ns)["items"]
+        after = {c["metadata"]["name"]: c["metadata"]["uid"] for c in pvcs}
         assert after == {c["metadata"]["name"]: c["metadata"]["uid"] for c in kept}
         cluster.kubectl("delete", OFS, name, "-n", ns, "--timeout=60s", timeout=90)
     else:

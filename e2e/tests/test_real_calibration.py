@@ -13,15 +13,19 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 from crd_release import REPO
-from pfslayout.kinds.costcalibration.plan import make_plan
-from pfslayout.kinds.costcalibration.spec import parse_spec
 from real import assert_real_pods, place
 from test_real_orangefs import incluster_operator, operator_log, wait_ofs_ready  # noqa: F401  (fixture)
+
+from pfslayout.kinds.costcalibration.plan import make_plan
+from pfslayout.kinds.costcalibration.spec import parse_spec
+
+if TYPE_CHECKING:  # the fixture's type only; conftest is not importable by name in a multi-root session
+    from conftest import Cluster
 
 pytestmark = pytest.mark.e2e
 
@@ -153,8 +157,8 @@ def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, in
     assert [h["run"] for h in st3["history"]] == [1, 2, 3]
 
 
-def test_broken_image_and_deadline_fail_with_the_reason_while_others_are_served(  # noqa: ANN001, F811
-        cluster, incluster_operator, namespace: str) -> None:
+def test_broken_image_and_deadline_fail_with_the_reason_while_others_are_served(
+        cluster: Cluster, incluster_operator: dict[str, Any], namespace: str) -> None:  # noqa: F811  (fixture)
     ofs, cc = example()
     ofs = place(ofs, cluster.mode)
     ofs["spec"]["reclaimPolicy"] = "Delete"

@@ -26,18 +26,22 @@ import ssl
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 from crd_release import CHART, RELEASE, RELEASE_NS
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
-from pfslayout.k8s import certs
 from real import assert_real_pods, chart_values, image_build, place
 from test_real_injection import finished, get_job, launcher_log, mpijob
 from test_real_layoutpolicy import cond, lp_status, reasons
 from test_real_orangefs import deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
+
+from pfslayout.k8s import certs
+
+if TYPE_CHECKING:  # the fixture's type only; conftest is not importable by name in a multi-root session
+    from conftest import Cluster
 
 pytestmark = pytest.mark.e2e
 
@@ -46,22 +50,22 @@ SECRET = f"{RELEASE}-webhook-tls"
 OPERATOR = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
 
 
-def operator_pods(cluster) -> list[dict[str, Any]]:
+def operator_pods(cluster: Cluster) -> list[dict[str, Any]]:
     return [p for p in deployment_pods(cluster, RELEASE_NS, OPERATOR) if pod_ready(p)]
 
 
-def webhook_config(cluster) -> dict[str, Any]:
+def webhook_config(cluster: Cluster) -> dict[str, Any]:
     (hook,) = cluster.kubectl_json("get", "mutatingwebhookconfiguration", RELEASE)["webhooks"]
     return dict(hook)
 
 
-def secret_data(cluster) -> dict[str, bytes]:
+def secret_data(cluster: Cluster) -> dict[str, bytes]:
     sec = cluster.kubectl_json("get", "secret", SECRET, "-n", RELEASE_NS)
     return {k: base64.b64decode(v) for k, v in sec["data"].items()}
 
 
 @pytest.fixture(scope="module")
-def webhook_operator(cluster) -> Iterator[dict[str, Any]]:
+def webhook_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
     """The chart with its defaults (webhook on, operator certificates, managed scope), the operator pod
     on the real node, a 2 s upkeep period; uninstalled afterwards."""
     if cluster.mode != "local":
@@ -92,7 +96,7 @@ def webhook_operator(cluster) -> Iterator[dict[str, Any]]:
             cluster.helm("uninstall", RELEASE, "-n", RELEASE_NS, "--wait", "--timeout", "120s", check=False)
 
 
-def operator_log(cluster) -> str:
+def operator_log(cluster: Cluster) -> str:
     return cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", "--tail=60", check=False).stdout
 
 
@@ -102,13 +106,13 @@ def policy(name: str, selector: dict[str, Any], cluster_name: str = "wh", **spec
             "spec": {"clusterRef": {"name": cluster_name}, "selector": selector, **spec}}
 
 
-def dry_run(cluster, ns: str, job: dict[str, Any]) -> Any:
+def dry_run(cluster: Cluster, ns: str, job: dict[str, Any]) -> Any:
     """`kubectl create --dry-run=server`: the API server runs admission (our webhook) and stores nothing."""
     return cluster.kubectl("create", "-n", ns, "--dry-run=server", "-o", "json", "-f", "-",
                            input=yaml.safe_dump(job), check=False)
 
 
-def presented_certificate(cluster) -> bytes:
+def presented_certificate(cluster: Cluster) -> bytes:
     """The certificate the webhook server presents, read through its Service's ClusterIP (kube-proxy);
     b"" while the server restarts its listener (it does when the certificate files change)."""
     ip = cluster.kubectl_json("get", "service", f"{RELEASE}-webhook", "-n", RELEASE_NS)["spec"]["clusterIP"]
@@ -122,7 +126,7 @@ def presented_certificate(cluster) -> bytes:
         return b""
 
 
-def test_the_operator_issues_renews_and_replaces_its_certificate(cluster, webhook_operator,
+def test_the_operator_issues_renews_and_replaces_its_certificate(cluster: Cluster, webhook_operator: dict[str, Any],
                                                                   namespace: str) -> None:
     data = secret_data(cluster)
     serving = x509.load_pem_x509_certificate(data["tls.crt"])
@@ -246,11 +250,11 @@ def openmpi_job(name: str, labels: dict[str, str], out: str) -> dict[str, Any]:
     return job
 
 
-def read_file(cluster, ns: str, tool: str, path: str) -> str:
+def read_file(cluster: Cluster, ns: str, tool: str, path: str) -> str:
     return sh(cluster, ns, tool, f"pvfs2-cp {path} /tmp/read.$$ >/dev/null && cat /tmp/read.$$; rm -f /tmp/read.$$")
 
 
-def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, namespace: str,
+def test_kubectl_apply_gets_the_shim_at_admission(cluster: Cluster, webhook_operator: dict[str, Any], namespace: str,
                                                    countio: Path) -> None:
     cluster.apply(place(ofs(), cluster.mode), namespace=namespace)
     cluster.apply(policy("wh", {"matchLabels": SELECTED}, trace={"enabled": True}, shim={"routePaths": True},
@@ -387,8 +391,8 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster, webhook_operator, nam
     assert get_job(cluster, namespace, "plain")["spec"]["mpiReplicaSpecs"] == plain["spec"]["mpiReplicaSpecs"]
 
 
-def test_with_the_operator_stopped_only_policy_namespaces_refuse_mpijobs(cluster, webhook_operator,
-                                                                          namespace: str) -> None:
+def test_with_the_operator_stopped_only_policy_namespaces_refuse_mpijobs(
+        cluster: Cluster, webhook_operator: dict[str, Any], namespace: str) -> None:
     cluster.apply(policy("down", {"matchLabels": SELECTED}, cluster_name="absent"), namespace=namespace)
     cluster.wait_until(lambda: namespace in webhook_config(cluster)["namespaceSelector"]["matchExpressions"][0][
         "values"], "the policy's namespace in scope", timeout=30, interval=1)

@@ -7,7 +7,6 @@ import json
 import re
 import textwrap
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import pytest
