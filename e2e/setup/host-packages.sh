@@ -8,6 +8,7 @@ packages=(
   openmpi-bin libopenmpi-dev        # Open MPI: the default mpicc/mpirun
   mpich libmpich-dev                # MPICH: the MPI of the images (mpicc.mpich, mpirun.mpich)
   libjansson-dev                    # JSON for the C shim and probe
+  clang libclang-rt-14-dev          # libFuzzer and sanitizers for the config parser's fuzz test (shim/tests/fuzz)
   openssl                           # PKI of the local control plane
   python3-venv
   procps psmisc curl ca-certificates jq

@@ -33,6 +33,11 @@ static int fail(errbuf *eb, const char *field, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(eb->buf + k, eb->len - (size_t)k, fmt, ap);
     va_end(ap);
+    /* one line whatever the input: a key or value quoted back may hold control characters ("vari\nt"
+     * came out as two lines until the fuzzer found it; shim/tests/fuzz) */
+    for (char *c = eb->buf; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     return -1;
 }
 

@@ -96,6 +96,9 @@ static const struct bad BAD[] = {
     {"{\"rules\": []}", "format"},
     {"{\"format\": \"pfsshim-config/2\"}", "format"},
     {HDR "\"rule\": []}", "rule"},
+    /* control characters in a key quoted back become '?': the message stays one line (found by fuzz.sh) */
+    {HDR "\"vari\\nt\": \"printed\"}", "vari?t"},
+    {HDR "\"trace\": {\"dir\\tx\": 1}}", "trace.dir?x"},
     {HDR "\"format\": \"pfsshim-config/1\"}", "(json)"}, /* duplicate key */
     {HDR "\"params\": {\"e\": 1}}", "params.v"},
     {HDR "\"params\": {\"e\": -1, \"v\": 1, \"alpha_seq\": 1, \"alpha_rand\": 1, \"beta\": 1}}", "params.e"},

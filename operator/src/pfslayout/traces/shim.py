@@ -180,6 +180,9 @@ def _parse_file_table(path: Path, raw: bytes, count: int) -> dict[int, str]:
     return table
 
 
+_MAX_RANKS = (1 << 31) - 1  # ranks are int32 in a Trace
+
+
 class _RankFile:
     """One rank file's header fields and file table, checked; its records are read later, in blocks.
     With ``keep_open`` the file stays open until ``close`` (saves a second open of every file)."""
@@ -206,6 +209,14 @@ class _RankFile:
                                  "upgrade pfslayout to read traces from a newer shim")
             if header_size < HEADER_SIZE:
                 raise InputError(f"{path}: header_size", f"is {header_size}, smaller than {HEADER_SIZE}")
+            # a rank is below comm_size, and both fit the int32 rank column (a flipped high byte made an
+            # OverflowError of the merge; found by generated corruption, tests/unit/test_trace_shim.py)
+            if not 0 < comm_size <= _MAX_RANKS:
+                raise InputError(f"{path}: comm_size", f"is {comm_size}; must be 1 to {_MAX_RANKS}",
+                                 "the trace is corrupt; rerun the traced job")
+            if rank >= comm_size:
+                raise InputError(f"{path}: rank", f"is {rank}, not below comm_size {comm_size}",
+                                 "the trace is corrupt; rerun the traced job")
             if record_size < RECORD_SIZE:
                 raise InputError(f"{path}: record_size", f"is {record_size}, smaller than {RECORD_SIZE}")
             if header_size + count * record_size > data_size:
