@@ -40,6 +40,6 @@ for b in ior mdtest md-workbench; do
   [ -x "$root/bin/$b" ] || die "$root/bin/$b missing after make install"
 done
 rm -rf "$root"/lib/*.la "$root"/lib/*.a
-readelf -d "$root/bin/ior" | grep -q 'NEEDED.*\[libmpi\.so' || die "ior does not link libmpi"
-! readelf -d "$root"/bin/ior "$root"/bin/mdtest "$root"/bin/md-workbench | grep -Eq '\((RPATH|RUNPATH)\)' \
+readelf -d "$root/bin/ior" | grep 'NEEDED.*\[libmpi\.so' >/dev/null || die "ior does not link libmpi"
+! readelf -d "$root"/bin/ior "$root"/bin/mdtest "$root"/bin/md-workbench | grep -E '\((RPATH|RUNPATH)\)' >/dev/null \
   || die "an IOR binary carries an rpath"

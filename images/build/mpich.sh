@@ -50,10 +50,11 @@ make install DESTDIR="$destdir" >/dev/null
 step "make install"
 root=$destdir$prefix
 lib=$root/lib/libmpi.so
+# No `grep -q` after a pipe (pipefail): its early exit can SIGPIPE the writer and fail a true check.
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
-needed "$lib" | grep -q '^libpvfs2\.so' || die "$lib does not link libpvfs2: ROMIO's pvfs2 driver is missing"
-needed "$lib" | grep -q '^libhwloc\.so' || die "$lib does not link Debian's libhwloc: install libhwloc-dev"
-! readelf -d "$lib" | grep -Eq '\((RPATH|RUNPATH)\)' || die "$lib carries an rpath; the tree would not relocate"
+needed "$lib" | grep '^libpvfs2\.so' >/dev/null || die "$lib does not link libpvfs2: ROMIO's pvfs2 driver is missing"
+needed "$lib" | grep '^libhwloc\.so' >/dev/null || die "$lib does not link Debian's libhwloc: install libhwloc-dev"
+! readelf -d "$lib" | grep -E '\((RPATH|RUNPATH)\)' >/dev/null || die "$lib carries an rpath; the tree would not relocate"
 rm -rf "$root"/lib/*.la "$root"/share/doc
 # The link flags a static link would add (mpicc's final_libs for -static-mpi, mpich.pc's Libs) name the
 # OrangeFS tree this was built against; name its canonical prefix instead, so no build machine's path

@@ -46,13 +46,13 @@ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_SKIP_RPATH
 cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
 root=$destdir$prefix
 install -D -m 0755 "$build/src/libpfsshim.so" "$root/$libdir/libpfsshim.so"
-readelf -d "$root/$libdir/libpfsshim.so" | grep -q 'NEEDED.*\[libmpi\.so' \
+readelf -d "$root/$libdir/libpfsshim.so" | grep 'NEEDED.*\[libmpi\.so' >/dev/null \
   || die "libpfsshim.so does not link libmpi"
-! readelf -d "$root/$libdir/libpfsshim.so" | grep -Eq '\((RPATH|RUNPATH)\)' \
+! readelf -d "$root/$libdir/libpfsshim.so" | grep -E '\((RPATH|RUNPATH)\)' >/dev/null \
   || die "libpfsshim.so carries an rpath"
 [ "$orangefs" != - ] || exit 0
 install -D -m 0755 "$build/probe/pfsprobe" "$root/bin/pfsprobe"
-readelf -d "$root/bin/pfsprobe" | grep -q 'NEEDED.*\[libpvfs2\.so' \
+readelf -d "$root/bin/pfsprobe" | grep 'NEEDED.*\[libpvfs2\.so' >/dev/null \
   || die "pfsprobe does not link libpvfs2: its pvfs2 backend is missing"
-! readelf -d "$root/bin/pfsprobe" | grep -Eq '\((RPATH|RUNPATH)\)' \
+! readelf -d "$root/bin/pfsprobe" | grep -E '\((RPATH|RUNPATH)\)' >/dev/null \
   || die "pfsprobe carries an rpath"
