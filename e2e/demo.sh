@@ -39,10 +39,13 @@ build_key=$(awk '$1 ~ /operator:dev$/ {n = split($2, p, "/"); sub(/\.tar$/, "", 
 [ -n "$build_key" ] && placement+=(--set-string "podAnnotations.pfslayout\.io/image-build=$build_key")
 
 chart=charts/pfs-layout-operator
-step "helm install $RELEASE ($chart) into $OPERATOR_NAMESPACE, the operator from its image"
+# The operator serves the demo's namespace only (docs/rbac.md): the chart binds its rights there, so
+# the namespace exists first.
+k create namespace "$DEMO_NAMESPACE" --dry-run=client -o yaml | k apply -f - >/dev/null
+step "helm install $RELEASE ($chart) into $OPERATOR_NAMESPACE serving $DEMO_NAMESPACE, the operator from its image"
 "$HELM" upgrade --install "$RELEASE" "$chart" -n "$OPERATOR_NAMESPACE" --create-namespace \
   --set image.repository=pfslayout/operator --set image.tag=dev --set image.pullPolicy=IfNotPresent \
-  "${placement[@]}" --wait --timeout 300s
+  --set-json "operator.watchNamespaces=[\"$DEMO_NAMESPACE\"]" "${placement[@]}" --wait --timeout 300s
 
 shopt -s nullglob
 policies=(policies/*.yaml)
@@ -54,7 +57,6 @@ keep = sys.argv[1] == "jobs"
 docs = [d for d in yaml.safe_load_all(sys.stdin) if d and (d.get("kind") == "MPIJob") == keep]
 sys.stdout.write(yaml.safe_dump_all(docs) if docs else "")' "$1"; }
 step "applying the clusters and policies of ${policies[*]} in namespace $DEMO_NAMESPACE"
-k create namespace "$DEMO_NAMESPACE" --dry-run=client -o yaml | k apply -f - >/dev/null
 for f in "${policies[@]}"; do
   docs=$(place < "$f" | only other)
   [ -z "$docs" ] || k -n "$DEMO_NAMESPACE" apply -f - <<<"$docs"

@@ -170,7 +170,7 @@ def main() -> None:
                      "the operator serving its webhook", 180)
         rss_idle = rss_mb(pid)
         for ns in spaces:
-            c.k("create", "namespace", ns, check=False)
+            c.namespace(ns)
         ofs = place({"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster", "metadata": {"name": "b"},
                      "spec": {"servers": {"count": 2, "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}},
                               "storage": {"type": "emptyDir", "size": "1Gi"}, "client": {"replicas": 1},

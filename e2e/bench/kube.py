@@ -17,6 +17,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "e2e" / "tests"))
+from crd_release import NAMESPACE_ROLE, SERVICE_ACCOUNT, WATCH_VALUES  # noqa: E402
 from real import chart_values, image_build  # noqa: E402
 
 RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
@@ -65,10 +66,16 @@ class Cluster:
             time.sleep(interval)
         self.fail(f"timed out waiting for {what}" + (f"\n{context()}" if context else ""))
 
+    def namespace(self, ns: str) -> None:
+        """A bench namespace (pfsbench-*, crd_release.WATCH), enrolled for the operator like a user's."""
+        self.k("create", "namespace", ns, check=False)
+        self.k("create", "rolebinding", RELEASE, "-n", ns, f"--clusterrole={NAMESPACE_ROLE}",
+               f"--serviceaccount={SERVICE_ACCOUNT}", check=False)
+
     def install_chart(self) -> None:
         """The chart in-cluster on the real node, rolled when the operator image was rebuilt."""
         self.run(self.helm, "upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(self.mode),
+                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(self.mode), *WATCH_VALUES,
                  "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(self, 'operator:dev')}",
                  "--wait", "--timeout", "300s")

@@ -5,7 +5,7 @@ layout that measured fastest on real OrangeFS with shaped server links?
     eval "$(e2e/cluster.sh env)"        # a running local cluster with its real node (e2e/cluster.sh up)
     python e2e/bench/product_loop.py [--servers 4] [--rate 200mbit]
 
-On the shared cluster, in the namespace `pfsloop` (removed afterwards; the chart is installed in-cluster on
+On the shared cluster, in the namespace `pfsbench-loop` (removed afterwards; the chart is installed in-cluster on
 the real node as e2e/bench/injection.py does, and uninstalled):
 
 1. an OrangeFSCluster (tmpfs storage) on the real node; each server pod's link is shaped as the lab shapes
@@ -52,7 +52,7 @@ from pfslayout.calibration import design_grid, merge_measurements, parse_probe
 from pfslayout.calibration.profiles import get_profile
 from pfslayout.costmodel import CostParams
 
-NS = "pfsloop"
+NS = "pfsbench-loop"  # served by the e2e installs (crd_release.WATCH)
 OFS_NAME = "loop"
 BEGIN, END = "<!-- lab-loop: begin -->", "<!-- lab-loop: end -->"
 
@@ -197,7 +197,7 @@ def main() -> None:
     t0 = time.monotonic()
     try:
         c.install_chart()
-        c.k("create", "namespace", NS, check=False)
+        c.namespace(NS)
         c.apply([place(loop.cluster_manifest(OFS_NAME, args.servers), c.mode)], NS)
 
         def ready() -> dict[str, Any] | None:

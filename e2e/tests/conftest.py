@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import pytest
 import yaml
-from crd_release import CHART, RELEASE, RELEASE_NS
+from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, enroll
 from local_operator import Operator, in_cluster_operator, local_operator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -270,6 +270,7 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
     """A fresh namespace for one test, deleted afterwards (without waiting for its finalisation)."""
     name = _namespace_name(request.node.nodeid)
     cluster.kubectl("create", "namespace", name)
+    enroll(cluster, name)  # the operator serves e2e-* (crd_release.WATCH) where it is enrolled
     # ServiceAccount admission needs the namespace's `default` account before any pod is accepted.
     cluster.wait_until(lambda: cluster.kubectl("-n", name, "get", "serviceaccount", "default",
                                                check=False).returncode == 0,
@@ -287,12 +288,12 @@ def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     if cluster.mode == "kind":
         # kind: the chart's Deployment runs the operator image built from images/ (e2e/cluster.sh).
         cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                     "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
+                     "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev", *WATCH_VALUES,
                      "--wait", "--timeout", "300s", timeout=360)
         yield in_cluster_operator(cluster, cluster.service_account_kubeconfig(RELEASE_NS, RELEASE))
         return
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 "--wait", "--timeout", "180s", timeout=240)
+                 *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
     kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
     with local_operator(cluster, kubeconfig, tmp_path_factory.mktemp("operator")) as op:
         yield op

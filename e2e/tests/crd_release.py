@@ -17,13 +17,27 @@ RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
 # CRD name -> short name
 CRDS = {"orangefsclusters.pfslayout.io": "ofs", "costcalibrations.pfslayout.io": "cc",
         "layoutpolicies.pfslayout.io": "lp"}
+# The namespaces every e2e install serves (operator.watchNamespaces): the tests' own, `e2e-...`, and the
+# benches', `pfsbench-...`. Each is enrolled like a user's would be (enroll() below, docs/rbac.md).
+WATCH = ("e2e-*", "pfsbench-*")
+WATCH_VALUES = ["--set-json", "operator.watchNamespaces=[" + ",".join(f'"{w}"' for w in WATCH) + "]"]
+# The ClusterRole of the operator's rights inside a namespace it serves, and its ServiceAccount.
+NAMESPACE_ROLE = f"{RELEASE}-namespace"
+SERVICE_ACCOUNT = f"{RELEASE_NS}:{RELEASE}"
+
+
+def enroll(cluster: Any, namespace: str) -> None:
+    """What a namespace admin does so the operator may act in a namespace matched by a glob: one
+    RoleBinding to the chart's per-namespace ClusterRole (it may exist before the chart is installed)."""
+    cluster.kubectl("create", "rolebinding", RELEASE, "-n", namespace, f"--clusterrole={NAMESPACE_ROLE}",
+                    f"--serviceaccount={SERVICE_ACCOUNT}")
 
 
 def install_crds(cluster: Any) -> None:  # the `cluster` fixture of e2e/tests/conftest.py
     """The chart's CRDs, installed by the shared release, established before any manifest is sent."""
     # This checkout's chart, keeping whatever values another module installed the release with.
     cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,
-                 "--create-namespace", "--wait", "--timeout", "180s", timeout=240)
+                 "--create-namespace", *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
     for name in CRDS:
         cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
 
@@ -33,6 +47,7 @@ def crd_namespace(cluster: Any, prefix: str) -> Iterator[str]:
     """A fresh namespace ``<prefix>-<random>``; on exit its CRs are deleted before the namespace."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     cluster.kubectl("create", "namespace", name)
+    enroll(cluster, name)
     try:
         yield name
     finally:

@@ -1,10 +1,11 @@
 """The one way the e2e tier starts the operator as a local process, and the handle tests use to reach it.
 
 On the local control plane the chart's Deployment is only played by kwok, so the real operator runs on
-the host: the chart's command (`kopf run --standalone --all-namespaces -m pfslayout.operator`) with a
-kubeconfig holding a bound token of the chart's ServiceAccount, so it has exactly the chart's RBAC. Kopf
-liveness and Prometheus metrics listen on free loopback ports (sessions sharing one cluster each start
-their own operator), and its output goes to a log file the tests print when something fails.
+the host: the chart's command (`kopf run --standalone --all-namespaces -m pfslayout.operator`, serving
+the e2e namespaces: PFSLAYOUT_WATCH_NAMESPACES) with a kubeconfig holding a bound token of the chart's
+ServiceAccount, so it has exactly the chart's RBAC. Kopf liveness and Prometheus metrics listen on free
+loopback ports (sessions sharing one cluster each start their own operator), and its output goes to a
+log file the tests print when something fails.
 
 On kind the chart's own Deployment runs the operator image; `Operator` then reaches it through the API
 server's service proxy (`proc` is None). The `operator` fixture in conftest.py picks one of the two.
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crd_release import RELEASE, RELEASE_NS
+from crd_release import NAMESPACE_ROLE, RELEASE, RELEASE_NS, SERVICE_ACCOUNT, WATCH
 
 MODULE = "pfslayout.operator"
 START_TIMEOUT_S = 60
@@ -92,7 +93,9 @@ def local_operator(cluster: Any, kubeconfig: Path, log_dir: Path) -> Iterator[Op
     log = log_dir / "kopf.log"
     # No in-cluster hints: the process must use the kubeconfig, never a ServiceAccount of the host.
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
-    env.update(KUBECONFIG=str(kubeconfig), PFSLAYOUT_METRICS_ADDR=f"127.0.0.1:{metrics}", PYTHONUNBUFFERED="1")
+    env.update(KUBECONFIG=str(kubeconfig), PFSLAYOUT_METRICS_ADDR=f"127.0.0.1:{metrics}", PYTHONUNBUFFERED="1",
+               PFSLAYOUT_WATCH_NAMESPACES=",".join(WATCH), PFSLAYOUT_NAMESPACE_ROLE=NAMESPACE_ROLE,
+               PFSLAYOUT_SERVICE_ACCOUNT=SERVICE_ACCOUNT, PFSLAYOUT_FORBIDDEN_RETRY_SECONDS="5")
     with open(log, "wb") as out:
         # Its own session: a Ctrl-C of pytest reaches the fixture's teardown, which stops it in order.
         proc = subprocess.Popen(

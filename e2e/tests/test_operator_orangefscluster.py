@@ -11,12 +11,13 @@ import json
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from crd_release import RELEASE_NS
+from crd_release import NAMESPACE_ROLE, RELEASE_NS, SERVICE_ACCOUNT, enroll
 from local_operator import Operator
 
 pytestmark = pytest.mark.e2e
@@ -97,6 +98,34 @@ def test_operator_identity_is_the_limited_service_account(cluster, operator: Ope
     assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
     status, body = operator.get(operator.health_url)
     assert status == 200 and "reconciles" in body
+
+
+def test_a_served_namespace_not_enrolled_says_how_and_recovers_once_enrolled(cluster, operator: Operator  # noqa: ANN001
+                                                                             ) -> None:
+    """The install serves `e2e-*` (a glob): a matching namespace without the admin's RoleBinding gets a
+    Ready=False NamespaceNotEnrolled condition with the exact command, and nothing of the cluster (the
+    ServiceAccount may not create it); after the RoleBinding, the same object provisions."""
+    ns, name = f"e2e-unenrolled-{uuid.uuid4().hex[:6]}", "small"
+    cluster.kubectl("create", "namespace", ns)
+    try:
+        cluster.kubectl("apply", "-n", ns, "-f", str(SMALL))
+
+        def refused() -> dict[str, Any] | None:
+            assert operator.alive(), f"operator exited:\n{operator.log_tail()}"
+            ready = condition(get_ofs(cluster, ns, name), "Ready")
+            return ready if ready.get("reason") == "NamespaceNotEnrolled" else None
+        ready = cluster.wait_until(refused, f"{ns}/{name} NamespaceNotEnrolled", timeout=60)
+        assert ready["status"] == "False"
+        assert (f"`kubectl -n {ns} create rolebinding pfs-layout-operator --clusterrole={NAMESPACE_ROLE} "
+                f"--serviceaccount={SERVICE_ACCOUNT}`") in ready["message"]
+        assert "forbidden" in ready["message"]  # the API server's own words follow the command
+        assert cluster.kubectl("get", "configmaps,statefulsets", "-n", ns, "-l", f"pfslayout.io/cluster={name}",
+                               "-o", "name").stdout.strip() == ""
+        enroll(cluster, ns)
+        wait_ready(cluster, operator, ns, name, 2)
+    finally:
+        cluster.kubectl("delete", "-n", ns, OFS, "--all", "--timeout=60s", check=False, timeout=90)
+        cluster.kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
 
 
 def test_small_cluster_lifecycle(cluster, operator: Operator, namespace: str) -> None:  # noqa: ANN001

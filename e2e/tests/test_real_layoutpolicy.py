@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_release import CHART, RELEASE, RELEASE_NS, REPO
+from crd_release import CHART, RELEASE, RELEASE_NS, REPO, WATCH_VALUES
 from local_operator import Operator, local_operator
 from real import place
 from test_real_orangefs import datafiles, sh, toolbox, wait_ofs_ready
@@ -32,7 +32,7 @@ def lp_operator(cluster, tmp_path_factory) -> Iterator[Operator]:  # noqa: ANN00
     if cluster.mode != "local":
         pytest.skip("the drift period is set on the local operator process")
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 "--wait", "--timeout", "180s", timeout=240)
+                 *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
     kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
     saved = os.environ.get("PFSLAYOUT_LAYOUT_RECHECK_SECONDS")
     os.environ["PFSLAYOUT_LAYOUT_RECHECK_SECONDS"] = str(RECHECK_S)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_release import CHART, RELEASE, RELEASE_NS, REPO
+from crd_release import CHART, RELEASE, RELEASE_NS, REPO, WATCH_VALUES
 from real import assert_real_pods, chart_values, image_build, place
 
 pytestmark = pytest.mark.e2e
@@ -49,7 +49,7 @@ def incluster_operator(cluster) -> Iterator[dict[str, Any]]:  # noqa: ANN001
     modules that run the operator as a local process never meet a second operator."""
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode),
+                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *WATCH_VALUES,
                  "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",
                  "--wait", "--timeout", "300s", timeout=360)
     selector = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
@@ -68,12 +68,14 @@ def incluster_operator(cluster) -> Iterator[dict[str, Any]]:  # noqa: ANN001
         try:
             cluster.wait_until(lambda: not leftovers(), "the tests' OrangeFSClusters to be deleted",
                                timeout=180, interval=2)
+        except AssertionError as err:
+            raise AssertionError(f"{err}\noperator log:\n{operator_log(cluster)}") from None
         finally:
             cluster.helm("uninstall", RELEASE, "-n", RELEASE_NS, "--wait", "--timeout", "120s", check=False)
 
 
 def operator_log(cluster) -> str:  # noqa: ANN001
-    return cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", "--tail=80", check=False).stdout
+    return cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", "--tail=200", check=False).stdout
 
 
 def wait_ofs_ready(cluster, ns: str, name: str, servers: int) -> dict[str, Any]:  # noqa: ANN001

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from crd_release import CHART, RELEASE, RELEASE_NS
+from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from real import assert_real_pods, chart_values, image_build, place
@@ -72,7 +72,7 @@ def webhook_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
         pytest.skip("the real-node placement and the host's route to Service IPs are the local cluster's")
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode),
+                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *WATCH_VALUES,
                  "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",
                  "--set", "webhook.syncSeconds=2", "--wait", "--timeout", "300s", timeout=360)
     pods = cluster.wait_until(lambda: operator_pods(cluster), "the operator pod Ready", timeout=180, interval=1)

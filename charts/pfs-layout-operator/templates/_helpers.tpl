@@ -65,3 +65,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail "webhook.tls.secretName needs webhook.tls.caBundle (the base64 PEM CA that signed the Secret's certificate); or unset webhook.tls.secretName to let the operator generate the certificate" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* "true" when operator.watchNamespaces serves every namespace ("*"), else "". */}}
+{{- define "pfslayout.allNamespaces" -}}
+{{- if has "*" .Values.operator.watchNamespaces -}}true{{- end -}}
+{{- end -}}
+
+{{/* The ClusterRole holding the operator's rights inside one namespace it serves (bound per namespace). */}}
+{{- define "pfslayout.namespaceRole" -}}
+{{- printf "%s-namespace" (include "pfslayout.fullname" .) -}}
+{{- end -}}

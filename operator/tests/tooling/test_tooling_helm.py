@@ -36,6 +36,8 @@ VALUE_SETS = {
     "no-rbac-existing-sa": ["--set", "rbac.create=false", "--set", "serviceAccount.create=false",
                             "--set", "serviceAccount.name=ops"],
     "debug-json-logs": ["--set", "operator.logLevel=debug", "--set", "operator.logFormat=json"],
+    "watch-globs-and-a-name": ["--set-json", 'operator.watchNamespaces=["e2e-*","batch"]'],
+    "watch-all": ["--set-json", 'operator.watchNamespaces=["*"]'],
 }
 
 
@@ -71,6 +73,9 @@ def test_operator_command_is_the_kopf_contract(render: Render) -> None:
     assert c["command"][-2:] == ["-m", "pfslayout.operator"]
     env = {e["name"]: e.get("value") for e in c["env"]}
     assert env["PFSLAYOUT_METRICS_ADDR"] == "0.0.0.0:9090"
+    assert env["PFSLAYOUT_WATCH_NAMESPACES"] == "default"
+    assert env["PFSLAYOUT_NAMESPACE_ROLE"] == "rel-pfs-layout-operator-namespace"
+    assert env["PFSLAYOUT_SERVICE_ACCOUNT"] == "pfs-system:rel-pfs-layout-operator"
     from_field = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"] if "valueFrom" in e}
     assert from_field == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
     for probe in ("livenessProbe", "readinessProbe"):
@@ -189,14 +194,7 @@ def test_own_tls_without_its_ca_is_refused_with_the_fix(helm: list[str], helm_en
     assert "webhook.tls.caBundle" in proc.stderr and "unset webhook.tls.secretName" in proc.stderr
 
 
-def test_rbac_is_least_privilege(render: Render) -> None:
-    docs = render()
-    (role,) = by_kind(docs, "ClusterRole")
-    (binding,) = by_kind(docs, "ClusterRoleBinding")
-    (sa,) = by_kind(docs, "ServiceAccount")
-    assert binding["roleRef"]["name"] == role["metadata"]["name"] != "cluster-admin"
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
-                                    "namespace": "pfs-system"}]
+def _granted(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
     granted: dict[tuple[str, str], set[str]] = {}
     for r in role["rules"]:
         for field in ("apiGroups", "resources", "verbs"):
@@ -207,25 +205,70 @@ def test_rbac_is_least_privilege(render: Render) -> None:
         for g in r["apiGroups"]:
             for res in r["resources"]:
                 granted.setdefault((g, res), set()).update(r["verbs"])
+    return granted
+
+
+READS = {"get", "list", "watch"}
+
+
+def test_rbac_is_least_privilege(render: Render) -> None:
+    docs = render()
+    roles = {r["metadata"]["name"]: r for r in by_kind(docs, "ClusterRole")}
+    assert set(roles) == {"rel-pfs-layout-operator", "rel-pfs-layout-operator-namespace"}
+    (binding,) = by_kind(docs, "ClusterRoleBinding")
+    (sa,) = by_kind(docs, "ServiceAccount")
+    subject = [{"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "pfs-system"}]
+    assert binding["roleRef"]["name"] == "rel-pfs-layout-operator" and binding["subjects"] == subject
+    # The per-namespace rights are bound only in the namespace the defaults serve.
+    (rb,) = [b for b in by_kind(docs, "RoleBinding") if b["roleRef"]["kind"] == "ClusterRole"]
+    assert rb["metadata"]["namespace"] == "default" and rb["subjects"] == subject
+    assert rb["roleRef"]["name"] == "rel-pfs-layout-operator-namespace"
+    wide = _granted(roles["rel-pfs-layout-operator"])
+    local = _granted(roles["rel-pfs-layout-operator-namespace"])
+    # Cluster-wide: no write outside its own kinds and its webhook configuration.
+    for (group, res), verbs in wide.items():
+        assert group in ("pfslayout.io", "admissionregistration.k8s.io") or verbs <= READS, (group, res, verbs)
+    # what Kopf watches besides its own kinds, read cluster-wide (its handlers skip unserved namespaces)
+    assert wide[("apps", "statefulsets")] == wide[("kubeflow.org", "mpijobs")] == {"list", "watch"}
     forbidden = [("", "secrets"), ("", "nodes"), ("", "pods/exec"), ("rbac.authorization.k8s.io", "clusterroles"),
                  ("rbac.authorization.k8s.io", "clusterrolebindings"), ("rbac.authorization.k8s.io", "roles"),
-                 ("rbac.authorization.k8s.io", "rolebindings"), ("", "serviceaccounts/token")]
-    for key in forbidden:
-        assert key not in granted, f"{key} must not be granted"
-    for verbs in granted.values():
-        assert not verbs & {"escalate", "bind", "impersonate", "deletecollection"}
-    assert granted[("", "pods")] == {"get", "list", "watch"}
-    assert granted[("pfslayout.io", "orangefsclusters/status")] >= {"patch"}
+                 ("rbac.authorization.k8s.io", "rolebindings"), ("", "serviceaccounts/token"),
+                 ("", "pods/attach"), ("", "pods/portforward")]
+    for granted in (wide, local):
+        for key in forbidden:
+            assert key not in granted, f"{key} must not be granted"
+        for verbs in granted.values():
+            assert not verbs & {"escalate", "bind", "impersonate", "deletecollection"}
+    assert ("", "pods") not in wide and local[("", "pods")] == READS
+    assert wide[("pfslayout.io", "orangefsclusters/status")] >= {"patch"}
     # probe MPIJobs are created and deleted by calibration; user MPIJobs are only patched
-    assert granted[("kubeflow.org", "mpijobs")] == {"get", "list", "watch", "create", "patch", "delete"}
+    assert local[("kubeflow.org", "mpijobs")] == READS | {"create", "patch", "delete"}
     # calibration results come from the launcher's log: read-only, nothing that runs code in a pod
-    assert granted[("", "pods/log")] == {"get"}
-    for key in (("", "pods/attach"), ("", "pods/portforward")):
-        assert key not in granted, f"{key} must not be granted"
-    assert granted[("apiextensions.k8s.io", "customresourcedefinitions")] == {"get", "list", "watch"}
-    assert "create" not in granted[("pfslayout.io", "orangefsclusters")]
-    (hooks,) = [r for r in role["rules"] if r.get("resourceNames")]
-    assert hooks["resourceNames"] == [role["metadata"]["name"]] and hooks["verbs"] == ["get", "patch"]
+    assert local[("", "pods/log")] == {"get"}
+    assert wide[("apiextensions.k8s.io", "customresourcedefinitions")] == READS
+    assert "create" not in wide[("pfslayout.io", "orangefsclusters")]
+    (hooks,) = [r for r in roles["rel-pfs-layout-operator"]["rules"] if r.get("resourceNames")]
+    assert hooks["resourceNames"] == ["rel-pfs-layout-operator"] and hooks["verbs"] == ["get", "patch"]
+
+
+def test_watch_namespaces_bind_names_leave_globs_to_enrollment(render: Render) -> None:
+    docs = render(*VALUE_SETS["watch-globs-and-a-name"])
+    c = operator_container(docs)
+    # Kopf watches everything; the handlers' filter serves the list (kopf's own --namespace drops a
+    # namespace being deleted, stranding the finalizers inside it)
+    assert c["command"][3] == "--all-namespaces" and not [a for a in c["command"] if a.startswith("--namespace")]
+    assert {e["name"]: e.get("value") for e in c["env"]}["PFSLAYOUT_WATCH_NAMESPACES"] == "e2e-*,batch"
+    (rb,) = [b for b in by_kind(docs, "RoleBinding") if b["roleRef"]["kind"] == "ClusterRole"]
+    assert rb["metadata"]["namespace"] == "batch"
+    assert [b["metadata"]["name"] for b in by_kind(docs, "ClusterRoleBinding")] == ["rel-pfs-layout-operator"]
+
+
+def test_watch_all_binds_the_namespace_rights_cluster_wide(render: Render) -> None:
+    docs = render(*VALUE_SETS["watch-all"])
+    assert {e["name"]: e.get("value") for e in operator_container(docs)["env"]}["PFSLAYOUT_WATCH_NAMESPACES"] == "*"
+    assert sorted(b["roleRef"]["name"] for b in by_kind(docs, "ClusterRoleBinding")) == [
+        "rel-pfs-layout-operator", "rel-pfs-layout-operator-namespace"]
+    assert [b for b in by_kind(docs, "RoleBinding") if b["roleRef"]["kind"] == "ClusterRole"] == []
 
 
 def test_existing_service_account_without_rbac(render: Render) -> None:
@@ -268,6 +311,9 @@ BAD_VALUES = {
     "port out of range": ({"metrics": {"port": 70000}}, "70000"),
     "bad failure policy": ({"webhook": {"failurePolicy": "Retry"}}, "Retry"),
     "root user": ({"runAsUser": 0}, "0"),
+    "namespace not a DNS label": ({"operator": {"watchNamespaces": ["Batch_1"]}}, "Batch_1"),
+    "negated glob (Kopf syntax fnmatch lacks)": ({"operator": {"watchNamespaces": ["!kube-*"]}}, "!kube-*"),
+    "no namespace": ({"operator": {"watchNamespaces": []}}, "[]"),
 }
 
 

@@ -1,7 +1,8 @@
 """Kopf settings and start-up: watch timeouts, pfslayout.io persistence keys, Events, metrics.
 
 Run as `kopf run --standalone --all-namespaces --liveness=http://0.0.0.0:8080/healthz -m pfslayout.operator`
-(the chart's Deployment) with PFSLAYOUT_METRICS_ADDR=0.0.0.0:9090.
+(the chart's Deployment) with PFSLAYOUT_METRICS_ADDR=0.0.0.0:9090 and PFSLAYOUT_WATCH_NAMESPACES naming
+the namespaces it serves (scope.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import kopf
 
 from pfslayout import metrics
 from pfslayout.k8s.api import load_config
+from pfslayout.operator import scope
 from pfslayout.operator.env import seconds
 from pfslayout.operator.reconcilers import webhook
 from pfslayout.operator.runtime import kube
@@ -73,6 +75,8 @@ def serve_webhook(settings: kopf.OperatorSettings, logger: Any) -> None:
 @kopf.on.startup()
 def startup(settings: kopf.OperatorSettings, logger: Any, **_: Any) -> None:
     configure(settings)
+    served = scope.current()  # a malformed list stops the operator here, with the field named
+    logger.info("serving namespaces: " + (", ".join(served) if served else "all"))
     load_config()
     serve_webhook(settings, logger)
     addr = os.environ.get("PFSLAYOUT_METRICS_ADDR")

@@ -11,6 +11,7 @@ from typing import Any
 import kopf
 
 from pfslayout.kinds import LAYOUT_POLICY as LP
+from pfslayout.operator import scope
 from pfslayout.operator.env import seconds
 from pfslayout.operator.handlers.leveltriggered import register
 from pfslayout.operator.reconcilers import admission, webhook
@@ -38,7 +39,7 @@ def _reconcile(body: dict[str, Any]) -> dict[str, Any]:
 register(LP, _reconcile, POLL_S, BACKOFF_S, _describe)
 
 
-@kopf.on.event(LP.group, LP.version, LP.plural, id="admission-copy")
+@kopf.on.event(LP.group, LP.version, LP.plural, id="admission-copy", when=scope.in_scope)
 async def on_policy_event(body: kopf.Body, type: str | None, **_: Any) -> None:
     """The admission webhook's copy of the policies (reconcilers/admission.py), kept on the event loop."""
     meta = body.get("metadata") or {}

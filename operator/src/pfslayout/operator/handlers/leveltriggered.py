@@ -12,9 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 import kopf
+from kubernetes.client.exceptions import ApiException
 
 from pfslayout import metrics
 from pfslayout.k8s.resource import CustomResource
+from pfslayout.operator import enrollment, scope
+from pfslayout.operator.runtime import kube
 
 
 def register(resource: CustomResource, step: Callable[[dict[str, Any]], dict[str, Any]], poll_s: float,
@@ -22,18 +25,23 @@ def register(resource: CustomResource, step: Callable[[dict[str, Any]], dict[str
     """`step(body) -> status` for every cause; `describe(status)` is logged at debug level."""
 
     def run(body: kopf.Body, logger: Any) -> None:
-        status = step(dict(body))
+        try:
+            status = step(dict(body))
+        except ApiException as err:
+            if enrollment.forbidden(err):
+                raise enrollment.stalled(kube(), resource, dict(body), err) from None
+            raise
         if status:
             logger.debug(describe(status))
 
     group, version, plural = resource.group, resource.version, resource.plural
     for cause, decorator in (("create", kopf.on.create), ("update", kopf.on.update), ("resume", kopf.on.resume)):
-        @decorator(group, version, plural, id="reconcile", backoff=backoff_s)
+        @decorator(group, version, plural, id="reconcile", backoff=backoff_s, when=scope.in_scope)
         @metrics.instrumented(resource.kind, cause)
         def on_cause(body: kopf.Body, logger: Any, **_: Any) -> None:
             run(body, logger)
 
-    @kopf.timer(group, version, plural, id="progress", interval=poll_s, initial_delay=poll_s)
+    @kopf.timer(group, version, plural, id="progress", interval=poll_s, initial_delay=poll_s, when=scope.in_scope)
     @metrics.instrumented(resource.kind, "progress")
     def on_progress(body: kopf.Body, logger: Any, **_: Any) -> None:
         if (body.get("metadata") or {}).get("deletionTimestamp"):

@@ -17,6 +17,7 @@ from pfslayout import metrics
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import MPIJOB
 from pfslayout.kinds.layoutpolicy import inject
+from pfslayout.operator import scope
 from pfslayout.operator.reconcilers import admission, injection, webhook
 from pfslayout.operator.runtime import kube, post, post_direct
 
@@ -36,6 +37,8 @@ async def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: An
     # the pool the policies' timers keep busy
     job = dict(body)
     ns = str((job.get("metadata") or {}).get("namespace") or "")
+    if not scope.in_scope(ns):
+        return  # a namespace this operator does not serve (a fixed namespaceSelector may reach it)
     policies = admission.POLICIES.in_namespace(ns)
     if policies is None:
         policies = await asyncio.to_thread(kube().custom.list, LP, ns)
@@ -61,5 +64,5 @@ if webhook.settings_from_env() is not None:
                    persistent=False, side_effects=False)(on_create)
 else:
     kopf.on.event(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject-suspended",
-                  when=lambda body, **_: bool(((body.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
-                  )(on_event)
+                  when=lambda body, namespace, **_: scope.in_scope(namespace) and bool(
+                      ((body.get("spec") or {}).get("runPolicy") or {}).get("suspend")))(on_event)

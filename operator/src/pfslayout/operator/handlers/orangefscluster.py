@@ -6,12 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import kopf
+from kubernetes.client.exceptions import ApiException
 
 from pfslayout import metrics
 from pfslayout.errors import InputError
 from pfslayout.kinds import MANAGED_BY
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.orangefscluster.meta import CLUSTER_LABEL
+from pfslayout.operator import enrollment, scope
 from pfslayout.operator.env import seconds
 from pfslayout.operator.reconcilers import orangefscluster as reconciler
 from pfslayout.operator.runtime import kube, post
@@ -28,32 +30,36 @@ def _reconcile(body: kopf.Body, logger: Any) -> None:
     except InputError as err:
         # Retrying cannot fix a bad spec; the status already names the field.
         raise kopf.PermanentError(str(err)) from err
+    except ApiException as err:
+        if enrollment.forbidden(err):
+            raise enrollment.stalled(kube(), OFS, dict(body), err) from None
+        raise
     for kind, name, action in outcome.changes:
         logger.info(f"{kind} {name} {action}")
     st = outcome.status
     logger.info(f"phase {st['phase']}, {st['readyServers']}/{st['servers']} servers Ready")
 
 
-@kopf.on.create(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S)
+@kopf.on.create(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S, when=scope.in_scope)
 @metrics.instrumented(KIND, "create")
 def on_create(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.update(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S)
+@kopf.on.update(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S, when=scope.in_scope)
 @metrics.instrumented(KIND, "update")
 def on_update(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.resume(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S)
+@kopf.on.resume(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S, when=scope.in_scope)
 @metrics.instrumented(KIND, "resume")
 def on_resume(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
 @kopf.timer(OFS.group, OFS.version, OFS.plural, id="resync", interval=RESYNC_S, idle=RESYNC_S / 2,
-            initial_delay=RESYNC_S)
+            initial_delay=RESYNC_S, when=scope.in_scope)
 @metrics.instrumented(KIND, "resync")
 def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
     """Undo drift nobody announced (a child edited or deleted by hand): the same idempotent apply."""
@@ -62,14 +68,14 @@ def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="cleanup", backoff=BACKOFF_S)
+@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="cleanup", backoff=BACKOFF_S, when=scope.in_scope)
 @metrics.instrumented(KIND, "delete")
 def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
     for note in reconciler.mark_terminating(kube(), dict(body), post):
         logger.info(note)
 
 
-@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="wipe-hostpath")
+@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="wipe-hostpath", when=scope.in_scope)
 @metrics.instrumented(KIND, "delete-wipe")
 def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None:
     """Runs after `cleanup`; only does something for hostPath storage with reclaimPolicy Delete."""
@@ -83,7 +89,7 @@ def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None
 
 @kopf.on.event("apps", "v1", "statefulsets",
                labels={"app.kubernetes.io/managed-by": MANAGED_BY, "app.kubernetes.io/component": "server",
-                       CLUSTER_LABEL: kopf.PRESENT})
+                       CLUSTER_LABEL: kopf.PRESENT}, when=scope.in_scope)
 @metrics.instrumented(KIND, "statefulset-event")
 def on_server_statefulset(event: Mapping[str, Any], body: kopf.Body, logger: Any, **_: Any) -> None:
     """Server readiness changes show up on the StatefulSet's status: mirror them into the owner's status,

@@ -38,6 +38,7 @@ from pfslayout.errors import InputError
 from pfslayout.k8s import certs
 from pfslayout.k8s.api import Kube
 from pfslayout.kinds import LAYOUT_POLICY as LP
+from pfslayout.operator import scope
 from pfslayout.operator.env import seconds
 from pfslayout.operator.reconcilers import admission
 
@@ -254,7 +255,7 @@ def upkeep(kube: Kube, s: WebhookSettings) -> None:
     the admission's copy of the policies checked against a fresh LIST."""
     global _scope
     bundle = ensure_certs(kube, s).bundle(dt.datetime.now(dt.UTC)) if s.certs == "operator" else None
-    policies = kube.custom.list_all(LP)
+    policies = [p for p in kube.custom.list_all(LP) if scope.in_scope(p["metadata"]["namespace"])]
     admission.POLICIES.merge_listing(policies, lambda ns, name: kube.custom.get(LP, ns, name) is None)
     selector = None
     if s.scope == "managed":

@@ -1,0 +1,62 @@
+"""A served namespace the operator holds no rights in (docs/rbac.md, "Enrolling a namespace").
+
+A glob in `operator.watchNamespaces` makes Kopf serve every matching namespace, but the operator's
+rights there come from a RoleBinding its admin creates. Until then every write the reconcile needs is
+refused (403); retrying every few seconds cannot fix that, and the bare API error does not say what
+would. The object's own status can still be written (the cluster-wide rights cover the pfslayout.io
+kinds), so it gets a condition with the command, and the retry slows to once a minute.
+The chart sets PFSLAYOUT_NAMESPACE_ROLE and PFSLAYOUT_SERVICE_ACCOUNT so the command is the exact one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+from typing import Any
+
+import kopf
+from kubernetes.client.exceptions import ApiException
+
+from pfslayout.k8s.api import Kube
+from pfslayout.k8s.conditions import condition
+from pfslayout.k8s.resource import CustomResource
+from pfslayout.operator.env import seconds
+
+REASON = "NamespaceNotEnrolled"
+# Retrying cannot help until an admin acts: slowly (the e2e operator shortens it to see enrollment take).
+RETRY_S = seconds("PFSLAYOUT_FORBIDDEN_RETRY_SECONDS", 60)
+
+
+def forbidden(err: BaseException) -> bool:
+    return isinstance(err, ApiException) and err.status == 403
+
+
+def message(namespace: str, err: ApiException) -> str:
+    """The fix, then the API server's own words (which verb on which resource was refused)."""
+    role = os.environ.get("PFSLAYOUT_NAMESPACE_ROLE") or "<release>-pfs-layout-operator-namespace"
+    account = os.environ.get("PFSLAYOUT_SERVICE_ACCOUNT") or "<release namespace>:<service account>"
+    try:
+        detail = str(json.loads(err.body or "{}").get("message") or "")
+    except (ValueError, AttributeError):
+        detail = str(err.reason or "")
+    return (f"the operator has no rights in namespace {namespace}: enroll it with `kubectl -n {namespace} "
+            f"create rolebinding pfs-layout-operator --clusterrole={role} --serviceaccount={account}` "
+            f"(API server: {detail or 'forbidden'})")
+
+
+def stalled(kube: Kube, resource: CustomResource, body: dict[str, Any], err: ApiException) -> kopf.TemporaryError:
+    """Record the condition on the object (best effort) and return the slow retry to raise."""
+    meta = body.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    text = message(namespace, err)
+    status = body.get("status") or {}
+    previous = list(status.get("conditions") or [])
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ready = condition("Ready", False, REASON, text, int(meta.get("generation") or 0), now, previous)
+    conditions = [c for c in previous if c.get("type") != "Ready"] + [ready]
+    # The status is a courtesy: the retry below and Kopf's log line carry the same text.
+    with contextlib.suppress(ApiException):
+        kube.custom.patch_status(resource, namespace, name, {"conditions": conditions})
+    return kopf.TemporaryError(text, delay=RETRY_S)
