@@ -51,6 +51,19 @@ class Change:
     action: str  # "created", "updated" or "unchanged"
 
 
+class LogUnreadable(Exception):
+    """A pod's log exists but cannot be read now (5xx: its node's kubelet does not answer). The results
+    it carries are not lost, only late: the caller keeps what produced them and asks again later."""
+
+    def __init__(self, namespace: str, pod: str, err: ApiException) -> None:
+        try:
+            detail = str(json.loads(err.body or "{}").get("message") or err.reason)
+        except (ValueError, AttributeError):
+            detail = str(err.reason)
+        super().__init__(f"the log of pod {namespace}/{pod} cannot be read yet ({err.status}: {detail}); "
+                         "retrying")
+
+
 class Kube:
     def __init__(self, api_client: client.ApiClient | None = None, timeout: float = 30.0) -> None:
         self.api_client = api_client or client.ApiClient()
@@ -111,6 +124,8 @@ class Kube:
         except ApiException as err:
             if err.status in (400, 404):  # 400: the container has not started (or is gone)
                 return None
+            if (err.status or 0) >= 500:  # the API server could not reach the pod's kubelet
+                raise LogUnreadable(namespace, name, err) from None
             raise
         return bytes(resp.data).decode("utf-8", errors="replace")
 

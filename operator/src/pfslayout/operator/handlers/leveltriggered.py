@@ -15,6 +15,7 @@ import kopf
 from kubernetes.client.exceptions import ApiException
 
 from pfslayout import metrics
+from pfslayout.k8s.api import LogUnreadable
 from pfslayout.k8s.resource import CustomResource
 from pfslayout.operator import enrollment, scope
 from pfslayout.operator.runtime import kube
@@ -27,6 +28,10 @@ def register(resource: CustomResource, step: Callable[[dict[str, Any]], dict[str
     def run(body: kopf.Body, logger: Any) -> None:
         try:
             status = step(dict(body))
+        except LogUnreadable as err:
+            # A probe's or hint Job's results are late, not lost: Kopf logs (and posts as a Warning Event)
+            # one line and retries, instead of a traceback.
+            raise kopf.TemporaryError(str(err), delay=backoff_s) from None
         except ApiException as err:
             if enrollment.forbidden(err):
                 raise enrollment.stalled(kube(), resource, dict(body), err) from None
