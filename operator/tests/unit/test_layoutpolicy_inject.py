@@ -100,6 +100,23 @@ def test_mpich_gets_the_shim_in_the_launcher_environment_and_everything_is_appen
     assert out["Worker"]["replicas"] == 2
 
 
+def test_the_injected_copier_is_hardened_even_in_a_root_pod() -> None:
+    """A user's pod may run as root (many MPI images do, for sshd): the container the operator adds does
+    not, and holds nothing it does not need to copy one file into an emptyDir."""
+    root = job()
+    for role in ("Launcher", "Worker"):
+        root["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["securityContext"] = {"runAsUser": 0}
+    out = inject.inject(root, policy(), "fs")
+    for role in ("Launcher", "Worker"):
+        pod = out[role]["template"]["spec"]
+        assert pod["securityContext"] == {"runAsUser": 0}  # the user's choice for their own containers
+        (copier,) = pod["initContainers"]
+        assert copier["securityContext"] == {
+            "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def test_open_mpi_gets_the_variables_through_orteds_launch_agent() -> None:
     out = inject.inject(job("OpenMPI"), policy(), "fs")
     env = env_of(out["Launcher"]["template"]["spec"]["containers"][0])

@@ -22,3 +22,7 @@ MPIJOB = CustomResource("kubeflow.org", "v2beta1", "MPIJob", "mpijobs")
 
 # The `app.kubernetes.io/managed-by` label of every child object, whichever kind owns it.
 MANAGED_BY = "pfs-layout-operator"
+
+# The uid of images/mpi's `mpiuser`: probe ranks run as it (sshd needs its passwd entry), and so does the
+# shim copier injected into users' MPIJobs, whatever uid their pods run as.
+MPI_IMAGE_UID = 10001

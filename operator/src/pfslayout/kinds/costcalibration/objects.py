@@ -15,7 +15,7 @@ import shlex
 from typing import Any
 
 from pfslayout.k8s.meta import Owner, object_metadata
-from pfslayout.kinds import GROUP, MANAGED_BY
+from pfslayout.kinds import GROUP, MANAGED_BY, MPI_IMAGE_UID
 from pfslayout.kinds.costcalibration.plan import Invocation, ProbeJob
 from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec
 from pfslayout.kinds.orangefscluster.objects import PVFS2TAB_DIR, PVFS2TAB_KEY
@@ -34,7 +34,7 @@ RECALIBRATE_ANNOTATION = f"{GROUP}/recalibrate"
 BEGIN = "PFSLAYOUT-PROBE-BEGIN"
 END = "PFSLAYOUT-PROBE-END"
 NO_PROBE = "pfslayout-probe: pfsprobe is not in this image"
-PROBE_UID = 10001  # the MPI image's mpiuser (images/mpi)
+PROBE_UID = MPI_IMAGE_UID  # the MPI image's mpiuser (images/mpi)
 SSHD = "/usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"  # the MPI image's worker command (docs/images.md)
 INDEX_KEY = "jobs.json"
 

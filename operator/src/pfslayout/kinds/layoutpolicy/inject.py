@@ -28,6 +28,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from pfslayout.kinds import MPI_IMAGE_UID as MPI_UID
+
 SHIM_DIR = "/pfslayout/lib"
 SHIM_LIB = f"{SHIM_DIR}/libpfsshim.so"
 # Where the project's MPI image keeps the shim, per MPI ABI: an interposer must be built against the
@@ -169,7 +171,11 @@ def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> di
                   "imagePullPolicy": shim.get("imagePullPolicy") or "IfNotPresent",
                   "command": ["cp", IMAGE_SHIM.get(impl, IMAGE_SHIM_DEFAULT), SHIM_LIB],
                   "volumeMounts": [{"name": "pfslayout-shim", "mountPath": SHIM_DIR}],
-                  "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}
+                  # Hardened whatever the user's pod allows: it only copies a file into an emptyDir.
+                  "securityContext": {"runAsNonRoot": True, "runAsUser": MPI_UID, "runAsGroup": MPI_UID,
+                                      "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                      "capabilities": {"drop": ["ALL"]},
+                                      "seccompProfile": {"type": "RuntimeDefault"}}}
         pod["initContainers"] = [*(pod.get("initContainers") or []), copier]
         volumes = [{"name": "pfslayout-shim", "emptyDir": {}},
                    {"name": "pfslayout-shim-config", "configMap": {"name": f"{policy['metadata']['name']}-shim"}},
