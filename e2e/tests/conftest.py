@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import functools
 import json
 import os
 import re
@@ -24,6 +25,7 @@ import pytest
 import yaml
 from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, enroll
 from local_operator import Operator, in_cluster_operator, local_operator
+from node_audit import NodeAudit, task_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SH = REPO / "e2e" / "cluster.sh"
@@ -55,6 +57,8 @@ class Cluster:
     started_here: bool
     mode: str = "local"  # "local" (control plane + kwok) or "kind"
     _tmp: Path = field(repr=False, default=Path("."))
+    # What the real node's containers ran with, recorded all session (node_audit.py); None without one.
+    audit: NodeAudit | None = field(repr=False, default=None)
 
     @property
     def kwok(self) -> bool:
@@ -149,12 +153,14 @@ class Cluster:
 
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselection: build only when e2e tests will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that stop the shared cluster (`stops_cluster`) run after every other test of the session.
+    """Tests that stop the shared cluster (`stops_cluster`) run after every other test of the session,
+    and the audit of what ran on the real node (`node_audit`) after every test that runs pods.
 
     Builds the cluster binaries before any test starts: a cold build (~14 min on 2 cores) inside the
     session fixture would count against the first test's timeout. A no-op when they are cached (the
     test command has already built them); a failed build surfaces in the fixture."""
-    items.sort(key=lambda item: item.get_closest_marker("stops_cluster") is not None)
+    items.sort(key=lambda item: (item.get_closest_marker("stops_cluster") is not None,
+                                 item.get_closest_marker("node_audit") is not None))
     if config.option.collectonly or not shutil.which("go"):
         return
     if not any("cluster" in getattr(item, "fixturenames", ()) for item in items):
@@ -220,6 +226,11 @@ def _live_users(users: Path) -> list[Path]:
     return live
 
 
+def _pod_labels(c: Cluster, namespace: str, pod: str) -> dict[str, str] | None:
+    proc = c.kubectl("get", "pod", pod, "-n", namespace, "-o", "json", check=False)
+    return (json.loads(proc.stdout)["metadata"].get("labels") or {}) if proc.returncode == 0 else None
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """The session's test cluster. Sessions share one cluster per state directory: each registers
@@ -250,9 +261,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 env=env, state_dir=state_dir, started_here=started_here,
                 mode=mode_file.read_text().strip() if mode_file.exists() else "local",
                 _tmp=tmp_path_factory.mktemp("cluster"))
+    if c.mode == "local" and (state_dir / "node").is_dir():
+        c.audit = NodeAudit(task_dir(state_dir), functools.partial(_pod_labels, c)).start()
     try:
         yield c
     finally:
+        if c.audit is not None:
+            c.audit.stop()
         with _users_lock(state):
             (state / "users" / me).unlink(missing_ok=True)
             if (not _live_users(state / "users") and (state / "fixture-started").exists()
