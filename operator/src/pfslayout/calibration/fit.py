@@ -3,7 +3,8 @@
 Per operation (issue 13): when the cells measure both reads and writes, writes may get their own e and β
 (``e_write``, ``beta_write``). ``fit`` tries the split forms first — both terms, then e alone, then β
 alone — and keeps the first whose write terms the grid identifies and the measurements pin down (not
-poorly determined, not at the bound 0); else the five-parameter form, with a warning saying why.
+poorly determined, not at the bound 0) without losing the identification of any term the five-parameter
+form has; else the five-parameter form, with a warning saying why.
 
 Rows are weighted by 1/measured time by default, so the fit minimises *relative* error: a probe grid
 spans milliseconds to seconds, and unweighted least squares would let the largest cells decide alone.
@@ -164,6 +165,9 @@ def _fit_per_op(measurements: Measurements, *, variant: str, weighting: str) -> 
         mine = [f"{p}_write" for p in split] + list(split)
         poor = set(trial.poorly_determined)
         bad = [p for p in mine if p not in trial.design.identified or p in poor or p in trial.at_bound]
+        # A split must not buy its write terms with a term the five-parameter form identifies (seen on a
+        # real node: e_write taken, the design's rank stayed 5 of 6 columns).
+        bad += [p for p in five.design.identified if p not in trial.design.identified and p not in bad]
         same = [p for p in split if not bad and not _differs(trial, p)]
         if not bad and not same:
             trial.split_note = "writes have their own " + " and ".join(split) + " (" + ", ".join(
