@@ -26,3 +26,14 @@ def test_unknown_command_is_one_line_and_exit_2() -> None:
     assert len(lines) == 1, result.stderr
     assert "no-such-command" in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_render_from_a_binary_file_is_one_line_naming_it(tmp_path) -> None:  # noqa: ANN001
+    """Found by test_cli_generated.py: bytes that are not UTF-8 ended in a UnicodeDecodeError traceback."""
+    blob = tmp_path / "garbage.bin"
+    blob.write_bytes(bytes(range(256)))
+    result = run_cli("render", "fs-conf", "--from", str(blob))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [f"pfslayout: error: --from: {blob} is not YAML (UnicodeDecodeError); pass an OrangeFSCluster "
+                     "manifest"], result.stderr

@@ -31,7 +31,7 @@ render_app = typer.Typer(name="render", help="Render OrangeFS configuration (fs.
 def _from_manifest(path: str) -> tuple[str | None, str | None, dict[str, Any]]:
     try:
         docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
-    except yaml.YAMLError as err:
+    except (yaml.YAMLError, UnicodeDecodeError) as err:  # binary input is not YAML either
         raise InputError("--from", f"{path} is not YAML ({err.__class__.__name__})",
             "pass an OrangeFSCluster manifest") from None
     for doc in docs:
