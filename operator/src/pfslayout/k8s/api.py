@@ -51,16 +51,21 @@ class Change:
     action: str  # "created", "updated" or "unchanged"
 
 
+def api_message(err: ApiException) -> str:
+    """The API server's own words in a refusal (its Status `message`), or the HTTP reason."""
+    try:
+        message = json.loads(err.body or "{}").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message or err.reason or "")
+
+
 class LogUnreadable(Exception):
     """A pod's log exists but cannot be read now (5xx: its node's kubelet does not answer). The results
     it carries are not lost, only late: the caller keeps what produced them and asks again later."""
 
     def __init__(self, namespace: str, pod: str, err: ApiException) -> None:
-        try:
-            detail = str(json.loads(err.body or "{}").get("message") or err.reason)
-        except (ValueError, AttributeError):
-            detail = str(err.reason)
-        super().__init__(f"the log of pod {namespace}/{pod} cannot be read yet ({err.status}: {detail}); "
+        super().__init__(f"the log of pod {namespace}/{pod} cannot be read yet ({err.status}: {api_message(err)}); "
                          "retrying")
 
 

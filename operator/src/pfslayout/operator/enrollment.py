@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
 from typing import Any
 
 import kopf
 from kubernetes.client.exceptions import ApiException
 
-from pfslayout.k8s.api import Kube
+from pfslayout.k8s.api import Kube, api_message
 from pfslayout.k8s.conditions import condition
 from pfslayout.k8s.resource import CustomResource
 from pfslayout.operator.env import seconds
@@ -37,10 +36,7 @@ def message(namespace: str, err: ApiException) -> str:
     """The fix, then the API server's own words (which verb on which resource was refused)."""
     role = os.environ.get("PFSLAYOUT_NAMESPACE_ROLE") or "<release>-pfs-layout-operator-namespace"
     account = os.environ.get("PFSLAYOUT_SERVICE_ACCOUNT") or "<release namespace>:<service account>"
-    try:
-        detail = str(json.loads(err.body or "{}").get("message") or "")
-    except (ValueError, AttributeError):
-        detail = str(err.reason or "")
+    detail = api_message(err)
     return (f"the operator has no rights in namespace {namespace}: enroll it with `kubectl -n {namespace} "
             f"create rolebinding pfs-layout-operator --clusterrole={role} --serviceaccount={account}` "
             f"(API server: {detail or 'forbidden'})")
