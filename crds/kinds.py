@@ -645,6 +645,13 @@ def layout_policy_status() -> Schema:
                               "no Job until the next drift check."),
         "lastCheckTime": string("When the hints were last read back from the file system.", format="date-time"),
         "checks": integer("Hint Jobs run (applies and drift checks).", minimum=0),
+        "driftRepairs": integer("Drift checks that found hints changed outside the operator and set them back.",
+                                minimum=0),
+        "lastDriftRepair": obj("The latest drift repair (also a `DriftRepaired` Warning Event).", {
+            "time": string("When the check found and repaired it.", format="date-time"),
+            "hints": array("`<directory>: <key>` set back (at most 8).", string("A directory and a key."),
+                           maxItems=8),
+        }),
         "failedDigest": string("Digest of hints whose Job just failed: retried after a minute, not at every "
                                "poll; empty once hints are verified."),
         "migrationPending": boolean("A migration moved files and left some: the next poll runs another Job."),
@@ -658,6 +665,9 @@ def layout_policy_status() -> Schema:
         }),
         "injectedJobs": integer("MPIJobs the shim was injected into since the policy was created.", minimum=0),
         "lastInjectedJob": string("Name of the most recent MPIJob injected."),
+        "recentInjections": array("UIDs of the last MPIJobs counted in `injectedJobs` (at most 64), so a "
+                                  "restarted operator counts each job once.", string("An MPIJob's UID."),
+                                  maxItems=64),
         "conditions": conditions(),
         "observedGeneration": observed_generation(),
     })

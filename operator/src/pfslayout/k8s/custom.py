@@ -73,11 +73,21 @@ class CustomObjects:
                 return False
             raise
 
-    def patch_status(self, resource: CustomResource, namespace: str, name: str, status: dict[str, Any]
-                     ) -> dict[str, Any]:
-        resp = self.api.patch_namespaced_custom_object_status(
-            resource.group, resource.version, namespace, resource.plural, name, {"status": status},
-            _content_type=MERGE, _preload_content=False, _request_timeout=self.timeout)
+    def patch_status(self, resource: CustomResource, namespace: str, name: str, status: dict[str, Any],
+                     resource_version: str | None = None) -> dict[str, Any] | None:
+        """A merge patch of the status. With `resource_version`, only of that version of the object: None
+        when it changed since (409; read it again and redo the change) or is gone."""
+        body: dict[str, Any] = {"status": status}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
+        try:
+            resp = self.api.patch_namespaced_custom_object_status(
+                resource.group, resource.version, namespace, resource.plural, name, body,
+                _content_type=MERGE, _preload_content=False, _request_timeout=self.timeout)
+        except ApiException as err:
+            if resource_version is not None and err.status in (404, 409):
+                return None
+            raise
         return _json(resp)
 
     def patch(self, resource: CustomResource, namespace: str, name: str,

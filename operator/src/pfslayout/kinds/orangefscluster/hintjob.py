@@ -38,6 +38,9 @@ def _digest_part(d: DirectoryHints) -> str:
     return f"{d.path}\0{sorted(d.xattrs.items())}\0{d.check}{relayout}"
 
 
+FINISHED_TTL_S = 6 * 3600
+
+
 def hint_job_name(owner: Owner, dirs: Sequence[DirectoryHints], nonce: int = 0) -> str:
     """Derived from the hints and a caller's counter (a calibration run, a policy's check number), so a
     restarted operator finds the Job again and a later check never meets the previous one's Job."""
@@ -96,6 +99,9 @@ def hint_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner, dirs
         "spec": {
             "backoffLimit": 2,
             "activeDeadlineSeconds": deadline_s,
+            # The operator deletes a finished Job once its outcome is recorded (hintjobs.release); an
+            # operator stopped between the two leaves it to the TTL controller, long after any reader.
+            "ttlSecondsAfterFinished": FINISHED_TTL_S,
             "template": {"metadata": {"labels": all_labels}, "spec": pod_spec},
         },
     }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -107,5 +108,7 @@ def review(kube: Kube, job: dict[str, Any], policies: list[dict[str, Any]], post
     if not dryrun:
         impl = (job.get("spec") or {}).get("mpiImplementation") or "OpenMPI"
         _later(post, policy, "Normal", "ShimInjected", f"MPIJob {name} at admission ({impl} environment)")
-        _later(injection.count_injection, kube, ns, pname, name)
+        # Counted once, here: no UID is assigned before admission and nothing retries this count, so
+        # the key only has to be unique (a job re-created under the same name counts again).
+        _later(injection.count_injection, kube, ns, pname, name, f"admission-{uuid.uuid4()}")
     return pname, replicas

@@ -32,7 +32,7 @@ from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec, params_con
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
 from pfslayout.operator.reconcilers.events import Post, post_all
-from pfslayout.operator.reconcilers.hintjobs import ensure_hints
+from pfslayout.operator.reconcilers.hintjobs import ensure_hints, release
 from pfslayout.operator.reconcilers.locks import with_fresh
 from pfslayout.operator.reconcilers.orangefscluster import now, refresh_calibration_ref
 from pfslayout.orangefs.dirhints import DirectoryHints
@@ -170,11 +170,14 @@ class _Reconcile:
                                objs.labels(self.owner.name, "hints", {objs.RUN_LABEL: str(run.number)}),
                                nonce=run.number)
         if outcome.state == "failed":
-            return self.fail_run(run, plan, Failure("HintsNotApplied", outcome.message), "probe directories")
+            failed = self.fail_run(run, plan, Failure("HintsNotApplied", outcome.message), "probe directories")
+            release(self.kube, self.owner.namespace, outcome)  # recorded: the Job may go
+            return failed
         if outcome.state == "applied":
             run.data[HINTS_KEY] = json.dumps({"plan": plan.digest, "job": outcome.job, "written": outcome.written,
                                               "directories": [d.path for d in plan.dirs]})
             self.save(run)
+            release(self.kube, self.owner.namespace, outcome)
             self.post(self.body, "Normal", "HintsApplied",
                       f"{len(dirs)} probe directories ready ({outcome.written} hints written, all read back)")
             return True

@@ -2,8 +2,10 @@
 a Job (`kinds.orangefscluster.hintjob`), and report what the file system holds afterwards.
 
 Level-triggered and restart-safe: the Job's name is derived from the hints it applies, so a reconcile
-that finds it running waits for it, one that finds it finished reads its log, verifies every hint and
-deletes it. The caller records the outcome (so a finished Job is never run twice for the same hints).
+that finds it running waits for it, one that finds it finished reads its log and verifies every hint.
+The caller records the outcome and only then deletes the Job (`release`): an operator stopped in between
+finds the finished Job again and reads the same outcome, so a Job never runs twice for the same hints
+and what it found (drift it repaired) is never lost.
 """
 
 from __future__ import annotations
@@ -64,11 +66,9 @@ def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, ow
             log = text
             break
     if state == "failed":
-        kube.delete("Job", owner.namespace, name, propagation="Background")
         return HintOutcome("failed", name, f"hint Job {name} failed: {tail(log, 8) or 'no log'}")
     report = parse_report(log)
     problems = verify(dirs, report) + verify_datafiles(dirs, log)
-    kube.delete("Job", owner.namespace, name, propagation="Background")
     if problems:
         return HintOutcome("failed", name, f"hints did not take effect: {'; '.join(problems[:5])}")
     drifted = tuple(f"{d}: {k}" for d, keys in sorted(report.items()) for k, r in sorted(keys.items())
@@ -76,3 +76,9 @@ def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, ow
     scanned = [d.path for d in dirs if d.scan or d.migrate]
     return HintOutcome("applied", name, f"{len(dirs)} directories verified", changed(report), parse_datafiles(log),
                        drifted, parse_stale(log), parse_migrated(log), tuple(unreported(scanned, log)))
+
+
+def release(kube: Kube, namespace: str, outcome: HintOutcome) -> None:
+    """Deletes a finished Job whose outcome the caller has recorded (a running one is left alone)."""
+    if outcome.state in ("applied", "failed"):
+        kube.delete("Job", namespace, outcome.job, propagation="Background")

@@ -44,13 +44,27 @@ def _replace_launcher(kube: Kube, ns: str, name: str, uid: str | None, wait_s: f
         time.sleep(0.5)
 
 
-def count_injection(kube: Kube, namespace: str, policy: str, job: str) -> None:
-    """The policy's `status.injectedJobs` and `lastInjectedJob`, from a fresh read (both modes use this)."""
-    current = kube.custom.get(LP, namespace, policy)
-    if current is None:
-        return
-    count = int((current.get("status") or {}).get("injectedJobs") or 0) + 1
-    kube.custom.patch_status(LP, namespace, policy, {"injectedJobs": count, "lastInjectedJob": job})
+RECENT_INJECTIONS = 64  # the CRD's maxItems of `status.recentInjections`
+
+
+def count_injection(kube: Kube, namespace: str, policy: str, job: str, key: str) -> None:
+    """The policy's `status.injectedJobs` and `lastInjectedJob`, once per job: `key` (the job's UID) joins
+    `recentInjections` in the same write, guarded by the policy's resourceVersion, so neither a restart
+    that counts the job again nor two jobs counted at once (Kopf handles objects concurrently) can skew
+    the count (both modes use this)."""
+    for _ in range(20):
+        current = kube.custom.get(LP, namespace, policy)
+        if current is None:
+            return
+        status = current.get("status") or {}
+        recent = [str(k) for k in status.get("recentInjections") or []]
+        if key in recent:
+            return
+        change = {"injectedJobs": int(status.get("injectedJobs") or 0) + 1, "lastInjectedJob": job,
+                  "recentInjections": [*recent, key][-RECENT_INJECTIONS:]}
+        if kube.custom.patch_status(LP, namespace, policy, change, current["metadata"]["resourceVersion"]):
+            return
+    raise RuntimeError(f"LayoutPolicy {namespace}/{policy} changed 20 times while counting MPIJob {job}")
 
 
 def retry_waiting(kube: Kube, namespace: str, post: Post) -> int:
@@ -68,9 +82,16 @@ def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
     """`untouched`, `injected`, `refused` or `raced` (the job changed under us; the next event retries)."""
     meta = job.get("metadata") or {}
     annotations = meta.get("annotations") or {}
-    if not inject.suspended(job) or inject.INJECTED in annotations or meta.get("deletionTimestamp"):
+    if not inject.suspended(job) or meta.get("deletionTimestamp"):
         return "untouched"
     ns, name = meta["namespace"], meta["name"]
+    if inject.INJECTED in annotations:
+        # Injected but still suspended: the operator stopped between the patch and the resume (a kill, a
+        # lost connection). Finish what it started; the count is keyed, so it is not counted twice.
+        if not all(_injected((spec or {}).get("template") or {}) for spec in
+                   ((job.get("spec") or {}).get("mpiReplicaSpecs") or {}).values()):
+            return "untouched"  # annotated by someone else, templates without the shim: not ours to resume
+        return _resume(kube, job, str(annotations[inject.INJECTED]), post, finished=True)
     try:
         decision = inject.decide(job, kube.custom.list(LP, ns))
     except inject.Refusal as err:
@@ -93,12 +114,23 @@ def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
         ops.append({"op": "remove", "path": f"/metadata/labels/{inject.REFUSED.replace('/', '~1')}"})
     if kube.custom.patch(MPIJOB, ns, name, ops) is None:
         return "raced"
+    return _resume(kube, job, pname, post, finished=False)
+
+
+def _resume(kube: Kube, job: dict[str, Any], pname: str, post: Post, finished: bool) -> str:
+    """After the shim patch: the launcher replaced, the job counted, then resumed — in this order, so an
+    operator stopped at any step finds the job still suspended and annotated, and `handle` ends it here."""
+    meta = job["metadata"]
+    ns, name = meta["namespace"], meta["name"]
     _replace_launcher(kube, ns, name, meta.get("uid"))
+    count_injection(kube, ns, pname, name, str(meta.get("uid") or name))
     if kube.custom.patch(MPIJOB, ns, name, {"spec": {"runPolicy": {"suspend": False}}}) is None:
         return "raced"
     impl = (job.get("spec") or {}).get("mpiImplementation") or "OpenMPI"
+    again = " (the injection an earlier operator process began, finished)" if finished else ""
     post(job, "Normal", "ShimInjected", f"LayoutPolicy {pname}: libpfsshim.so, its config and the pvfs2tab added "
-         f"to the launcher and worker templates ({impl} environment); resumed")
-    post(policy, "Normal", "ShimInjected", f"MPIJob {name}")
-    count_injection(kube, ns, pname, name)
+         f"to the launcher and worker templates ({impl} environment); resumed{again}")
+    policy = kube.custom.get(LP, ns, pname)
+    if policy is not None:
+        post(policy, "Normal", "ShimInjected", f"MPIJob {name}")
     return "injected"

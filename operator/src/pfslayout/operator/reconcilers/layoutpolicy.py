@@ -30,7 +30,7 @@ from pfslayout.kinds.orangefscluster.hintjob import hints_digest
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
 from pfslayout.operator.reconcilers import injection, learning, webhook
 from pfslayout.operator.reconcilers.events import Post, post_all
-from pfslayout.operator.reconcilers.hintjobs import ensure_hints
+from pfslayout.operator.reconcilers.hintjobs import HintOutcome, ensure_hints, release
 from pfslayout.operator.reconcilers.locks import with_fresh
 from pfslayout.operator.reconcilers.orangefscluster import now
 from pfslayout.orangefs.dirhints import DirectoryHints
@@ -164,6 +164,7 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
     if due and old.get("failedDigest") == digest and _age_s(old.get("lastCheckTime")) < FAILED_RETRY_S:
         due = False  # the same hints just failed: retry after a pause, not at every poll
     ready: tuple[bool, str, str]
+    outcome: HintOutcome | None = None
     if due:
         outcome = ensure_hints(kube, cluster, cluster_name, owner, dirs,
                                {"app.kubernetes.io/name": "layoutpolicy", "app.kubernetes.io/instance": owner.name,
@@ -197,6 +198,9 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
             status.update(checks=checks + 1, lastCheckTime=stamp, hintsDigest=digest, migrationPending=pending,
                           failedDigest="")
             if same and outcome.drifted:
+                # In the status too, written with the check: the Event is best effort (queued by Kopf).
+                status.update(driftRepairs=int(old.get("driftRepairs") or 0) + 1,
+                              lastDriftRepair={"time": stamp, "hints": list(outcome.drifted[:8])})
                 post(body, "Warning", "DriftRepaired",
                      f"hints changed outside the operator were set back: {'; '.join(outcome.drifted[:8])}")
             elif not same:
@@ -218,4 +222,7 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
     applied = sum(1 for r in rules if r.get("applied"))
     status.update(summary=summary(rules), appliedRules=f"{applied}/{len(rules)}",
                   conditions=st.conditions(ready, calibrated, generation, now(), old, learned.condition))
-    return _write(kube, post, body, status)
+    written = _write(kube, post, body, status)
+    if outcome is not None:
+        release(kube, owner.namespace, outcome)  # only now that the status holds what it found
+    return written
