@@ -283,7 +283,13 @@ def _namespace_name(nodeid: str) -> str:
 @pytest.fixture
 def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace for one test, deleted afterwards (without waiting for its finalisation)."""
-    name = _namespace_name(request.node.nodeid)
+    with served_namespace(cluster, _namespace_name(request.node.nodeid)) as name:
+        yield name
+
+
+@contextmanager
+def served_namespace(cluster: Cluster, name: str) -> Iterator[str]:
+    """Namespace `name`, created, enrolled with the operator and able to admit pods; deleted on exit."""
     cluster.kubectl("create", "namespace", name)
     enroll(cluster, name)  # the operator serves e2e-* (crd_release.WATCH) where it is enrolled
     # ServiceAccount admission needs the namespace's `default` account before any pod is accepted.
