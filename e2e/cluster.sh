@@ -8,6 +8,8 @@
 #   e2e/cluster.sh env      print `export KUBECONFIG=… KUBECTL=… HELM=… PATH=…` (eval "$(e2e/cluster.sh env)")
 #   e2e/cluster.sh status   what runs (exit 0 when all of it does, 3 otherwise)
 #   e2e/cluster.sh images   rebuild what changed under images/ and import it into the running real node
+#   e2e/cluster.sh restart etcd|kube-apiserver   stop one control-plane process by PID and start it
+#                           again with the same arguments (the fault tests of issue 14)
 #   e2e/cluster.sh leftovers  what a stopped cluster's real node left behind (processes, mounts,
 #                           cgroups, the bridge, iptables chains, changed sysctls), one line each
 # With a working Docker engine the cluster is kind (e2e/kind/config.yaml, images from images/ built
@@ -55,5 +57,8 @@ case $cmd in
   leftovers|images)
     [ "$mode" = local ] || die "$cmd: only the local cluster has a real node of its own"
     "$here/cluster/local.sh" "$cmd" ;;
-  *) die "usage: e2e/cluster.sh build|up|down|env|status|leftovers|images" ;;
+  restart)
+    [ "$mode" = local ] || die "restart: only the local control plane's processes can be restarted"
+    "$here/cluster/local.sh" restart "$@" ;;
+  *) die "usage: e2e/cluster.sh build|up|down|env|status|leftovers|images|restart COMPONENT" ;;
 esac

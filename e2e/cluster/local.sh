@@ -3,7 +3,7 @@
 # kwok (fake nodes and pod lifecycle) and the MPI Operator's controller, all as host processes bound to
 # 127.0.0.1, plus one real node (node.sh: containerd, kubelet, bridge CNI, kube-proxy, CoreDNS on a
 # private bridge), with their PIDs, logs and PKI under the state directory.
-# Usage: local.sh up|down|status|env   (called by e2e/cluster.sh)
+# Usage: local.sh up|down|status|env|restart etcd|kube-apiserver   (called by e2e/cluster.sh)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -43,7 +43,7 @@ start() { # name binary args...: detached from the caller's session; stdio to th
   mkdir -p "$PIDS" "$LOGS"
   # setsid: a Ctrl-C in the caller's terminal must not take the cluster down half way.
   # fds 8/9 are the up/down and build locks: a daemon inheriting one would hold it for its lifetime.
-  setsid "$@" </dev/null >"$LOGS/$name.log" 2>&1 8>&- 9>&- &
+  setsid "$@" </dev/null >>"$LOGS/$name.log" 2>&1 8>&- 9>&- &  # >>: a restart keeps the earlier log
   local pid=$!
   echo "$pid $(proc_start "$pid")" > "$PIDS/$name.pid"
 }
@@ -80,6 +80,53 @@ need_binaries() {
   done
 }
 
+# etcd and the API server, each started by one function: `up` and `restart` (fault tests) share them.
+start_etcd() {
+  start etcd "$K8S_DIR/bin/etcd" --name=pfslayout-e2e --data-dir="$STATE_DIR/etcd" \
+    --listen-client-urls="http://127.0.0.1:$PORT_ETCD_CLIENT" --advertise-client-urls="http://127.0.0.1:$PORT_ETCD_CLIENT" \
+    --listen-peer-urls="http://127.0.0.1:$PORT_ETCD_PEER" --initial-advertise-peer-urls="http://127.0.0.1:$PORT_ETCD_PEER" \
+    --initial-cluster="pfslayout-e2e=http://127.0.0.1:$PORT_ETCD_PEER" \
+    --listen-metrics-urls="http://127.0.0.1:$PORT_ETCD_METRICS" \
+    --unsafe-no-fsync --log-level=warn
+  wait_for "etcd health" etcd curl -fsS "http://127.0.0.1:$PORT_ETCD_CLIENT/health"
+}
+
+start_apiserver() {
+  start kube-apiserver "$K8S_DIR/bin/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$PORT_ETCD_CLIENT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$PORT_APISERVER" \
+    --endpoint-reconciler-type=none \
+    --cert-dir="$STATE_DIR/apiserver-certs" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+    --client-ca-file="$PKI/ca.crt" \
+    --authorization-mode=Node,RBAC --anonymous-auth=false \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+    --service-cluster-ip-range=10.96.0.0/16 \
+    --allow-privileged=true \
+    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP \
+    --profiling=false
+  wait_for "kube-apiserver /readyz" kube-apiserver kubectl get --raw /readyz
+}
+
+# A fault for the tests (issue 14): one control-plane process stopped by PID and started again with the
+# same arguments and state, as a crash and a supervisor's restart would.
+restart() {
+  [ -f "$STATE_DIR/up.complete" ] || die "restart: no cluster is up (e2e/cluster.sh up)"
+  case ${1:-} in
+    etcd) stop_group etcd; start_etcd ;;
+    kube-apiserver) stop_group kube-apiserver; start_apiserver ;;
+    *) die "restart: etcd or kube-apiserver, not '${1:-}'" ;;
+  esac
+  wait_for "kube-apiserver /readyz" kube-apiserver kubectl get --raw /readyz
+  log "restart: $1 is back"
+}
+
 up() {
   if all_running && kubectl get --raw /readyz >/dev/null 2>&1; then
     log "already running (state: $STATE_DIR)"
@@ -112,34 +159,8 @@ NODE_IP=$NODE_IP
 BRIDGE=$BRIDGE
 ENV
 
-  start etcd "$K8S_DIR/bin/etcd" --name=pfslayout-e2e --data-dir="$STATE_DIR/etcd" \
-    --listen-client-urls="http://127.0.0.1:$PORT_ETCD_CLIENT" --advertise-client-urls="http://127.0.0.1:$PORT_ETCD_CLIENT" \
-    --listen-peer-urls="http://127.0.0.1:$PORT_ETCD_PEER" --initial-advertise-peer-urls="http://127.0.0.1:$PORT_ETCD_PEER" \
-    --initial-cluster="pfslayout-e2e=http://127.0.0.1:$PORT_ETCD_PEER" \
-    --listen-metrics-urls="http://127.0.0.1:$PORT_ETCD_METRICS" \
-    --unsafe-no-fsync --log-level=warn
-  wait_for "etcd health" etcd curl -fsS "http://127.0.0.1:$PORT_ETCD_CLIENT/health"
-
-  start kube-apiserver "$K8S_DIR/bin/kube-apiserver" \
-    --etcd-servers="http://127.0.0.1:$PORT_ETCD_CLIENT" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$PORT_APISERVER" \
-    --endpoint-reconciler-type=none \
-    --cert-dir="$STATE_DIR/apiserver-certs" \
-    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-    --client-ca-file="$PKI/ca.crt" \
-    --authorization-mode=Node,RBAC --anonymous-auth=false \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-    --service-cluster-ip-range=10.96.0.0/16 \
-    --allow-privileged=true \
-    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-    --requestheader-extra-headers-prefix=X-Remote-Extra- \
-    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
-    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
-    --kubelet-preferred-address-types=InternalIP \
-    --profiling=false
-  wait_for "kube-apiserver /readyz" kube-apiserver kubectl get --raw /readyz
+  start_etcd
+  start_apiserver
 
   start kube-controller-manager "$K8S_DIR/bin/kube-controller-manager" \
     --kubeconfig="$PKI/controller-manager.kubeconfig" \
@@ -281,6 +302,7 @@ case ${1:-} in
     mkdir -p "$NODE_DIR"
     node_import_images ;;
   status) status ;;
+  restart) restart "${2:-}" ;;
   env) env_lines ;;
   *) die "usage: local.sh up|down|status|env|leftovers|images" ;;
 esac

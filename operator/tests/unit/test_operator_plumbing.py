@@ -49,6 +49,11 @@ def test_watch_timeouts_from_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     s = kopf.OperatorSettings()
     op_settings.configure(s)
     assert s.watching.server_timeout == 30 and s.watching.client_timeout == 60
+    # an integer, or the API server refuses every watch (`timeoutSeconds=30.0`: found by the silent-watch test)
+    assert isinstance(s.watching.server_timeout, int)
+    monkeypatch.setenv("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "2.5")
+    op_settings.configure(s)
+    assert s.watching.server_timeout == 3 and isinstance(s.watching.server_timeout, int)
     monkeypatch.setenv("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "soon")
     with pytest.raises(InputError, match="PFSLAYOUT_WATCH_SERVER_TIMEOUT"):
         op_settings.configure(kopf.OperatorSettings())

@@ -8,6 +8,7 @@ the namespaces it serves (scope.py).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -34,7 +35,9 @@ def configure(settings: kopf.OperatorSettings) -> None:
     """Pure-ish: only mutates the settings object, so a unit test can check every value."""
     # Kopf's default watch never times out: a silently dropped connection would stall the operator
     # forever. The server ends each watch after server_timeout; the client gives up slightly later.
-    settings.watching.server_timeout = seconds("PFSLAYOUT_WATCH_SERVER_TIMEOUT", 120)
+    # Whole seconds: it becomes the watch's `timeoutSeconds`, which the API server parses as an integer
+    # (a "20.0" there is a 400 on every watch: the operator would see nothing at all).
+    settings.watching.server_timeout = math.ceil(seconds("PFSLAYOUT_WATCH_SERVER_TIMEOUT", 120))
     settings.watching.client_timeout = seconds("PFSLAYOUT_WATCH_CLIENT_TIMEOUT",
                                                 settings.watching.server_timeout + 30)
     settings.watching.connect_timeout = seconds("PFSLAYOUT_WATCH_CONNECT_TIMEOUT", 10)
