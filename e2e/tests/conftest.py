@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 import yaml
-from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, enroll
+from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, served_namespace
 from local_operator import Operator, in_cluster_operator, local_operator
 from node_audit import NodeAudit, task_dir
 
@@ -285,21 +285,6 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
     """A fresh namespace for one test, deleted afterwards (without waiting for its finalisation)."""
     with served_namespace(cluster, _namespace_name(request.node.nodeid)) as name:
         yield name
-
-
-@contextmanager
-def served_namespace(cluster: Cluster, name: str) -> Iterator[str]:
-    """Namespace `name`, created, enrolled with the operator and able to admit pods; deleted on exit."""
-    cluster.kubectl("create", "namespace", name)
-    enroll(cluster, name)  # the operator serves e2e-* (crd_release.WATCH) where it is enrolled
-    # ServiceAccount admission needs the namespace's `default` account before any pod is accepted.
-    cluster.wait_until(lambda: cluster.kubectl("-n", name, "get", "serviceaccount", "default",
-                                               check=False).returncode == 0,
-                       f"ServiceAccount {name}/default", timeout=30)
-    try:
-        yield name
-    finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
 @pytest.fixture(scope="module")

@@ -55,3 +55,18 @@ def crd_namespace(cluster: Any, prefix: str) -> Iterator[str]:
         cluster.kubectl("delete", "-n", name, "orangefsclusters,costcalibrations,layoutpolicies", "--all",
                         "--timeout=60s", check=False, timeout=90)
         cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+
+@contextmanager
+def served_namespace(cluster: Any, name: str) -> Iterator[str]:
+    """Namespace `name`, created, enrolled with the operator and able to admit pods; deleted on exit."""
+    cluster.kubectl("create", "namespace", name)
+    enroll(cluster, name)  # the operator serves e2e-* (crd_release.WATCH) where it is enrolled
+    # ServiceAccount admission needs the namespace's `default` account before any pod is accepted.
+    cluster.wait_until(lambda: cluster.kubectl("-n", name, "get", "serviceaccount", "default",
+                                               check=False).returncode == 0,
+                       f"ServiceAccount {name}/default", timeout=30)
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)

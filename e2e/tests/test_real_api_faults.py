@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from conftest import CLUSTER_SH
+from crd_release import REPO
 from local_operator import local_operator
 from real import place
 from silent_proxy import silent_proxy
@@ -68,7 +68,7 @@ def environment(**values: str) -> Iterator[None]:
 
 def restart(cluster: Any, component: str) -> float:
     start = time.monotonic()
-    cluster.run(str(CLUSTER_SH), "restart", component, timeout=240)
+    cluster.run(str(REPO / "e2e" / "cluster.sh"), "restart", component, timeout=240)
     return time.monotonic() - start
 
 

@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import served_namespace
-from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES
+from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, served_namespace
 from local_operator import local_operator
 from real import place
 from test_real_injection import mpijob
