@@ -154,13 +154,16 @@ class Cluster:
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselection: build only when e2e tests will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests that stop the shared cluster (`stops_cluster`) run after every other test of the session,
-    and the audit of what ran on the real node (`node_audit`) after every test that runs pods.
+    the audit of what ran on the real node (`node_audit`) after every test that runs pods, and tests that
+    restart the API server or etcd (`restarts_control_plane`) after all others that run pods, so the
+    components reconnecting after them never slow another test down.
 
     Builds the cluster binaries before any test starts: a cold build (~14 min on 2 cores) inside the
     session fixture would count against the first test's timeout. A no-op when they are cached (the
     test command has already built them); a failed build surfaces in the fixture."""
     items.sort(key=lambda item: (item.get_closest_marker("stops_cluster") is not None,
-                                 item.get_closest_marker("node_audit") is not None))
+                                 item.get_closest_marker("node_audit") is not None,
+                                 item.get_closest_marker("restarts_control_plane") is not None))
     if config.option.collectonly or not shutil.which("go"):
         return
     if not any("cluster" in getattr(item, "fixturenames", ()) for item in items):

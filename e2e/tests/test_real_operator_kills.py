@@ -324,3 +324,5 @@ def test_an_injection_interrupted_before_the_resume_is_finished_and_counted_once
             assert len(shims) == 1, (job["metadata"]["name"], role, shims)
     st = lp_status(cluster, namespace, "kills")
     assert st["injectedJobs"] == 2 and sorted(st["recentInjections"]) == sorted(uids.values()), st
+    with local_operator(cluster, identity, tmp_path):
+        tear_down(cluster, namespace)
