@@ -168,13 +168,17 @@ def _fit_per_op(measurements: Measurements, *, variant: str, weighting: str) -> 
         # A split must not buy its write terms with a term the five-parameter form identifies (seen on a
         # real node: e_write taken, the design's rank stayed 5 of 6 columns).
         bad += [p for p in five.design.identified if p not in trial.design.identified and p not in bad]
-        same = [p for p in split if not bad and not _differs(trial, p)]
-        if not bad and not same:
+        # Nor with a rank-deficient design whose dependent direction the confounding search misses (seen
+        # again on a loaded real node: e_write taken at rank 5 of 6, alpha_rand and beta then undetermined).
+        deficient = trial.design.rank < len(trial.design.names)
+        same = [p for p in split if not bad and not deficient and not _differs(trial, p)]
+        if not bad and not deficient and not same:
             trial.split_note = "writes have their own " + " and ".join(split) + " (" + ", ".join(
                 f"{p}_write/{p} = {getattr(trial.params, p + '_write') / getattr(trial.params, p):.3g}"
                 for p in split) + ")"
             return trial
         why = (f"{', '.join(bad)} not determined" if bad else
+               f"the design's rank is {trial.design.rank} of {len(trial.design.names)} columns" if deficient else
                f"{', '.join(p + '_write' for p in same)} within {SEPARATION:g} standard errors of the read value")
         rejected.append(f"{'+'.join(split)}: {why}")
     five.split_note = ("one value per term for both operations; per-operation fits rejected ("
