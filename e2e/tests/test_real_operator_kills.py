@@ -307,6 +307,14 @@ def test_an_injection_interrupted_before_the_resume_is_finished_and_counted_once
         ops = inject.json_patch(job, decided[1], "kills", resume=False)
         cluster.kubectl("patch", "mpijobs.kubeflow.org", name, "-n", namespace, "--type=json", "-p", json.dumps(ops))
         uids[name] = job["metadata"]["uid"]
+    # A third job its user paused again after it ran (resumed once, then `suspend: true`): stays paused.
+    cluster.apply(mpijob("paused-c", "true", {"pfslayout.io/policy": "kills"}, suspend=True), namespace=namespace)
+    job = cluster.kubectl_json("get", "mpijobs.kubeflow.org", "paused-c", "-n", namespace)
+    decided = inject.decide(job, [pol])
+    assert decided is not None
+    ops = inject.json_patch(job, decided[1], "kills", resume=False)
+    ops.append({"op": "add", "path": "/metadata/annotations/pfslayout.io~1resumed", "value": "true"})
+    cluster.kubectl("patch", "mpijobs.kubeflow.org", "paused-c", "-n", namespace, "--type=json", "-p", json.dumps(ops))
     cluster.kubectl("patch", LP, "kills", "-n", namespace, "--subresource=status", "--type=merge", "-p", json.dumps(
         {"status": {"injectedJobs": 1, "lastInjectedJob": "stopped-b", "recentInjections": [uids["stopped-b"]]}}))
 
@@ -324,5 +332,7 @@ def test_an_injection_interrupted_before_the_resume_is_finished_and_counted_once
             assert len(shims) == 1, (job["metadata"]["name"], role, shims)
     st = lp_status(cluster, namespace, "kills")
     assert st["injectedJobs"] == 2 and sorted(st["recentInjections"]) == sorted(uids.values()), st
+    paused = cluster.kubectl_json("get", "mpijobs.kubeflow.org", "paused-c", "-n", namespace)
+    assert paused["spec"]["runPolicy"]["suspend"] is True, paused["metadata"]
     with local_operator(cluster, identity, tmp_path):
         tear_down(cluster, namespace)

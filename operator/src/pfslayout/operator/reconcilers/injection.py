@@ -45,6 +45,9 @@ def _replace_launcher(kube: Kube, ns: str, name: str, uid: str | None, wait_s: f
 
 
 RECENT_INJECTIONS = 64  # the CRD's maxItems of `status.recentInjections`
+# Set with the resume, in the same patch: a job injected and suspended *without* it was interrupted before
+# its resume (finish it); one with it was suspended again by its user (leave it paused).
+RESUMED = "pfslayout.io/resumed"
 
 
 def count_injection(kube: Kube, namespace: str, policy: str, job: str, key: str) -> None:
@@ -86,6 +89,8 @@ def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
         return "untouched"
     ns, name = meta["namespace"], meta["name"]
     if inject.INJECTED in annotations:
+        if RESUMED in annotations:
+            return "untouched"  # its user paused it again: not ours to resume
         # Injected but still suspended: the operator stopped between the patch and the resume (a kill, a
         # lost connection). Finish what it started; the count is keyed, so it is not counted twice.
         if not all(_injected((spec or {}).get("template") or {}) for spec in
@@ -124,7 +129,8 @@ def _resume(kube: Kube, job: dict[str, Any], pname: str, post: Post, finished: b
     ns, name = meta["namespace"], meta["name"]
     _replace_launcher(kube, ns, name, meta.get("uid"))
     count_injection(kube, ns, pname, name, str(meta.get("uid") or name))
-    if kube.custom.patch(MPIJOB, ns, name, {"spec": {"runPolicy": {"suspend": False}}}) is None:
+    if kube.custom.patch(MPIJOB, ns, name, {"metadata": {"annotations": {RESUMED: "true"}},
+                                            "spec": {"runPolicy": {"suspend": False}}}) is None:
         return "raced"
     impl = (job.get("spec") or {}).get("mpiImplementation") or "OpenMPI"
     again = " (the injection an earlier operator process began, finished)" if finished else ""
