@@ -74,6 +74,21 @@ class Operator:
         return (200 if out.returncode == 0 else 0), out.stdout or out.stderr
 
 
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """Settings for the operator processes started inside (local_operator copies os.environ)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is not None:
         return

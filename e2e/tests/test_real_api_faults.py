@@ -16,8 +16,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +24,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from crd_release import REPO
-from local_operator import local_operator
+from local_operator import environment, local_operator
 from real import place
 from silent_proxy import silent_proxy
 from test_real_operator_kills import identity, lp_state, ofs, ofs_state, policy, tear_down  # noqa: F401  (fixture)
@@ -49,21 +48,6 @@ def tolerant(probe: Callable[[], Any]) -> Callable[[], Any]:
         except (AssertionError, json.JSONDecodeError):
             return None
     return run
-
-
-@contextmanager
-def environment(**values: str) -> Iterator[None]:
-    """Settings for the operator processes started inside (local_operator copies os.environ)."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def restart(cluster: Any, component: str) -> float:

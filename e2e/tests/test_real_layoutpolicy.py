@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 from crd_release import CHART, RELEASE, RELEASE_NS, REPO, WATCH_VALUES
-from local_operator import Operator, local_operator
+from local_operator import Operator, environment, local_operator
 from real import place
 from test_real_orangefs import datafiles, sh, toolbox, wait_ofs_ready
 
@@ -34,16 +33,9 @@ def lp_operator(cluster, tmp_path_factory) -> Iterator[Operator]:  # noqa: ANN00
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
                  *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
     kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
-    saved = os.environ.get("PFSLAYOUT_LAYOUT_RECHECK_SECONDS")
-    os.environ["PFSLAYOUT_LAYOUT_RECHECK_SECONDS"] = str(RECHECK_S)
-    try:
-        with local_operator(cluster, kubeconfig, tmp_path_factory.mktemp("lp-operator")) as op:
-            yield op
-    finally:
-        if saved is None:
-            os.environ.pop("PFSLAYOUT_LAYOUT_RECHECK_SECONDS", None)
-        else:
-            os.environ["PFSLAYOUT_LAYOUT_RECHECK_SECONDS"] = saved
+    with environment(PFSLAYOUT_LAYOUT_RECHECK_SECONDS=str(RECHECK_S)), \
+            local_operator(cluster, kubeconfig, tmp_path_factory.mktemp("lp-operator")) as op:
+        yield op
 
 
 def example() -> tuple[dict[str, Any], dict[str, Any]]:

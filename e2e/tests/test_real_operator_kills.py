@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, served_namespace
-from local_operator import local_operator
+from local_operator import environment, local_operator
 from real import place
 from test_real_injection import mpijob
 from test_real_layoutpolicy import cond, lp_status, read_hint
@@ -215,15 +215,8 @@ def identity(cluster) -> Iterator[Path]:  # noqa: ANN001
         pytest.skip("kills the operator process: the local control plane runs it on the host")
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
                  *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
-    saved = os.environ.get("PFSLAYOUT_LAYOUT_RECHECK_SECONDS")
-    os.environ["PFSLAYOUT_LAYOUT_RECHECK_SECONDS"] = str(RECHECK_S)
-    try:
+    with environment(PFSLAYOUT_LAYOUT_RECHECK_SECONDS=str(RECHECK_S)):
         yield cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
-    finally:
-        if saved is None:
-            os.environ.pop("PFSLAYOUT_LAYOUT_RECHECK_SECONDS", None)
-        else:
-            os.environ["PFSLAYOUT_LAYOUT_RECHECK_SECONDS"] = saved
 
 
 def tear_down(cluster: Any, ns: str) -> None:
