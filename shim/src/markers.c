@@ -132,6 +132,45 @@ done:
     return rc;
 }
 
+/* The same copy through MPI-IO on MPI_COMM_SELF, for replicas reached only through ROMIO (pvfs2:, or
+ * lazy_sync.posix off): the destination is opened without truncation, so a replica keeps the layout it
+ * was created with, and sized to the source before the copy. */
+static int copy_mpiio(const char *src, const char *dst)
+{
+    static char buf[1 << 20];
+    MPI_File in = MPI_FILE_NULL, out = MPI_FILE_NULL;
+    MPI_Errhandler old = quiet_begin(); /* files opened now inherit MPI_ERRORS_RETURN */
+    MPI_Offset size = 0;
+    int rc = -1;
+    if (PMPI_File_open(MPI_COMM_SELF, src, MPI_MODE_RDONLY, MPI_INFO_NULL, &in) != MPI_SUCCESS ||
+        PMPI_File_open(MPI_COMM_SELF, dst, MPI_MODE_WRONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &out) != MPI_SUCCESS ||
+        PMPI_File_get_size(in, &size) != MPI_SUCCESS || PMPI_File_set_size(out, size) != MPI_SUCCESS)
+        goto done;
+    for (MPI_Offset off = 0; off < size;) {
+        int n = size - off < (MPI_Offset)sizeof buf ? (int)(size - off) : (int)sizeof buf, got = 0, put = 0;
+        MPI_Status st;
+        if (PMPI_File_read_at(in, off, buf, n, MPI_BYTE, &st) != MPI_SUCCESS)
+            goto done;
+        PMPI_Get_count(&st, MPI_BYTE, &got);
+        if (got <= 0) /* the source shrank under us: never leave a copy that looks complete */
+            goto done;
+        if (PMPI_File_write_at(out, off, buf, got, MPI_BYTE, &st) != MPI_SUCCESS)
+            goto done;
+        PMPI_Get_count(&st, MPI_BYTE, &put);
+        if (put != got)
+            goto done;
+        off += got;
+    }
+    rc = PMPI_File_sync(out) == MPI_SUCCESS ? 0 : -1;
+done:
+    if (out != MPI_FILE_NULL && PMPI_File_close(&out) != MPI_SUCCESS)
+        rc = -1;
+    if (in != MPI_FILE_NULL)
+        PMPI_File_close(&in);
+    quiet_end(old);
+    return rc;
+}
+
 int check_markers(pfs_file *f)
 {
     int marked[PFS_MAX_REPLICAS], nmarked = 0, clean = -1;
@@ -143,29 +182,29 @@ int check_markers(pfs_file *f)
     }
     if (!nmarked)
         return 0;
-    if (clean < 0 || !f->all_posix) {
+    if (clean < 0) {
         char m[PATH_MAX + 16];
         marker_path(f, 0, m, sizeof m);
-        say("%s: %s; refusing to open it (MPI_ERR_FILE) so stale data is never read. Recover a replica by hand, "
-            "make the others copies of it, then delete the *.pfsstale files (first: %s)",
-            f->logical, clean < 0 ? "every replica has a stale marker (a rank died before close)"
-                                  : "a replica has a stale marker and repairing it needs POSIX access to the replicas "
-                                  "(lazy_sync.posix is off or the backend has no POSIX path)",
-            m);
+        say("%s: every replica has a stale marker (a rank died before close); refusing to open it (MPI_ERR_FILE) "
+            "so stale data is never read. Recover a replica by hand, make the others copies of it, then delete the "
+            "*.pfsstale files (first: %s)",
+            f->logical, m);
         return 1;
     }
-    const char *src = pfs_posix_path(f->rep_path[clean]);
     for (int r = 0; r < f->nrep; r++) {
         if (!marked[r])
             continue;
-        if (copy_file(src, pfs_posix_path(f->rep_path[r])) != 0) {
-            say("%s: repairing replica %d from replica %d failed: %s; refusing to open", f->logical, r, clean,
-                strerror(errno));
+        /* POSIX where both ends have a path (lazy_sync.posix), else ROMIO: both copy every byte */
+        const int posix = rep_posix(f, clean) && rep_posix(f, r);
+        if (posix ? copy_file(rep_posix(f, clean), rep_posix(f, r)) != 0
+                  : copy_mpiio(f->rep_path[clean], f->rep_path[r]) != 0) {
+            say("%s: repairing replica %d from replica %d %s failed%s%s; refusing to open", f->logical, r, clean,
+                posix ? "with POSIX I/O" : "through MPI-IO", posix ? ": " : "", posix ? strerror(errno) : "");
             return 1;
         }
         marker_remove(f, r);
-        say("%s: replica %d (%s) had a stale marker (a rank died before close); repaired it from replica %d",
-            f->logical, r, f->rep_path[r], clean);
+        say("%s: replica %d (%s) had a stale marker (a rank died before close); repaired it from replica %d %s",
+            f->logical, r, f->rep_path[r], clean, posix ? "with POSIX I/O" : "through MPI-IO");
     }
     return 0;
 }

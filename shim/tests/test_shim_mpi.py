@@ -396,9 +396,10 @@ def test_unsupported_calls_are_refused_not_wrong(mpi: MpiBuild, tmp_path: Path) 
     assert not any(r.exists() for r in replica_paths(tmp_path, "r.dat"))
 
 
-def test_killed_rank_without_posix_access_is_refused(mpi: MpiBuild, tmp_path: Path) -> None:
-    """With lazy_sync.posix off (as for a backend reached only through MPI-IO), the markers are written
-    through MPI-IO, and the next open refuses instead of repairing."""
+def test_killed_rank_without_posix_access_is_repaired_through_mpiio(mpi: MpiBuild, tmp_path: Path) -> None:
+    """With lazy_sync.posix off (as for a backend reached only through MPI-IO, like ROMIO's pvfs2:), the
+    markers are written through MPI-IO and the next open repairs the lagging replicas through MPI-IO."""
+    ref_out, ref_bytes = run_plain(mpi, tmp_path, 2, "mpiio_mix")
     logical = tmp_path / "hyb"
     logical.mkdir()
     cfg = write_config(tmp_path / "cfg.json", [hybrid_rule(tmp_path, logical)], params=PARAMS, servers=4,
@@ -406,10 +407,15 @@ def test_killed_rank_without_posix_access_is_refused(mpi: MpiBuild, tmp_path: Pa
     proc = mpi.run(2, [mpi.program("mpiio_mix"), logical / "f.dat", "--crash-rank", "1"], mpi.shim_env(cfg),
                    check=False, timeout=90)
     assert proc.returncode != 0
-    markers = [Path(f"{r}.pfsstale") for r in replica_paths(tmp_path, "f.dat")]
-    assert [m.exists() for m in markers].count(True) == 2
+    reps = replica_paths(tmp_path, "f.dat")
+    markers = [Path(f"{r}.pfsstale") for r in reps]
+    marked = [m.exists() for m in markers]
+    assert marked.count(True) == 2, marked
     assert "pfsshim stale marker v1" in next(m for m in markers if m.exists()).read_text()
-    proc = mpi.run(2, [mpi.program("mpiio_mix"), logical / "f.dat"], mpi.shim_env(cfg), check=False)
-    assert proc.returncode != 0
-    assert "repairing it needs POSIX access" in proc.stderr and "refusing to open" in proc.stderr
-    assert [m.exists() for m in markers].count(True) == 2
+    clean = marked.index(False)
+    proc = mpi.run(2, [mpi.program("mpiio_mix"), logical / "f.dat"], mpi.shim_env(cfg))
+    assert proc.stdout == ref_out
+    assert proc.stderr.count(f"repaired it from replica {clean} through MPI-IO") == 2, proc.stderr
+    assert not any(m.exists() for m in markers)
+    for rep in reps:
+        assert rep.read_bytes() == ref_bytes
