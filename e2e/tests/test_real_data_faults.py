@@ -1,0 +1,251 @@
+"""The data path under faults, on real OrangeFS server pods (issue 14 item 6).
+
+* `reclaimPolicy: Retain`: a cluster deleted and created again with the same name finds its data — every
+  byte (sha256), the directory layout hints, the file system ID — in the host directories it kept.
+* A server pod killed while a client writes: no write that reported success is lost or altered (read back
+  byte for byte after the server is back), data written before the kill survives the server's restart,
+  and a write the outage interrupted ends with the client library's error, not with success.
+* A rank SIGKILLed mid-write on a hybrid replica set (an injected MPIJob, IOR through ROMIO's `pvfs2:`
+  driver): the lagging replica carries a stale marker, and the next job to open the file copies the clean
+  replica over it through MPI-IO before anything is read — both replicas byte-identical (sha256) and
+  equal to the clean one; with every replica marked the open is refused and nothing changes.
+
+The servers keep their data in hostPath directories on the real node (this machine in local mode: the
+test reads them directly); kind has no such access and skips. A full server volume is not tested here:
+OrangeFS 2.10 reports such writes as successful (docs/reliability.md, "Data path under faults")."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from real import assert_real_pods, place
+from test_real_injection import finished, launcher_log, mpijob
+from test_real_orangefs import OFS, deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
+
+MOUNT = "/mnt/orangefs"
+WRITE_S = 45  # how long the client writes 1 MiB files; a server is killed 3 s in and is back in ~15 s
+
+
+def cluster_doc(name: str, host: Path, reclaim: str) -> dict[str, Any]:
+    return {"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster", "metadata": {"name": name},
+            "spec": {"servers": {"count": 2, "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}},
+                     "storage": {"type": "hostPath", "hostPath": {"path": str(host)}}, "client": {"replicas": 1},
+                     "calibration": {"auto": False}, "reclaimPolicy": reclaim}}
+
+
+def server_pods(cluster: Any, ns: str, name: str) -> list[dict[str, Any]]:
+    return deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name},app.kubernetes.io/component=server")
+
+
+def put(cluster: Any, ns: str, tool: str, path: str, data: bytes) -> str:
+    """Writes `data` to `path` on OrangeFS through the toolbox's client; the output of pvfs2-cp."""
+    return sh(cluster, ns, tool, f"set -e; f=$(mktemp); base64 -d > $f; pvfs2-cp $f {MOUNT}/{path}; rm -f $f",
+              stdin=base64.b64encode(data).decode(), timeout=300)
+
+
+def sha256_of(cluster: Any, ns: str, tool: str, path: str) -> str:
+    out = sh(cluster, ns, tool, f"set -e; f=$(mktemp); pvfs2-cp {MOUNT}/{path} $f; sha256sum < $f; rm -f $f",
+             timeout=300)
+    return out.split()[0]
+
+
+@pytest.fixture
+def host_root(cluster: Any, namespace: str) -> Iterator[Path]:
+    """A fresh directory on the real node for the servers' hostPath storage, removed afterwards."""
+    if cluster.mode != "local":
+        pytest.skip("reads and mounts the servers' hostPath directories: the node must be this machine")
+    root = Path("/var/tmp") / f"pfslayout-{namespace}"
+    root.mkdir(parents=True)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def delete_cluster(cluster: Any, ns: str, name: str) -> None:
+    cluster.kubectl("delete", OFS, name, "-n", ns, "--wait=true", "--timeout=180s", timeout=200)
+    cluster.wait_until(lambda: not deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name}"),
+                       f"the pods of {ns}/{name} to be gone", timeout=180, interval=1)
+
+
+def test_retain_keeps_every_byte_through_delete_and_recreate(cluster, operator, namespace: str,  # noqa: ANN001
+                                                             host_root: Path) -> None:
+    doc = place(cluster_doc("keep", host_root, "Retain"), cluster.mode)
+    cluster.apply(doc, namespace=namespace)
+    first = wait_ofs_ready(cluster, namespace, "keep", 2)
+    assert_real_pods(cluster, server_pods(cluster, namespace, "keep"))
+    tool = toolbox(cluster, namespace, "keep")
+    files = {f"kept/{i}.bin": os.urandom(n) for i, n in enumerate((1, 65536, 3 * 1024 * 1024 + 17))}
+    sh(cluster, namespace, tool, f"set -e; pvfs2-mkdir {MOUNT}/kept; "
+                                 f"pvfs2-xattr -s -k user.pvfs2.num_dfiles -v 1 {MOUNT}/kept")
+    for path, data in files.items():
+        put(cluster, namespace, tool, path, data)
+    server_dirs = [host_root / p["metadata"]["name"] for p in server_pods(cluster, namespace, "keep")]
+
+    delete_cluster(cluster, namespace, "keep")
+    # Retain: the operator left the servers' directories, with what they stored, on the node.
+    kept_bytes = sum(f.stat().st_size for d in server_dirs for f in d.rglob("*") if f.is_file())
+    assert all(d.is_dir() for d in server_dirs) and kept_bytes >= sum(map(len, files.values())), \
+        (server_dirs, kept_bytes)
+
+    cluster.apply(doc, namespace=namespace)
+    second = wait_ofs_ready(cluster, namespace, "keep", 2)
+    tool = toolbox(cluster, namespace, "keep")
+    assert second["metadata"]["uid"] != first["metadata"]["uid"]  # really a new object
+    assert second["status"]["fsId"] == first["status"]["fsId"], (first["status"], second["status"])
+    for path, data in files.items():
+        assert sha256_of(cluster, namespace, tool, path) == hashlib.sha256(data).hexdigest(), path
+    hint = sh(cluster, namespace, tool, f"pvfs2-xattr -t -k user.pvfs2.num_dfiles {MOUNT}/kept")
+    assert re.search(r'user\.pvfs2\.num_dfiles"\s+Value : "1"', hint), hint
+    print(f"Retain round trip: {len(files)} files, {sum(map(len, files.values())):,} bytes, "
+          f"{kept_bytes:,} bytes kept on the node, fsId {second['status']['fsId']}, checksums equal")
+
+    # Clean up as a user would: switch to Delete, then delete (the operator wipes the directories).
+    cluster.kubectl("patch", OFS, "keep", "-n", namespace, "--type=merge", "-p", '{"spec":{"reclaimPolicy":"Delete"}}')
+    delete_cluster(cluster, namespace, "keep")
+    cluster.wait_until(lambda: not any(d.exists() for d in server_dirs), "the operator to wipe the directories",
+                       timeout=120, interval=1)
+
+
+WRITER = """
+i=0; f=$(mktemp); head -c 1048576 /dev/urandom > $f; end=$(( $(date +%s) + {seconds} ))
+while [ $(date +%s) -lt $end ]; do
+  i=$((i+1)); sum=$(sha256sum < $f | cut -d' ' -f1)
+  if out=$(pvfs2-cp $f {mount}/during/$i 2>&1); then echo "OK $i $sum $(date +%s.%N)"
+  else echo "FAILED $i rc=$? $(date +%s.%N) $out" | tr '\\n' ' '; echo; fi
+  head -c 1048576 /dev/urandom > $f
+done
+rm -f $f
+"""
+
+
+def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster, operator, namespace: str,  # noqa: ANN001
+                                                              host_root: Path) -> None:
+    cluster.apply(place(cluster_doc("crash", host_root, "Delete"), cluster.mode), namespace=namespace)
+    wait_ofs_ready(cluster, namespace, "crash", 2)
+    tool = toolbox(cluster, namespace, "crash")
+    before = os.urandom(4 * 1024 * 1024 + 3)
+    put(cluster, namespace, tool, "before.bin", before)
+    sh(cluster, namespace, tool, f"pvfs2-mkdir {MOUNT}/during")
+
+    # A client writing 1 MiB files one after another, each over both servers, while server 0 is killed.
+    out: list[str] = []
+    writer = threading.Thread(target=lambda: out.append(sh(cluster, namespace, tool,
+                                                           WRITER.format(seconds=WRITE_S, mount=MOUNT), timeout=900)))
+    writer.start()
+    time.sleep(3)
+    victim = sorted(p["metadata"]["name"] for p in server_pods(cluster, namespace, "crash"))[0]
+    old_uid = cluster.kubectl_json("get", "pod", victim, "-n", namespace)["metadata"]["uid"]
+    killed_at, killed_wall = time.monotonic(), time.time()
+    cluster.kubectl("delete", "pod", victim, "-n", namespace, "--grace-period=0", "--force", "--wait=false")
+
+    def back() -> bool:
+        pods = [p for p in server_pods(cluster, namespace, "crash") if p["metadata"]["name"] == victim]
+        return bool(pods) and pods[0]["metadata"]["uid"] != old_uid and pod_ready(pods[0])
+    cluster.wait_until(back, f"{victim} restarted by its StatefulSet", timeout=240, interval=1)
+    restarted_after = time.monotonic() - killed_at
+    back_wall = time.time()
+    writer.join(timeout=900)
+    assert out, "the writer never returned"
+    lines = out[0].splitlines()
+    done = [(int(m.group(1)), m.group(2), float(m.group(3)))
+            for m in (re.match(r"OK (\d+) (\w+) ([\d.]+)", x) for x in lines) if m]
+    ok = {i: digest for i, digest, _ in done}
+    failed = [x for x in lines if x.startswith("FAILED")]
+    # The scenario happened: writes were acknowledged before the kill and after the server was back, and
+    # (every file stripes over both servers) one waited out the outage or failed in it.
+    assert any(t < killed_wall for *_, t in done) and any(t > back_wall for *_, t in done), lines
+    times = sorted(t for *_, t in done)
+    waited = max(b - a for a, b in itertools.pairwise(times))
+    assert failed or waited >= 0.5 * (back_wall - killed_wall), f"no write overlapped the outage:\n{lines}"
+
+    # Written before the kill: intact after the server's restart.
+    assert sha256_of(cluster, namespace, tool, "before.bin") == hashlib.sha256(before).hexdigest()
+    # Every write the client library acknowledged reads back byte for byte.
+    ids = " ".join(map(str, sorted(ok)))
+    read = sh(cluster, namespace, tool, f"f=$(mktemp); for i in {ids}; do pvfs2-cp {MOUNT}/during/$i $f && "
+                                        "echo \"$i $(sha256sum < $f | cut -d' ' -f1)\"; done; rm -f $f", timeout=600)
+    got = dict(line.split() for line in read.splitlines() if len(line.split()) == 2)
+    altered = [i for i, digest in ok.items() if got.get(str(i)) != digest]
+    assert not altered, f"acknowledged writes that read back differently or not at all: {altered}"
+    # A write the outage interrupted failed loudly: the client's error, not a success.
+    for line in failed:
+        assert re.search(r"rc=[1-9]", line) and re.search(r"[Ee]rror|failed|refused|timed out|I/O", line), line
+    assert len(ok) + len(failed) == len(lines), lines
+    print(f"server kill mid-write: {victim} back in {restarted_after:.0f} s; {len(ok)} writes acknowledged "
+          f"and intact (the longest waited {waited:.0f} s), {len(failed)} failed with the "
+          "client's error "
+          f"({failed[0][:160] if failed else 'none: the client retried through the outage'})")
+
+
+HYBRID = {"path": "/hy", "mode": "hybrid", "hybrid": {"replicas": [
+    {"name": "wide", "layout": "1-DH", "stripSize": 65536},
+    {"name": "grouped", "layout": "2-D", "groups": 2, "stripSize": 1048576}]}}
+REPLICAS = (f"{MOUNT}/hy/.replica-wide/crash.dat", f"{MOUNT}/hy/.replica-grouped/crash.dat")
+# Rank 3 SIGKILLs itself 2 s into a shared-file write of 4 KiB requests (~5 s here; the shell's pid is
+# IOR's after exec; `$$$$` because Kubernetes turns `$$` in a command into `$`); small writes all go to
+# one replica, the other lags (the shim's routing, docs/shim.md).
+CRASH = ("mpiexec -n 4 sh -c 'if [ \"$PMI_RANK\" = 3 ]; then (sleep 2; kill -9 $$$$) & fi; "
+         f"exec ior -a MPIIO -o {MOUNT}/hy/crash.dat -t 4k -b 32m -w -k'")
+REOPEN = f"mpiexec -n 4 ior -a MPIIO -o {MOUNT}/hy/crash.dat -t 1m -b 32m -r -k || true"
+
+
+def listing(cluster: Any, ns: str, tool: str) -> str:
+    return sh(cluster, ns, tool, f"pvfs2-ls {MOUNT}/hy/.replica-wide {MOUNT}/hy/.replica-grouped")
+
+
+def test_a_rank_killed_mid_write_on_a_replica_set_is_repaired_never_divergent(cluster: Any, operator: Any,
+                                                                              namespace: str) -> None:
+    fs = cluster_doc("hybrid", Path("/unused"), "Delete")
+    fs["spec"]["servers"]["count"] = 4
+    fs["spec"]["storage"] = {"type": "emptyDir", "size": "2Gi"}
+    cluster.apply(place(fs, cluster.mode), namespace=namespace)
+    cluster.apply({"apiVersion": "pfslayout.io/v1alpha1", "kind": "LayoutPolicy", "metadata": {"name": "crash"},
+                   "spec": {"clusterRef": {"name": "hybrid"}, "selector": {"matchLabels": {"app": "crash"}},
+                            "shim": {"routePaths": True}, "rules": [HYBRID]}}, namespace=namespace)
+    wait_ofs_ready(cluster, namespace, "hybrid", 4)
+    tool = toolbox(cluster, namespace, "hybrid")
+
+    cluster.apply(place(mpijob("crash", CRASH, {"app": "crash"}, suspend=True), cluster.mode), namespace=namespace)
+    state, log = finished(cluster, namespace, "crash", timeout=600), launcher_log(cluster, namespace, "crash")
+    killed = re.search(r"BAD TERMINATION.*\n.*\n=   EXIT CODE: 9|KILLED BY SIGNAL: 9", log)
+    assert state == "Failed" and killed, f"{state}\n{log[-3000:]}"
+    before = listing(cluster, namespace, tool)
+    markers = before.count("crash.dat.pfsstale")
+    assert markers >= 1, f"no replica marked stale after a rank died mid-write:\n{before}\n{log[-2000:]}"
+    sums = [sha256_of(cluster, namespace, tool, r.removeprefix(f"{MOUNT}/")) for r in REPLICAS]
+
+    # The next job to open the file: rank 0 copies the clean replica over the marked one, then runs — or,
+    # with every replica marked (no copy known complete), refuses the open and changes nothing.
+    cluster.apply(place(mpijob("reopen", REOPEN, {"app": "crash"}, suspend=True), cluster.mode),
+                  namespace=namespace)
+    finished(cluster, namespace, "reopen", timeout=600)
+    log = launcher_log(cluster, namespace, "reopen")
+    after = [sha256_of(cluster, namespace, tool, r.removeprefix(f"{MOUNT}/")) for r in REPLICAS]
+    if markers == len(REPLICAS):
+        assert "every replica has a stale marker" in log and "refusing to open" in log, log[-3000:]
+        assert after == sums and listing(cluster, namespace, tool).count("crash.dat.pfsstale") == markers
+        outcome = "every replica marked: the next open refused, nothing changed"
+    else:
+        repaired = re.search(r"replica (\d) \(\S+\) had a stale marker .*repaired it from replica (\d) through MPI-IO",
+                             log)
+        assert repaired, log[-3000:]
+        assert after[0] == after[1], f"replicas differ after the repair: {after}"
+        assert after[0] == sums[int(repaired.group(2))], "the repair copied something other than the clean replica"
+        assert "pfsstale" not in listing(cluster, namespace, tool)
+        outcome = (f"replica {repaired.group(1)} marked ({'differing' if sums[0] != sums[1] else 'equal'} before), "
+                   f"repaired from replica {repaired.group(2)} through MPI-IO; both sha256 {after[0][:16]}")
+    print(f"rank killed on a replica set: {outcome}")

@@ -1,0 +1,145 @@
+"""Upgrading from the last release recreates nothing and keeps everything reconciling (issue 14 item 5).
+
+The last release is the newest `crds/released/<version>/`, whose `COMMIT` names the commit it shipped.
+Its chart and its operator code (`git archive` of that commit) are installed and run first, on real
+OrangeFS server pods: an OrangeFSCluster, a LayoutPolicy applied, and a CostCalibration stopped half way
+— its first probe job created — by stopping the old operator. Then `helm upgrade` to this checkout's
+chart (CRDs, RBAC, webhook configuration) and this checkout's operator: the calibration finishes (every
+job once, every cell measured), the cluster and policy read the same, an edit is acted on, and no object
+— custom or child — was re-created (one UID per name throughout). The CRD schemas themselves are judged by
+`crds/compat.py` in the tooling tier."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from crd_release import RELEASE, RELEASE_NS, REPO, WATCH_VALUES, install_crds
+from local_operator import environment, local_operator
+from real import place
+from test_real_api_faults import edit_narrow, narrow_strip
+from test_real_operator_kills import lp_state, ofs, ofs_state, policy, tear_down
+from watches import Watches
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
+
+CC = "costcalibrations.pfslayout.io"
+CUSTOM = ("orangefsclusters.pfslayout.io", "layoutpolicies.pfslayout.io", CC)
+
+
+def last_release() -> tuple[str, str]:
+    released = sorted((p for p in (REPO / "crds" / "released").iterdir() if p.is_dir()),
+                      key=lambda p: tuple(int(x) for x in p.name.split(".")))
+    return released[-1].name, (released[-1] / "COMMIT").read_text().strip()
+
+
+def calibration() -> dict[str, Any]:
+    docs = yaml.safe_load_all((REPO / "policies" / "costcalibration.yaml").read_text())
+    cc = next(d for d in docs if d and d["kind"] == "CostCalibration")
+    cc["metadata"]["name"] = "upgrade"
+    cc["spec"]["clusterRef"]["name"] = "kills"
+    cc["spec"]["fit"]["minRSquared"] = 0  # one machine: R² is reported, not judged (test_real_calibration.py)
+    return dict(cc)
+
+
+def cc_status(cluster: Any, ns: str) -> dict[str, Any]:
+    return cluster.kubectl_json("get", CC, "upgrade", "-n", ns).get("status") or {}
+
+
+def ready(cluster: Any, ns: str) -> tuple[Any, Any] | None:
+    o, p = ofs_state(cluster, ns, 4), lp_state(cluster, ns)
+    return (o, p) if o and p else None
+
+
+def custom_uids(cluster: Any, ns: str) -> dict[str, str]:
+    return {f"{kind}/{item['metadata']['name']}": item["metadata"]["uid"]
+            for kind in CUSTOM for item in cluster.kubectl_json("get", kind, "-n", ns)["items"]}
+
+
+def released_code(commit: str, into: Path) -> Path:
+    """The release's chart and operator source, extracted from git into `into`; the source's path."""
+    tar = into / "release.tar"
+    tar.write_bytes(subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit, "charts",
+                                    "operator/src"], capture_output=True, check=True).stdout)
+    with tarfile.open(tar) as archive:
+        archive.extractall(into, filter="data")
+    src = into / "operator" / "src"
+    # The released code, not this checkout's: PYTHONPATH is all that tells the operator process apart.
+    where = subprocess.run([sys.executable, "-c", "import pfslayout; print(pfslayout.__file__)"],
+                           env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}, capture_output=True,
+                           text=True, check=True).stdout.strip()
+    assert where.startswith(str(src)), f"the released operator would import {where}"
+    return src
+
+
+def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str, tmp_path: Path) -> None:  # noqa: ANN001
+    if cluster.mode != "local":
+        pytest.skip("runs the released operator's code as a local process: the local control plane")
+    version, commit = last_release()
+    if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"],
+                      capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"release {version}'s commit {commit[:12]} is not in this clone (shallow?): "
+                    "`git fetch --unshallow` brings it")
+    old = tmp_path / f"release-{version}"
+    old.mkdir()
+    released_src = released_code(commit, old)
+    watches = Watches(cluster, namespace)
+    try:
+        cluster.helm("upgrade", "--install", RELEASE, str(old / "charts" / "pfs-layout-operator"), "-n",
+                     RELEASE_NS, "--create-namespace", *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
+        kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
+        (tmp_path / "old").mkdir()
+        with environment(PYTHONPATH=str(released_src)), local_operator(cluster, kubeconfig, tmp_path / "old") as op:
+            cluster.apply(place(ofs(4), cluster.mode), namespace=namespace)
+            cluster.apply(policy(), namespace=namespace)
+            try:
+                before = cluster.wait_until(lambda: ready(cluster, namespace), "Ready under the released operator",
+                                            timeout=420, interval=2)
+                cluster.apply(calibration(), namespace=namespace)
+                cluster.wait_until(lambda: cluster.kubectl_json("get", "mpijobs.kubeflow.org", "-n", namespace)
+                                   ["items"] or None, "the released operator's first probe job", timeout=300,
+                                   interval=1)
+            except AssertionError as err:
+                raise AssertionError(f"{err}\n{op.log_tail()}") from None
+        # The released operator is stopped with its calibration half done; the objects it made are kept.
+        uids = custom_uids(cluster, namespace)
+        install_crds(cluster)  # `helm upgrade` to this checkout's chart: CRDs, RBAC, webhook configuration
+        kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
+        (tmp_path / "new").mkdir()
+        with local_operator(cluster, kubeconfig, tmp_path / "new") as op:
+            try:
+                def finished() -> dict[str, Any] | None:
+                    s = cc_status(cluster, namespace)
+                    return s if s.get("phase") in ("Succeeded", "Failed") else None
+                st = cluster.wait_until(finished, "the calibration finished after the upgrade", timeout=900,
+                                        interval=3)
+                after = cluster.wait_until(lambda: ready(cluster, namespace), "the cluster and policy Ready",
+                                           timeout=120, interval=2)
+                edit_narrow(cluster, namespace, 131072)
+                cluster.wait_until(lambda: narrow_strip(cluster, namespace) == 131072 or None,
+                                   "an edit after the upgrade applied", timeout=240, interval=2)
+                recreated = watches.created_twice()
+                final_uids = custom_uids(cluster, namespace)
+            except AssertionError as err:
+                raise AssertionError(f"{err}\n{op.log_tail()}") from None
+            finally:
+                cluster.kubectl("delete", CC, "--all", "-n", namespace, "--wait=true", "--timeout=120s",
+                                check=False, timeout=180)
+                tear_down(cluster, namespace)
+    finally:
+        watches.stop()
+        install_crds(cluster)  # whatever happened, the next module finds this checkout's chart
+    assert st["phase"] == "Succeeded" and st["run"] == 1, st
+    assert st["jobs"]["succeeded"] == st["jobs"]["total"] and st["jobs"]["failed"] == 0, st
+    done, total = st["cells"]["progress"].split("/")
+    assert done == total, st
+    assert after == before, (after, before)
+    assert final_uids == uids, (final_uids, uids)
+    assert not recreated, f"re-created across the upgrade: {recreated}"
+    print(f"upgrade from {version} ({commit[:7]}): calibration {st['cells']['progress']} cells, "
+          f"{st['jobs']['total']} jobs, nothing re-created ({len(watches.uids)} objects watched)")
