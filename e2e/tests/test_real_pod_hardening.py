@@ -27,10 +27,7 @@ ROOT_WITH = {
     "wipe": ("CAP_DAC_OVERRIDE",),  # removes a hostPath server directory whose parent is root's
 }
 # Containers whose root file system stays writable, and why (none may be added without a reason).
-WRITABLE_ROOT = {
-    ("probe", "launcher"): "mpirun (MPICH's hydra) and the probe write under $HOME and /tmp of the image",
-    ("probe", "worker"): "sshd writes its privilege-separation and pid files under /run",
-}
+WRITABLE_ROOT: dict[tuple[str, str], str] = {}
 
 
 def project(audit: NodeAudit, s: Seen) -> bool:

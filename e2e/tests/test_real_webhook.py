@@ -11,6 +11,8 @@ MPIJob webhook with a certificate it generated; users `kubectl apply` plain MPIJ
   with the policy, the field and the fix, and never stored.
 * With the operator stopped (`failurePolicy: Fail`), a selected namespace refuses MPIJobs, a namespace
   without policies does not notice.
+* Across an API server restart (sorted with the other control-plane restarts), the first review after it
+  is answered from the operator's cache, and a policy made afterwards comes into scope.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ import shutil
 import socket
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES
+from crd_release import CHART, RELEASE, RELEASE_NS, REPO, WATCH_VALUES, enroll
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from real import assert_real_pods, chart_values, image_build, place
@@ -419,3 +422,52 @@ def test_with_the_operator_stopped_only_policy_namespaces_refuse_mpijobs(
                                                check=False).returncode == 0, "admission after restart", timeout=60,
                        interval=1)
     assert "pfslayout.io/injected" not in (get_job(cluster, namespace, "after")["metadata"].get("annotations") or {})
+
+
+@pytest.mark.restarts_control_plane
+def test_admission_across_an_api_server_restart_answers_from_the_operators_cache(
+        cluster: Cluster, webhook_operator: dict[str, Any], namespace: str) -> None:
+    """While the API server is away nothing is admitted (it is the one calling the webhook). Once it
+    answers again, the webhook decides from the policies the operator holds in memory — no selected job
+    is let through meanwhile — and a policy created after the restart brings its namespace into scope
+    through the operator's re-established watches."""
+    cluster.apply(policy("kept", {"matchLabels": {"app": "probe"}}, cluster_name="absent"), namespace=namespace)
+    probe = mpijob("probe", "true", {"app": "probe"}, suspend=False)
+
+    def denied(ns: str, name: str) -> str | None:
+        out = dry_run(cluster, ns, probe)
+        return out.stderr if "denied the request" in out.stderr and f"LayoutPolicy {name}" in out.stderr else None
+    cluster.wait_until(lambda: denied(namespace, "kept"), "the webhook deciding for policy kept", timeout=60,
+                       interval=1)
+
+    start = time.monotonic()
+    cluster.run(str(REPO / "e2e" / "cluster.sh"), "restart", "kube-apiserver", timeout=240)
+    back = time.monotonic()
+    # From the first request after /readyz on: refused by the API server while its webhook client is
+    # not ready, or decided by our webhook — a selected job is never let through.
+    outcomes: list[str] = []
+
+    def decided() -> str | None:
+        out = dry_run(cluster, namespace, probe)
+        assert out.returncode != 0, f"a selected job was admitted right after the restart: {outcomes}"
+        outcomes.append(out.stderr.strip()[:200])
+        return out.stderr if "denied the request" in out.stderr and "LayoutPolicy kept" in out.stderr else None
+    first = cluster.wait_until(decided, "our webhook deciding after the restart", timeout=60, interval=0.5)
+    decided_after = time.monotonic() - back
+    assert "ClusterNotReady" in first, first
+
+    later = f"{namespace[:50]}-later"
+    cluster.kubectl("create", "namespace", later)
+    try:
+        enroll(cluster, later)
+        cluster.apply(policy("later", {"matchLabels": {"app": "probe"}}, cluster_name="absent"), namespace=later)
+        cluster.wait_until(lambda: denied(later, "later"), "a policy made after the restart in the webhook's scope",
+                           timeout=120, interval=1)
+        seen = time.monotonic() - back
+    finally:
+        cluster.kubectl("delete", "layoutpolicies.pfslayout.io", "--all", "-n", later, "--timeout=60s", check=False)
+        cluster.kubectl("delete", "namespace", later, "--wait=false", "--ignore-not-found", check=False)
+    assert operator_pods(cluster), "the operator pod did not survive the API server restart"
+    print(f"admission across an API server restart: back after {back - start:.1f} s; our webhook decided "
+          f"{decided_after:.1f} s later ({len(outcomes) - 1} earlier requests refused, none admitted: "
+          f"{outcomes[0][:120]!r}); a new policy's namespace in scope {seen:.1f} s after the restart")

@@ -35,7 +35,9 @@ BEGIN = "PFSLAYOUT-PROBE-BEGIN"
 END = "PFSLAYOUT-PROBE-END"
 NO_PROBE = "pfslayout-probe: pfsprobe is not in this image"
 PROBE_UID = MPI_IMAGE_UID  # the MPI image's mpiuser (images/mpi)
-SSHD = "/usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"  # the MPI image's worker command (docs/images.md)
+# The MPI image's worker command (docs/images.md), its pid file moved to the pod's /tmp volume: the root
+# file system is read-only (the image's sshd_config keeps it in $HOME, which users' jobs may rely on).
+SSHD = "/usr/sbin/sshd -De -f /home/mpiuser/.sshd_config -o PidFile=/tmp/sshd.pid"
 INDEX_KEY = "jobs.json"
 
 
@@ -104,15 +106,16 @@ def probe_mpijob(spec: CostCalibrationSpec, owner: Owner, cluster_name: str, run
     pod_labels = labels(owner.name, "probe", {RUN_LABEL: str(run), JOB_LABEL: str(job.index)})
     pod_security = {"runAsUser": PROBE_UID, "runAsGroup": PROBE_UID, "runAsNonRoot": True,
                     "seccompProfile": {"type": "RuntimeDefault"}}
-    security = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    security = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True}
     pvfs2tab = {"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}}
-    mounts = [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}]
+    # /tmp is all either role writes: the launcher its documents, each rank (on a worker) its grid file,
+    # sshd its pid file.
+    mounts = [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}, {"name": "tmp", "mountPath": "/tmp"}]
 
     def container(role: str, command: list[str]) -> dict[str, Any]:
         c: dict[str, Any] = {"name": role, "image": spec.probe_image, "imagePullPolicy": spec.image_pull_policy,
                              "command": command, "securityContext": security,
-                             "volumeMounts": mounts + ([{"name": "tmp", "mountPath": "/tmp"}]
-                                                       if role == "launcher" else []),
+                             "volumeMounts": mounts,
                              # a failed container's last log lines land in its status: the reason
                              # survives even where logs cannot be read
                              "terminationMessagePolicy": "FallbackToLogsOnError"}
@@ -123,7 +126,7 @@ def probe_mpijob(spec: CostCalibrationSpec, owner: Owner, cluster_name: str, run
     def pod(role: str, command: list[str]) -> dict[str, Any]:
         p: dict[str, Any] = {"securityContext": pod_security, "enableServiceLinks": False,
                              "containers": [container(role, command)],
-                             "volumes": [pvfs2tab] + ([{"name": "tmp", "emptyDir": {}}] if role == "launcher" else [])}
+                             "volumes": [pvfs2tab, {"name": "tmp", "emptyDir": {}}]}
         if node_selector:
             p["nodeSelector"] = dict(node_selector)
         if tolerations:
