@@ -62,16 +62,38 @@ def sha256_of(cluster: Any, ns: str, tool: str, path: str) -> str:
     return out.split()[0]
 
 
+def tear_down(cluster: Any, ns: str) -> None:
+    """Deletes what a test made while the operator runs: a namespace deleted with its objects would lose
+    the RoleBinding that lets the operator remove their finalizers. Retain clusters switch to Delete
+    first, so nothing is left on the node."""
+    for item in cluster.kubectl_json("get", OFS, "-n", ns)["items"]:
+        cluster.kubectl("patch", OFS, item["metadata"]["name"], "-n", ns, "--type=merge", "-p",
+                        '{"spec":{"reclaimPolicy":"Delete"}}', check=False)
+    for kind in ("mpijobs.kubeflow.org", "layoutpolicies.pfslayout.io", OFS):
+        cluster.kubectl("delete", kind, "--all", "-n", ns, "--wait=true", "--timeout=180s", check=False, timeout=240)
+
+
 @pytest.fixture
-def host_root(cluster: Any, namespace: str) -> Iterator[Path]:
-    """A fresh directory on the real node for the servers' hostPath storage, removed afterwards."""
+def served(cluster: Any, operator: Any, namespace: str) -> Iterator[str]:
+    """The test's namespace, served by the operator, emptied while the operator still runs."""
+    try:
+        yield namespace
+    finally:
+        tear_down(cluster, namespace)
+
+
+@pytest.fixture
+def host_root(cluster: Any, served: str) -> Iterator[Path]:
+    """A fresh directory on the real node for the servers' hostPath storage, removed once the test's
+    clusters are gone (the operator's wipe Jobs need it until then)."""
     if cluster.mode != "local":
-        pytest.skip("reads and mounts the servers' hostPath directories: the node must be this machine")
-    root = Path("/var/tmp") / f"pfslayout-{namespace}"
+        pytest.skip("reads the servers' hostPath directories: the node must be this machine")
+    root = Path("/var/tmp") / f"pfslayout-{served}"
     root.mkdir(parents=True)
     try:
         yield root
     finally:
+        tear_down(cluster, served)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -81,8 +103,8 @@ def delete_cluster(cluster: Any, ns: str, name: str) -> None:
                        f"the pods of {ns}/{name} to be gone", timeout=180, interval=1)
 
 
-def test_retain_keeps_every_byte_through_delete_and_recreate(cluster, operator, namespace: str,  # noqa: ANN001
-                                                             host_root: Path) -> None:
+def test_retain_keeps_every_byte_through_delete_and_recreate(cluster: Any, served: str, host_root: Path) -> None:
+    namespace = served
     doc = place(cluster_doc("keep", host_root, "Retain"), cluster.mode)
     cluster.apply(doc, namespace=namespace)
     first = wait_ofs_ready(cluster, namespace, "keep", 2)
@@ -132,8 +154,8 @@ rm -f $f
 """
 
 
-def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster, operator, namespace: str,  # noqa: ANN001
-                                                              host_root: Path) -> None:
+def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, served: str, host_root: Path) -> None:
+    namespace = served
     cluster.apply(place(cluster_doc("crash", host_root, "Delete"), cluster.mode), namespace=namespace)
     wait_ofs_ready(cluster, namespace, "crash", 2)
     tool = toolbox(cluster, namespace, "crash")
@@ -170,7 +192,12 @@ def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster, operator,
     assert any(t < killed_wall for *_, t in done) and any(t > back_wall for *_, t in done), lines
     times = sorted(t for *_, t in done)
     waited = max(b - a for a, b in itertools.pairwise(times))
-    assert failed or waited >= 0.5 * (back_wall - killed_wall), f"no write overlapped the outage:\n{lines}"
+    gaps = sorted(b - a for a, b in itertools.pairwise(times))
+    typical = gaps[len(gaps) // 2]
+    # The server answers before its pod reports Ready (readiness period): judge by the writes themselves,
+    # one of which must have been held up far beyond a normal write.
+    assert failed or waited >= max(1.0, 10 * typical), \
+        f"no write was held up by the outage (longest gap {waited:.2f} s, typical {typical:.3f} s):\n{lines[:20]}"
 
     # Written before the kill: intact after the server's restart.
     assert sha256_of(cluster, namespace, tool, "before.bin") == hashlib.sha256(before).hexdigest()
@@ -186,7 +213,7 @@ def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster, operator,
         assert re.search(r"rc=[1-9]", line) and re.search(r"[Ee]rror|failed|refused|timed out|I/O", line), line
     assert len(ok) + len(failed) == len(lines), lines
     print(f"server kill mid-write: {victim} back in {restarted_after:.0f} s; {len(ok)} writes acknowledged "
-          f"and intact (the longest waited {waited:.0f} s), {len(failed)} failed with the "
+          f"and intact (one held up {waited:.1f} s; a write takes {typical:.3f} s), {len(failed)} failed with the "
           "client's error "
           f"({failed[0][:160] if failed else 'none: the client retried through the outage'})")
 
@@ -207,8 +234,8 @@ def listing(cluster: Any, ns: str, tool: str) -> str:
     return sh(cluster, ns, tool, f"pvfs2-ls {MOUNT}/hy/.replica-wide {MOUNT}/hy/.replica-grouped")
 
 
-def test_a_rank_killed_mid_write_on_a_replica_set_is_repaired_never_divergent(cluster: Any, operator: Any,
-                                                                              namespace: str) -> None:
+def test_a_rank_killed_mid_write_on_a_replica_set_is_repaired_never_divergent(cluster: Any, served: str) -> None:
+    namespace = served
     fs = cluster_doc("hybrid", Path("/unused"), "Delete")
     fs["spec"]["servers"]["count"] = 4
     fs["spec"]["storage"] = {"type": "emptyDir", "size": "2Gi"}

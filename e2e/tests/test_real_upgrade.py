@@ -77,6 +77,12 @@ def released_code(commit: str, into: Path) -> Path:
     return src
 
 
+def remove(cluster: Any, ns: str) -> None:
+    """Deletes the test's objects while an operator runs (their finalizers need it)."""
+    cluster.kubectl("delete", CC, "--all", "-n", ns, "--wait=true", "--timeout=120s", check=False, timeout=180)
+    tear_down(cluster, ns)
+
+
 def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str, tmp_path: Path) -> None:  # noqa: ANN001
     if cluster.mode != "local":
         pytest.skip("runs the released operator's code as a local process: the local control plane")
@@ -128,12 +134,15 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
             except AssertionError as err:
                 raise AssertionError(f"{err}\n{op.log_tail()}") from None
             finally:
-                cluster.kubectl("delete", CC, "--all", "-n", namespace, "--wait=true", "--timeout=120s",
-                                check=False, timeout=180)
-                tear_down(cluster, namespace)
+                remove(cluster, namespace)
     finally:
         watches.stop()
         install_crds(cluster)  # whatever happened, the next module finds this checkout's chart
+        if cluster.kubectl_json("get", "orangefsclusters.pfslayout.io", "-n", namespace)["items"]:
+            # Failed before this checkout's operator started: it deletes what the test made (finalizers).
+            kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
+            with local_operator(cluster, kubeconfig, tmp_path):
+                remove(cluster, namespace)
     assert st["phase"] == "Succeeded" and st["run"] == 1, st
     assert st["jobs"]["succeeded"] == st["jobs"]["total"] and st["jobs"]["failed"] == 0, st
     done, total = st["cells"]["progress"].split("/")
