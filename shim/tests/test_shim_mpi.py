@@ -335,13 +335,17 @@ def test_environment_moves_trace_and_stats_and_names_them_after_the_job(mpi: Mpi
 
 # ---------------------------------------------------------------------------------------------- crashes
 
-def test_killed_rank_leaves_markers_then_repair(mpi: MpiBuild, tmp_path: Path) -> None:
+@pytest.mark.parametrize("posix", [True, False], ids=["posix", "mpiio"])
+def test_killed_rank_leaves_markers_then_repair(mpi: MpiBuild, tmp_path: Path, posix: bool) -> None:
     """Rank 1 is SIGKILLed after writing: the replicas it still owed updates carry a .pfsstale marker;
-    the next open repairs them from the unmarked replica (which got every write) and removes them."""
+    the next open repairs them from the unmarked replica (which got every write) and removes them — with
+    POSIX I/O, or, with lazy_sync.posix off (as for a backend reached only through MPI-IO, like ROMIO's
+    pvfs2:), writing and checking the markers and copying the replica through MPI-IO."""
     ref_out, ref_bytes = run_plain(mpi, tmp_path, 2, "mpiio_mix")
     logical = tmp_path / "hyb"
     logical.mkdir()
-    cfg = write_config(tmp_path / "cfg.json", [hybrid_rule(tmp_path, logical)], params=PARAMS, servers=4)
+    cfg = write_config(tmp_path / "cfg.json", [hybrid_rule(tmp_path, logical)], params=PARAMS, servers=4,
+                       **({} if posix else {"lazy_sync": {"posix": False}}))
     proc = mpi.run(2, [mpi.program("mpiio_mix"), logical / "f.dat", "--crash-rank", "1"], mpi.shim_env(cfg),
                    check=False, timeout=90)
     assert proc.returncode != 0
@@ -354,7 +358,8 @@ def test_killed_rank_leaves_markers_then_repair(mpi: MpiBuild, tmp_path: Path) -
     clean = marked.index(False)
     proc = mpi.run(2, [mpi.program("mpiio_mix"), logical / "f.dat"], mpi.shim_env(cfg))
     assert proc.stdout == ref_out
-    assert proc.stderr.count(f"repaired it from replica {clean}") == 2, proc.stderr
+    how = "with POSIX I/O" if posix else "through MPI-IO"
+    assert proc.stderr.count(f"repaired it from replica {clean} {how}") == 2, proc.stderr
     assert not any(m.exists() for m in markers)
     for rep in reps:
         assert rep.read_bytes() == ref_bytes
@@ -394,28 +399,3 @@ def test_unsupported_calls_are_refused_not_wrong(mpi: MpiBuild, tmp_path: Path) 
     # MPI_File_delete of the logical path removes every replica
     mpi.run(2, [mpi.program("mpiio_refused"), logical / "r.dat", "delete"], mpi.shim_env(cfg))
     assert not any(r.exists() for r in replica_paths(tmp_path, "r.dat"))
-
-
-def test_killed_rank_without_posix_access_is_repaired_through_mpiio(mpi: MpiBuild, tmp_path: Path) -> None:
-    """With lazy_sync.posix off (as for a backend reached only through MPI-IO, like ROMIO's pvfs2:), the
-    markers are written through MPI-IO and the next open repairs the lagging replicas through MPI-IO."""
-    ref_out, ref_bytes = run_plain(mpi, tmp_path, 2, "mpiio_mix")
-    logical = tmp_path / "hyb"
-    logical.mkdir()
-    cfg = write_config(tmp_path / "cfg.json", [hybrid_rule(tmp_path, logical)], params=PARAMS, servers=4,
-                       lazy_sync={"posix": False})
-    proc = mpi.run(2, [mpi.program("mpiio_mix"), logical / "f.dat", "--crash-rank", "1"], mpi.shim_env(cfg),
-                   check=False, timeout=90)
-    assert proc.returncode != 0
-    reps = replica_paths(tmp_path, "f.dat")
-    markers = [Path(f"{r}.pfsstale") for r in reps]
-    marked = [m.exists() for m in markers]
-    assert marked.count(True) == 2, marked
-    assert "pfsshim stale marker v1" in next(m for m in markers if m.exists()).read_text()
-    clean = marked.index(False)
-    proc = mpi.run(2, [mpi.program("mpiio_mix"), logical / "f.dat"], mpi.shim_env(cfg))
-    assert proc.stdout == ref_out
-    assert proc.stderr.count(f"repaired it from replica {clean} through MPI-IO") == 2, proc.stderr
-    assert not any(m.exists() for m in markers)
-    for rep in reps:
-        assert rep.read_bytes() == ref_bytes
