@@ -42,6 +42,20 @@ def install_crds(cluster: Any) -> None:  # the `cluster` fixture of e2e/tests/co
         cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
 
 
+def empty_namespace(cluster: Any, ns: str) -> None:
+    """Deletes every object of the project's kinds (and the MPIJobs) in `ns` while an operator runs: their
+    finalizers need it, and a namespace deleted with them loses the RoleBinding that lets the operator
+    remove them. OrangeFSClusters with `reclaimPolicy: Retain` are switched to Delete first, so nothing
+    is left on the node."""
+    for item in cluster.kubectl_json("get", "orangefsclusters.pfslayout.io", "-n", ns)["items"]:
+        if (item.get("spec") or {}).get("reclaimPolicy") != "Delete":
+            cluster.kubectl("patch", "orangefsclusters.pfslayout.io", item["metadata"]["name"], "-n", ns,
+                            "--type=merge", "-p", '{"spec":{"reclaimPolicy":"Delete"}}', check=False)
+    for kind in ("costcalibrations.pfslayout.io", "mpijobs.kubeflow.org", "layoutpolicies.pfslayout.io",
+                 "orangefsclusters.pfslayout.io"):
+        cluster.kubectl("delete", kind, "--all", "-n", ns, "--wait=true", "--timeout=180s", check=False, timeout=240)
+
+
 @contextmanager
 def crd_namespace(cluster: Any, prefix: str) -> Iterator[str]:
     """A fresh namespace ``<prefix>-<random>``; on exit its CRs are deleted before the namespace."""

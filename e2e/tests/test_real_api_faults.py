@@ -23,11 +23,11 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from crd_release import REPO
+from crd_release import REPO, empty_namespace
 from local_operator import environment, local_operator
 from real import place
 from silent_proxy import silent_proxy
-from test_real_operator_kills import identity, lp_state, ofs, ofs_state, policy, tear_down  # noqa: F401  (fixture)
+from test_real_operator_kills import identity, lp_state, ofs, ofs_state, policy  # noqa: F401  (fixture)
 from watches import Watches
 
 pytestmark = [pytest.mark.e2e, pytest.mark.restarts_control_plane, pytest.mark.timeout(1800)]
@@ -101,7 +101,7 @@ def test_api_server_and_etcd_restarts_mid_reconcile_converge(cluster, identity: 
                                "the edit after a restart applied", timeout=DEFAULT_CLIENT_TIMEOUT_S, interval=1)
             react_s = time.monotonic() - changed
             assert op.alive(), op.log_tail()
-            tear_down(cluster, namespace)  # while an operator runs: the finalizers need it
+            empty_namespace(cluster, namespace)  # while an operator runs: the finalizers need it
     finally:
         watches.stop()
     print(f"restarts (component, seconds until /readyz): {took}; converged {converge_s:.0f} s after the last; "
@@ -141,7 +141,7 @@ def test_a_silent_watch_is_abandoned_and_the_change_is_seen(cluster, identity: P
                 raise AssertionError(f"{err}\n{op.log_tail()}") from None
             seen_s = time.monotonic() - went_quiet
             assert op.alive(), op.log_tail()
-            tear_down(cluster, namespace)
+            empty_namespace(cluster, namespace)
     print(f"{silenced} connections went silent; the edit was applied {seen_s:.0f} s later over "
           f"{proxy.connections - before} new connections (watch client timeout {CLIENT_TIMEOUT_S} s)")
     # Not before the watch could have given up: the change travelled over a new connection, not the quiet one.

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crd_release import empty_namespace
 from real import assert_real_pods, place
 from test_real_injection import finished, launcher_log, mpijob
 from test_real_orangefs import OFS, deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
@@ -62,24 +63,13 @@ def sha256_of(cluster: Any, ns: str, tool: str, path: str) -> str:
     return out.split()[0]
 
 
-def tear_down(cluster: Any, ns: str) -> None:
-    """Deletes what a test made while the operator runs: a namespace deleted with its objects would lose
-    the RoleBinding that lets the operator remove their finalizers. Retain clusters switch to Delete
-    first, so nothing is left on the node."""
-    for item in cluster.kubectl_json("get", OFS, "-n", ns)["items"]:
-        cluster.kubectl("patch", OFS, item["metadata"]["name"], "-n", ns, "--type=merge", "-p",
-                        '{"spec":{"reclaimPolicy":"Delete"}}', check=False)
-    for kind in ("mpijobs.kubeflow.org", "layoutpolicies.pfslayout.io", OFS):
-        cluster.kubectl("delete", kind, "--all", "-n", ns, "--wait=true", "--timeout=180s", check=False, timeout=240)
-
-
 @pytest.fixture
 def served(cluster: Any, operator: Any, namespace: str) -> Iterator[str]:
     """The test's namespace, served by the operator, emptied while the operator still runs."""
     try:
         yield namespace
     finally:
-        tear_down(cluster, namespace)
+        empty_namespace(cluster, namespace)
 
 
 @pytest.fixture
@@ -93,7 +83,7 @@ def host_root(cluster: Any, served: str) -> Iterator[Path]:
     try:
         yield root
     finally:
-        tear_down(cluster, served)
+        empty_namespace(cluster, served)
         shutil.rmtree(root, ignore_errors=True)
 
 

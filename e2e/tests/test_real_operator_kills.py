@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, served_namespace
+from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, empty_namespace, served_namespace
 from local_operator import environment, local_operator
 from real import place
 from test_real_injection import mpijob
@@ -219,12 +219,6 @@ def identity(cluster) -> Iterator[Path]:  # noqa: ANN001
         yield cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
 
 
-def tear_down(cluster: Any, ns: str) -> None:
-    """Deletes the scenario's objects while an operator runs (their finalizers need it)."""
-    for kind in ("mpijobs.kubeflow.org", LP, OFS):
-        cluster.kubectl("delete", kind, "--all", "-n", ns, "--wait=true", "--timeout=180s", check=False, timeout=240)
-
-
 def test_killing_the_operator_in_every_phase_changes_no_outcome(cluster, identity: Path, namespace: str,  # noqa: ANN001
                                                                  tmp_path: Path) -> None:
     reference_ns = f"{namespace[:56]}-ref"
@@ -234,7 +228,7 @@ def test_killing_the_operator_in_every_phase_changes_no_outcome(cluster, identit
             with local_operator(cluster, identity, tmp_path) as op:
                 reference = Scenario(cluster, reference_ns, None, lambda: op.log_tail(60))
                 reference.run()
-                tear_down(cluster, reference_ns)
+                empty_namespace(cluster, reference_ns)
         finally:
             watches.stop()
     ref_uids = watches.uids
@@ -269,7 +263,7 @@ def test_killing_the_operator_in_every_phase_changes_no_outcome(cluster, identit
     assert all(kills[p] >= KILLS_PER_PHASE for p in reference.snapshots), kills
 
     with local_operator(cluster, identity, tmp_path):
-        tear_down(cluster, namespace)
+        empty_namespace(cluster, namespace)
         # Owned objects go with their owner (the garbage collector, in the background).
         cluster.wait_until(lambda: not objects(cluster, namespace) or None, "nothing left after the delete",
                            timeout=120, interval=2)
@@ -328,4 +322,4 @@ def test_an_injection_interrupted_before_the_resume_is_finished_and_counted_once
     paused = cluster.kubectl_json("get", "mpijobs.kubeflow.org", "paused-c", "-n", namespace)
     assert paused["spec"]["runPolicy"]["suspend"] is True, paused["metadata"]
     with local_operator(cluster, identity, tmp_path):
-        tear_down(cluster, namespace)
+        empty_namespace(cluster, namespace)

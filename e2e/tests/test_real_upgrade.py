@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_release import RELEASE, RELEASE_NS, REPO, WATCH_VALUES, install_crds
+from crd_release import RELEASE, RELEASE_NS, REPO, WATCH_VALUES, empty_namespace, install_crds
 from local_operator import environment, local_operator
 from real import place
 from test_real_api_faults import edit_narrow, narrow_strip
-from test_real_operator_kills import lp_state, ofs, ofs_state, policy, tear_down
+from test_real_operator_kills import lp_state, ofs, ofs_state, policy
 from watches import Watches
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
@@ -75,12 +75,6 @@ def released_code(commit: str, into: Path) -> Path:
                            text=True, check=True).stdout.strip()
     assert where.startswith(str(src)), f"the released operator would import {where}"
     return src
-
-
-def remove(cluster: Any, ns: str) -> None:
-    """Deletes the test's objects while an operator runs (their finalizers need it)."""
-    cluster.kubectl("delete", CC, "--all", "-n", ns, "--wait=true", "--timeout=120s", check=False, timeout=180)
-    tear_down(cluster, ns)
 
 
 def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str, tmp_path: Path) -> None:  # noqa: ANN001
@@ -137,7 +131,7 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
             except AssertionError as err:
                 raise AssertionError(f"{err}\n{op.log_tail()}") from None
             finally:
-                remove(cluster, namespace)
+                empty_namespace(cluster, namespace)
     finally:
         watches.stop()
         install_crds(cluster)  # whatever happened, the next module finds this checkout's chart
@@ -145,7 +139,7 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
             # Failed before this checkout's operator started: it deletes what the test made (finalizers).
             kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
             with local_operator(cluster, kubeconfig, tmp_path):
-                remove(cluster, namespace)
+                empty_namespace(cluster, namespace)
     assert st["phase"] == "Succeeded" and st["run"] == 1, st
     assert st["jobs"]["succeeded"] == st["jobs"]["total"] and st["jobs"]["failed"] == 0, st
     done, total = st["cells"]["progress"].split("/")
