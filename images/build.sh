@@ -82,7 +82,7 @@ files_of() {
     operator) find images/operator/Dockerfile operator/pyproject.toml operator/README.md operator/src -type f \
                 ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*.egg-info/*' -print0 ;;
     orangefs) find images/orangefs/Dockerfile images/orangefs/entrypoint.sh images/build/orangefs.sh \
-                shim/tools/relayout -type f -print0 ;;
+                images/build/orangefs-patches shim/tools/relayout -type f -print0 ;;
     mpi) find images/mpi/Dockerfile images/mpi/entrypoint.sh images/mpi/ssh_config images/mpi/sshd_config \
            images/build/mpich.sh images/build/ior.sh images/build/shim.sh -type f -print0 ;;
   esac | LC_ALL=C sort -z)

@@ -18,7 +18,7 @@ packages=(
   containerd runc containernetworking-plugins iptables conntrack iproute2 socat util-linux
   # Host builds of OrangeFS, MPICH (ROMIO pvfs2), IOR and the shim (images/build/host.sh): autotools for
   # the git trees, OrangeFS's Berkeley DB / OpenSSL / xattr headers, Debian's hwloc for MPICH.
-  autoconf automake libtool bison flex perl libdb-dev libattr1-dev libssl-dev libhwloc-dev
+  autoconf automake libtool bison flex perl patch libdb-dev libattr1-dev libssl-dev libhwloc-dev
   # The images (images/build.sh): the base from the Debian mirror, buildah to build on it.
   mmdebstrap buildah
 )

@@ -10,9 +10,9 @@
 # A tree is the content of its image prefix (/opt/orangefs, /opt/mpich, /opt/ior, /opt/ior-openmpi; the
 # shims' /usr/local), built by the same recipe the Dockerfile runs (images/build/<name>.sh) with DESTDIR
 # staging, and kept under ~/.cache/pfs-layout-operator/host/<name>-<version>-<key>. The key hashes the
-# pinned version and content hash (images/sources.env), the recipe script, the keys of the trees it
-# builds against (for the Open MPI flavours: Open MPI's package version), the shim's sources (shims) and
-# the distribution (the trees link its libraries). A build runs in a temporary
+# pinned version and content hash (images/sources.env), the recipe script (OrangeFS: and its patches),
+# the keys of the trees it builds against (for the Open MPI flavours: Open MPI's package version), the
+# shim's sources (shims) and the distribution (the trees link its libraries). A build runs in a temporary
 # directory that is renamed into place and stamped <tree>.complete; a lock makes concurrent runs wait.
 # Using a tree on the host: its bin/ and sbin/ run directly with LD_LIBRARY_PATH=<orangefs>/lib:<mpich>/lib
 # (no rpath anywhere); mpicc and pvfs2-config locate their own prefix. See docs/images.md.
@@ -66,7 +66,9 @@ openmpi_version() {
 key() {
   local v
   case $1 in
-    orangefs) { echo "orangefs $ORANGEFS_VERSION $ORANGEFS_CONTENT_SHA256"; cat "$here/orangefs.sh"; platform; } | h16 ;;
+    orangefs) { echo "orangefs $ORANGEFS_VERSION $ORANGEFS_CONTENT_SHA256"; cat "$here/orangefs.sh"
+                (cd "$here" && find orangefs-patches -name '*.patch' -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+                platform; } | h16 ;;
     mpich) { echo "mpich $MPICH_VERSION $MPICH_CONTENT_SHA256 $(key orangefs)"; cat "$here/mpich.sh"; platform; } | h16 ;;
     ior) { echo "ior $IOR_VERSION $IOR_CONTENT_SHA256 $(key mpich)"; cat "$here/ior.sh"; platform; } | h16 ;;
     shim) { echo "shim $(key mpich) $(key orangefs)"; cat "$here/shim.sh"; platform

@@ -9,17 +9,25 @@
 #                           and every file silently gets the default datafile count)
 #   --disable-usrint        no POSIX interposition libraries: clients use libpvfs2, ROMIO or the tools
 #   CFLAGS=-O2              also drops configure's -g; 2.10.0 needs no -fcommon
-# Needs: gcc make autoconf automake libtool bison flex perl libdb-dev libattr1-dev libssl-dev.
+# Before that, every ORANGEFS_PATCHES/*.patch in name order (patch -p1; default: orangefs-patches/ beside
+# this script): fixes to upstream the project's tests found, each explained in its own header.
+# Needs: gcc make autoconf automake libtool bison flex perl patch libdb-dev libattr1-dev libssl-dev.
 # Output: stdout of the build steps is dropped; compiler warnings and errors go to stderr.
 set -euo pipefail
 archive=${1:?usage: orangefs.sh ARCHIVE PREFIX [DESTDIR]}
 prefix=${2:?usage: orangefs.sh ARCHIVE PREFIX [DESTDIR]}
 destdir=${3:-}
 jobs=${PFSLAYOUT_BUILD_JOBS:-$(nproc)}
+patches=${ORANGEFS_PATCHES:-$(dirname "$(readlink -f "$0")")/orangefs-patches}
 src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 tar -xf "$archive" -C "$src" --strip-components=1
 cd "$src"
+for p in "$patches"/*.patch; do
+  [ -e "$p" ] || continue
+  patch -p1 --forward --batch --silent < "$p" \
+    || { echo "orangefs.sh: $p does not apply to $(basename "$archive")" >&2; exit 1; }
+done
 ./prepare >/dev/null
 # A VPATH build fails upstream: build in the source tree.
 ./configure --prefix="$prefix" --enable-shared --with-db-backend=bdb --disable-usrint \
