@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_release import NAMESPACE_ROLE, RELEASE_NS, SERVICE_ACCOUNT, enroll
+from crd_release import NAMESPACE_ROLE, RELEASE_NS, SERVICE_ACCOUNT, enroll, served_namespace
 from local_operator import Operator
 
 pytestmark = pytest.mark.e2e
@@ -299,6 +299,28 @@ def test_hostpath_delete_wipes_each_servers_directory_on_its_node(cluster, opera
     scheduled = [e["message"] for e in events(cluster, ns, name) if e["reason"] == "WipeScheduled"]
     for pod, node in nodes.items():
         assert any(pod in m and m.endswith(f"on {node}") for m in scheduled), scheduled
+
+
+@pytest.mark.parametrize("storage", ["hostPath", "pvc"])
+def test_deleting_the_whole_namespace_finishes(cluster, operator: Operator, storage: str) -> None:  # noqa: ANN001
+    """`kubectl delete namespace` with a cluster in it: the namespace controller deletes the operator's
+    RoleBinding with everything else and refuses new objects (the wipe Jobs), so the cleanup handlers get
+    403s. They let the deletion finish, saying why in the log: before, the finalizer stayed and the
+    namespace hung in Terminating forever."""
+    ns, name = f"e2e-nsdel-{uuid.uuid4().hex[:6]}", "doomed"
+    with served_namespace(cluster, ns):
+        spec: dict[str, Any] = {"servers": {"count": 2}, "reclaimPolicy": "Delete", "client": {"enabled": False}}
+        spec["storage"] = ({"type": "hostPath", "hostPath": {"path": "/var/lib/pfslayout-e2e"}} if storage == "hostPath"
+                           else {"type": "pvc", "size": "1Gi"})
+        cluster.apply({"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster", "metadata": {"name": name},
+                       "spec": spec}, namespace=ns)
+        wait_ready(cluster, operator, ns, name, 2)
+        cluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+        def gone() -> bool:
+            assert operator.alive(), f"operator exited:\n{operator.log_tail()}"
+            return cluster.kubectl("get", "namespace", ns, check=False).returncode != 0
+        cluster.wait_until(gone, f"namespace {ns} deleted", timeout=180, interval=2)
 
 
 @pytest.mark.parametrize("example", ["orangefs-pvc.yaml", "orangefs-2d.yaml"])

@@ -56,3 +56,13 @@ def stalled(kube: Kube, resource: CustomResource, body: dict[str, Any], err: Api
     with contextlib.suppress(ApiException):
         kube.custom.patch_status(resource, namespace, name, {"conditions": conditions})
     return kopf.TemporaryError(text, delay=RETRY_S)
+
+
+def cleanup_forbidden(namespace: str, name: str, err: ApiException) -> str:
+    """Why a deletion goes ahead without its cleanup. Deleting a namespace deletes the operator's
+    RoleBinding there along with everything else, and a terminating namespace refuses new objects (the
+    wipe Jobs): retrying would hold the object's finalizer, and with it the namespace, forever. What the
+    cleanup would have removed goes with the namespace, except hostPath data on the nodes."""
+    return (f"cannot clean up {namespace}/{name}: the operator may no longer write in namespace {namespace} "
+            f"(being deleted, or its RoleBinding gone): letting the deletion finish; with hostPath storage the "
+            f"servers' directories stay on their nodes (API server: {api_message(err) or 'forbidden'})")

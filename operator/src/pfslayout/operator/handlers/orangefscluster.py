@@ -71,7 +71,14 @@ def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
 @kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="cleanup", backoff=BACKOFF_S, when=scope.in_scope)
 @metrics.instrumented(KIND, "delete")
 def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
-    for note in reconciler.mark_terminating(kube(), dict(body), post):
+    try:
+        notes = reconciler.mark_terminating(kube(), dict(body), post)
+    except ApiException as err:
+        if not enrollment.forbidden(err):
+            raise
+        logger.warning(enrollment.cleanup_forbidden(body.meta.namespace or "", body.meta.name or "", err))
+        return
+    for note in notes:
         logger.info(note)
 
 
@@ -83,6 +90,11 @@ def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None
         notes = reconciler.wipe_hostpath(kube(), dict(body), post, runtime.total_seconds())
     except reconciler.Waiting as wait:
         raise kopf.TemporaryError(str(wait), delay=2) from None
+    except ApiException as err:
+        if not enrollment.forbidden(err):
+            raise
+        logger.warning(enrollment.cleanup_forbidden(body.meta.namespace or "", body.meta.name or "", err))
+        return
     for note in notes:
         logger.info(note)
 
