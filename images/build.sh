@@ -84,7 +84,7 @@ files_of() {
     orangefs) find images/orangefs/Dockerfile images/orangefs/entrypoint.sh images/build/orangefs.sh \
                 images/build/orangefs-patches shim/tools/relayout -type f -print0 ;;
     mpi) find images/mpi/Dockerfile images/mpi/entrypoint.sh images/mpi/ssh_config images/mpi/sshd_config \
-           images/build/mpich.sh images/build/ior.sh images/build/shim.sh -type f -print0 ;;
+           images/build/mpich.sh images/build/mpich-patches images/build/ior.sh images/build/shim.sh -type f -print0 ;;
   esac | LC_ALL=C sort -z)
 }
 # openmpi-ior and openmpi-shim are the Open MPI flavours of ior and shim: the same sources and recipes,

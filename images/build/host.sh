@@ -10,7 +10,7 @@
 # A tree is the content of its image prefix (/opt/orangefs, /opt/mpich, /opt/ior, /opt/ior-openmpi; the
 # shims' /usr/local), built by the same recipe the Dockerfile runs (images/build/<name>.sh) with DESTDIR
 # staging, and kept under ~/.cache/pfs-layout-operator/host/<name>-<version>-<key>. The key hashes the
-# pinned version and content hash (images/sources.env), the recipe script (OrangeFS: and its patches),
+# pinned version and content hash (images/sources.env), the recipe script (OrangeFS, MPICH: and its patches),
 # the keys of the trees it builds against (for the Open MPI flavours: Open MPI's package version), the
 # shim's sources (shims) and the distribution (the trees link its libraries). A build runs in a temporary
 # directory that is renamed into place and stamped <tree>.complete; a lock makes concurrent runs wait.
@@ -69,7 +69,9 @@ key() {
     orangefs) { echo "orangefs $ORANGEFS_VERSION $ORANGEFS_CONTENT_SHA256"; cat "$here/orangefs.sh"
                 (cd "$here" && find orangefs-patches -name '*.patch' -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
                 platform; } | h16 ;;
-    mpich) { echo "mpich $MPICH_VERSION $MPICH_CONTENT_SHA256 $(key orangefs)"; cat "$here/mpich.sh"; platform; } | h16 ;;
+    mpich) { echo "mpich $MPICH_VERSION $MPICH_CONTENT_SHA256 $(key orangefs)"; cat "$here/mpich.sh"
+             (cd "$here" && find mpich-patches -name '*.patch' -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+             platform; } | h16 ;;
     ior) { echo "ior $IOR_VERSION $IOR_CONTENT_SHA256 $(key mpich)"; cat "$here/ior.sh"; platform; } | h16 ;;
     shim) { echo "shim $(key mpich) $(key orangefs)"; cat "$here/shim.sh"; platform
             shim_files | (cd "$repo" && xargs -0 sha256sum); } | h16 ;;

@@ -20,7 +20,9 @@
 #   --with-wrapper-dl-type=none    mpicc adds no rpath: the tree runs at /opt/mpich in an image (ldconfig)
 #                                  and from the host cache (LD_LIBRARY_PATH) alike
 # Relocation: mpicc and mpich.pc derive their prefix from their own location (see the end).
-# Needs: gcc make perl libhwloc-dev libssl-dev (pvfs2-config --libs names -lssl -lcrypto) libdb5.3, and
+# Before configure, every MPICH_PATCHES/*.patch in name order (patch -p1; default: mpich-patches/ beside this
+# script): fixes to upstream the project's tests found, each explained in its own header.
+# Needs: gcc make perl patch libhwloc-dev libssl-dev (pvfs2-config --libs names -lssl -lcrypto) libdb5.3, and
 # the OrangeFS lib directory findable by the linker for libpvfs2's own dependencies.
 # Output: stdout of the build steps is dropped; compiler warnings and errors go to stderr.
 set -euo pipefail
@@ -30,12 +32,17 @@ prefix=${2:?$usage}
 orangefs=${3:?$usage}
 destdir=${4:-}
 jobs=${PFSLAYOUT_BUILD_JOBS:-$(nproc)}
+patches=${MPICH_PATCHES:-$(dirname "$(readlink -f "$0")")/mpich-patches}
 die() { echo "mpich.sh: $*" >&2; exit 1; }
 [ -x "$orangefs/bin/pvfs2-config" ] || die "$orangefs/bin/pvfs2-config missing: ORANGEFS must be an orangefs.sh tree"
 src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 tar -xf "$archive" -C "$src" --strip-components=1
 cd "$src"
+for p in "$patches"/*.patch; do
+  [ -e "$p" ] || continue
+  patch -p1 --forward --batch --silent < "$p" || die "$p does not apply to $(basename "$archive")"
+done
 step() { echo "mpich.sh: $1 took $(( $(date +%s) - t0 )) s" >&2; t0=$(date +%s); }
 t0=$(date +%s)
 PATH="$orangefs/bin:$PATH" ./configure --prefix="$prefix" \

@@ -187,11 +187,13 @@ static inline int io(int op, int kind, MPI_File fh, MPI_Offset off, const void *
 {
     void *buf = (void *)(uintptr_t)cbuf;
     pfs_file *f = lookup(fh);
-    if (!f)
-        return call_pmpi(op, kind, fh, off, buf, count, dt, st, req);
-    if (f->hybrid)
-        return hybrid_io(f, op, kind, off, buf, count, dt, st, req);
-    return traced_io(f, op, kind, fh, off, buf, count, dt, st, req);
+    int rc = !f        ? call_pmpi(op, kind, fh, off, buf, count, dt, st, req)
+             : f->hybrid ? hybrid_io(f, op, kind, off, buf, count, dt, st, req)
+                         : traced_io(f, op, kind, fh, off, buf, count, dt, st, req);
+    /* a nonblocking call's own failure only: the outcome of its I/O comes with MPI_Wait, not wrapped */
+    if (rc != MPI_SUCCESS)
+        report_io_error(op == OP_WRITE, f ? f->logical : NULL, rc);
+    return rc;
 }
 
 /* The twenty data-access entry points differ only in direction (op, and whether the buffer is const), in an

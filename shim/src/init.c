@@ -1,11 +1,12 @@
-/* MPI_Init / MPI_Init_thread (read the config, node placement, the trace epoch) and MPI_Finalize (last
- * drains, the trace file, the stats file). */
+/* MPI_Init / MPI_Init_thread (read the config, node placement, the trace epoch), MPI_Finalize (last
+ * drains, the trace file, the stats file) and MPI_Abort (the shim's last words reach the job's log). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "pfs_common.h"
 #include "shim_internal.h"
@@ -204,4 +205,17 @@ int MPI_Finalize(void)
             write_stats();
     }
     return PMPI_Finalize();
+}
+
+/* MPICH's Hydra stops forwarding the ranks' output once one calls MPI_Abort, so the line saying why a
+ * write failed (report_io_error), written just before, was often missing from the job's log on every
+ * rank. After such a line only: flush, and give the launcher's forwarding a moment before aborting. */
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    if (__atomic_load_n(&g_said_io_error, __ATOMIC_RELAXED)) {
+        fflush(NULL);
+        const struct timespec moment = {.tv_sec = 0, .tv_nsec = 300L * 1000 * 1000};
+        nanosleep(&moment, NULL);
+    }
+    return PMPI_Abort(comm, errorcode);
 }
