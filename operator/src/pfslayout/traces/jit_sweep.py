@@ -77,7 +77,9 @@ def _count_at_least16(typingctx: Any, arr: Any, base: Any, lo: Any) -> tuple[Any
 
 @numba.njit(inline="always")
 def _popcount(x: np.uint64) -> int:
-    return int(_ctpop(x))  # type: ignore[call-arg]  # an intrinsic: numba passes the typing context
+    # int64, not int(): numba types int() of a uint64 as uint64, and int64 + uint64 as float64, which
+    # made every count a float
+    return np.int64(_ctpop(x))  # type: ignore[call-arg]  # an intrinsic: numba passes the typing context
 
 
 @numba.njit(cache=True, nogil=True)
@@ -225,31 +227,45 @@ def _low(x: int) -> np.uint64:
 
 
 @numba.njit(inline="always")
-def _bits_any(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: int) -> int:
-    """Set bits in [lo, hi), lo <= hi. A range within ``_SHORT_WORDS`` words (nearly every query: a
-    request sees the ranks gone idle while it ran) reads that many words, each masked by selects — no
-    branch on its length to mispredict (the sweep 3 ms faster per 1 M requests than a loop over its
-    words); longer ones sum whole words between the partial first and last, and past _LONG_WORDS words
-    use the block sums. The log is padded, so the fixed reads stay inside it."""
+def _ones_if(cond: bool) -> np.uint64:
+    """All 64 bits if ``cond``, else none: a mask without a branch."""
+    return np.uint64(0) - np.uint64(cond)
+
+
+@numba.njit(inline="always")
+def _bits_short(words: np.ndarray, lo: int, hi: int) -> int:
+    """Set bits in [lo, hi), lo <= hi, for a range within ``_SHORT_WORDS`` (4) words — nearly every query: a
+    request sees the ranks gone idle while it ran. Reads 4 words from lo's, each masked (the log is padded,
+    so they stay inside it); the caller takes ``_bits_long`` for longer ranges.
+
+    Straight-line code on purpose, no branch or loop: numba increfs the arrays an inlined helper takes and
+    decrefs them where they die, and only when that is one basic block does its reference-count pruning
+    remove the pair; otherwise every call costs four atomic NRT calls (~30 ns a query, over half of the
+    sweep's time on the bench, where the same count with a loop and a branch to the long path took it)."""
     wl = lo >> 6
-    wh = hi >> 6
-    if wh - wl >= _SHORT_WORDS:
-        if wh - wl > _LONG_WORDS:
-            return _count_bits(words, c1, c2, lo, hi)
-        total = _popcount(words[wl] & ~_low(lo & 63))
-        for w in range(wl + 1, wh + 1):
-            total += _popcount(words[w])
-        return total - _popcount(words[wh] & ~_low(hi & 63))
-    nw = wh - wl
+    nw = (hi >> 6) - wl
     first = ~_low(lo & 63)
     last = _low(hi & 63)
-    total = 0
-    for i in range(_SHORT_WORDS):
-        m = _ALL if i <= nw else np.uint64(0)
-        m = m & first if i == 0 else m
-        m = m & last if i == nw else m
-        total += _popcount(words[wl + i] & m)
-    return total
+    w0 = words[wl] & first & (last | _ones_if(nw != 0))
+    w1 = words[wl + 1] & _ones_if(nw >= 1) & (last | _ones_if(nw != 1))
+    w2 = words[wl + 2] & _ones_if(nw >= 2) & (last | _ones_if(nw != 2))
+    w3 = words[wl + 3] & _ones_if(nw >= 3) & (last | _ones_if(nw != 3))
+    return _popcount(w0) + _popcount(w1) + _popcount(w2) + _popcount(w3)
+
+
+@numba.njit(cache=True, nogil=True)
+def _bits_long(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: int) -> int:
+    """Set bits in [lo, hi) for a range over ``_SHORT_WORDS`` words or more (a long request's): whole words
+    between the partial first and last, and past ``_LONG_WORDS`` words the block sums. A call, not
+    inlined: it is rare, and its loops would cost the inlined short count its pruned reference counts."""
+    wl = lo >> 6
+    wh = hi >> 6
+    if wh - wl > _LONG_WORDS:
+        return _count_bits(words, c1, c2, lo, hi)
+    total = _popcount(words[wl] & ~_low(lo & 63))
+    for w in range(wl + 1, wh + 1):
+        total += _popcount(words[w])
+    return total - _popcount(words[wh] & ~_low(hi & 63))
 
 
 @numba.njit(inline="always")
@@ -280,16 +296,21 @@ def _end(pr: int, k: int, inflight: np.ndarray, busy: np.ndarray, log_end: np.nd
     words[b >> 6] |= np.uint64(idle) << np.uint64(b & 63)
     c1[b >> 12] += idle
     c2[b >> 18] += idle
-    slot[pr] = b if idle else sentinel
+    slot[pr] = sentinel + (b - sentinel) * idle  # arithmetic, not a conditional expression: see _bits_short
     return b, idle
 
 
 @numba.njit(inline="always")
-def _late(idle_at: np.ndarray, base: int, lanes: int, lo: int) -> int:
-    """Ranks of one (key, node) whose lane lies at or past log position ``lo``: those busy now and those
-    whose idle entry came after ``lo``."""
-    if lanes == _LANES_SMALL:
-        return int(_count_at_least16(idle_at, base, np.int32(lo)))  # type: ignore[call-arg]  # an intrinsic
+def _late16(idle_at: np.ndarray, base: int, lo: int) -> int:
+    """Ranks of one (key, node) of 16 lanes whose lane lies at or past log position ``lo``: those busy now
+    and those whose idle entry came after ``lo``. Straight-line (see ``_bits_short``)."""
+    return int(_count_at_least16(idle_at, base, np.int32(lo)))  # type: ignore[call-arg]  # an intrinsic
+
+
+@numba.njit(cache=True, nogil=True)
+def _late_wide(idle_at: np.ndarray, base: int, lanes: int, lo: int) -> int:
+    """``_late16`` for ``lanes`` lanes (nodes of more than 16 ranks): a call, as its loop would cost an
+    inlined helper its pruned reference counts (see ``_bits_short``)."""
     late = 0
     for lane in range(lanes):
         late += idle_at[base + lane] >= lo
@@ -328,7 +349,8 @@ def sweep_windows(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: 
     inflight = np.zeros(n_pairs, dtype=np.int32)
     slot = np.full(n_pairs, sentinel, dtype=np.int64)
     # lanes per (key, node): 16 for up to 16 ranks per node (a constant loop below), else whole vectors
-    lanes = _LANES_SMALL if width <= _LANES_SMALL else (width + 7) >> 3 << 3
+    small = width <= _LANES_SMALL
+    lanes = _LANES_SMALL if small else (width + 7) >> 3 << 3
     lane_of_pair = np.zeros(n_pairs if want_m else 0, dtype=np.int64)  # a pair's lane in idle_at
     base_of_pair = np.zeros(n_pairs if want_m else 0, dtype=np.int64)  # its (key, node)'s first lane
     for pr in range(n_pairs if want_m else 0):
@@ -386,9 +408,14 @@ def sweep_windows(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: 
                 pr = pair_s[q]
                 k = key_of_pair[pr]
                 lo = seg[k] + outp[q]
-                outp[q] = busy[k] + _bits_any(words, c1, c2, lo, log_end[k])
+                hi = log_end[k]
+                count = _bits_short(words, lo, hi)
+                if (hi >> 6) - (lo >> 6) >= _SHORT_WORDS:
+                    count = _bits_long(words, c1, c2, lo, hi)
+                outp[q] = busy[k] + count
                 if want_m:
-                    outm[q] = _late(idle_at, base_of_pair[pr], lanes, lo)
+                    base = base_of_pair[pr]
+                    outm[q] = _late16(idle_at, base, lo) if small else _late_wide(idle_at, base, lanes, lo)
                 b, idle = _end(pr, k, inflight, busy, log_end, words, c1, c2, slot, sentinel)
                 if want_m:  # a select, not a branch: going idle or not is unpredictable
                     idle_at[lane_of_pair[pr]] = b if idle else _BUSY
@@ -404,9 +431,14 @@ def sweep_windows(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: 
                 pr = pair_s[q]
                 k = key_of_pair[pr]
                 lo = seg[k] + outp[q]
-                outp[q] = busy[k] + _bits_any(words, c1, c2, lo, log_end[k])
+                hi = log_end[k]
+                count = _bits_short(words, lo, hi)
+                if (hi >> 6) - (lo >> 6) >= _SHORT_WORDS:
+                    count = _bits_long(words, c1, c2, lo, hi)
+                outp[q] = busy[k] + count
                 if want_m:
-                    outm[q] = _late(idle_at, base_of_pair[pr], lanes, lo)
+                    base = base_of_pair[pr]
+                    outm[q] = _late16(idle_at, base, lo) if small else _late_wide(idle_at, base, lanes, lo)
             j_s = i_s
             if ts == t:  # starts at t (rare): after the queries ending at t, before the ends at t
                 while j_s < z_s and start[ord_s[j_s]] == t:
