@@ -34,6 +34,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from pfslayout.traces.jit_index import ix
 from pfslayout.traces.jit_order import sort_into
 
 _ONE = np.uint64(1)
@@ -246,10 +247,10 @@ def _bits_short(words: np.ndarray, lo: int, hi: int) -> int:
     nw = (hi >> 6) - wl
     first = ~_low(lo & 63)
     last = _low(hi & 63)
-    w0 = words[wl] & first & (last | _ones_if(nw != 0))
-    w1 = words[wl + 1] & _ones_if(nw >= 1) & (last | _ones_if(nw != 1))
-    w2 = words[wl + 2] & _ones_if(nw >= 2) & (last | _ones_if(nw != 2))
-    w3 = words[wl + 3] & _ones_if(nw >= 3) & (last | _ones_if(nw != 3))
+    w0 = words[ix(wl)] & first & (last | _ones_if(nw != 0))
+    w1 = words[ix(wl + 1)] & _ones_if(nw >= 1) & (last | _ones_if(nw != 1))
+    w2 = words[ix(wl + 2)] & _ones_if(nw >= 2) & (last | _ones_if(nw != 2))
+    w3 = words[ix(wl + 3)] & _ones_if(nw >= 3) & (last | _ones_if(nw != 3))
     return _popcount(w0) + _popcount(w1) + _popcount(w2) + _popcount(w3)
 
 
@@ -262,10 +263,10 @@ def _bits_long(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: i
     wh = hi >> 6
     if wh - wl > _LONG_WORDS:
         return _count_bits(words, c1, c2, lo, hi)
-    total = _popcount(words[wl] & ~_low(lo & 63))
+    total = _popcount(words[ix(wl)] & ~_low(lo & 63))
     for w in range(wl + 1, wh + 1):
-        total += _popcount(words[w])
-    return total - _popcount(words[wh] & ~_low(hi & 63))
+        total += _popcount(words[ix(w)])
+    return total - _popcount(words[ix(wh)] & ~_low(hi & 63))
 
 
 @numba.njit(inline="always")
@@ -273,14 +274,14 @@ def _start(pr: int, k: int, inflight: np.ndarray, busy: np.ndarray, slot: np.nda
            c1: np.ndarray, c2: np.ndarray, sentinel: int) -> None:
     """A request of pair ``pr`` (key ``k``) starts: if its rank was idle it is busy again and its idle
     entry goes. Branch-free: a pair without an entry points at a sentinel bit past the log."""
-    idle = inflight[pr] == 0
-    busy[k] += idle
-    b = slot[pr]
-    words[b >> 6] &= ~(np.uint64(idle) << np.uint64(b & 63))
-    c1[b >> 12] -= idle
-    c2[b >> 18] -= idle
-    slot[pr] = sentinel
-    inflight[pr] += 1
+    idle = inflight[ix(pr)] == 0
+    busy[ix(k)] += idle
+    b = slot[ix(pr)]
+    words[ix(b >> 6)] &= ~(np.uint64(idle) << np.uint64(b & 63))
+    c1[ix(b >> 12)] -= idle
+    c2[ix(b >> 18)] -= idle
+    slot[ix(pr)] = sentinel
+    inflight[ix(pr)] += 1
 
 
 @numba.njit(inline="always")
@@ -288,15 +289,15 @@ def _end(pr: int, k: int, inflight: np.ndarray, busy: np.ndarray, log_end: np.nd
          c1: np.ndarray, c2: np.ndarray, slot: np.ndarray, sentinel: int) -> tuple[int, bool]:
     """A request of pair ``pr`` (key ``k``) ends: if its rank goes idle, an entry at the log's end (bit
     ``b``) records it. Branch-free; returns (b, whether the rank went idle)."""
-    inflight[pr] -= 1
-    idle = inflight[pr] == 0
-    busy[k] -= idle
-    b = log_end[k]
-    log_end[k] = b + idle
-    words[b >> 6] |= np.uint64(idle) << np.uint64(b & 63)
-    c1[b >> 12] += idle
-    c2[b >> 18] += idle
-    slot[pr] = sentinel + (b - sentinel) * idle  # arithmetic, not a conditional expression: see _bits_short
+    inflight[ix(pr)] -= 1
+    idle = inflight[ix(pr)] == 0
+    busy[ix(k)] -= idle
+    b = log_end[ix(k)]
+    log_end[ix(k)] = b + idle
+    words[ix(b >> 6)] |= np.uint64(idle) << np.uint64(b & 63)
+    c1[ix(b >> 12)] += idle
+    c2[ix(b >> 18)] += idle
+    slot[ix(pr)] = sentinel + (b - sentinel) * idle  # arithmetic, not a conditional expression: see _bits_short
     return b, idle
 
 
@@ -313,7 +314,7 @@ def _late_wide(idle_at: np.ndarray, base: int, lanes: int, lo: int) -> int:
     inlined helper its pruned reference counts (see ``_bits_short``)."""
     late = 0
     for lane in range(lanes):
-        late += idle_at[base + lane] >= lo
+        late += idle_at[ix(base + lane)] >= lo
     return late
 
 
@@ -374,9 +375,9 @@ def sweep_windows(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: 
         a = end_bounds[c]
         ne = end_bounds[c + 1] - a
         for j in range(ne):
-            q = by_end[a + j]
-            t_key[j] = es[q]
-            t_idx[j] = q
+            q = by_end[ix(a + j)]
+            t_key[ix(j)] = es[ix(q)]
+            t_idx[ix(j)] = q
         sort_into(t_key, t_idx, ne, le, lq, u_key, u_idx, hist)
         # every event of an instant is in this window: the sweep below is a whole-trace sweep's, over this
         # window's starts (positions i_s..z_s) and ends (a start may end in a later window, so starts can
@@ -384,81 +385,81 @@ def sweep_windows(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: 
         i_s = start_bounds[c]
         z_s = start_bounds[c + 1]
         i_e = 0
-        ts = start[ord_s[i_s]] if i_s < z_s else np.inf
+        ts = start[ix(ord_s[ix(i_s)])] if i_s < z_s else np.inf
         te = le[0] if ne else np.inf
         while i_e < ne or i_s < z_s:
             if ts < te:  # a start with no end at its instant: it appends nothing, so it is recorded at once
-                pr = pair_s[i_s]
-                k = key_of_pair[pr]
+                pr = pair_s[ix(i_s)]
+                k = key_of_pair[ix(pr)]
                 if want_m:
-                    idle_at[lane_of_pair[pr]] = _BUSY
+                    idle_at[ix(lane_of_pair[ix(pr)])] = _BUSY
                 _start(pr, k, inflight, busy, slot, words, c1, c2, sentinel)
-                outp[i_s] = log_end[k] - seg[k]
+                outp[ix(i_s)] = log_end[ix(k)] - seg[ix(k)]
                 i_s += 1
-                ts = start[ord_s[i_s]] if i_s < z_s else np.inf
+                ts = start[ix(ord_s[ix(i_s)])] if i_s < z_s else np.inf
                 continue
             t = te
-            q = lq[i_e]
-            nxt = le[i_e + 1] if i_e + 1 < ne else np.inf
+            q = lq[ix(i_e)]
+            nxt = le[ix(i_e + 1)] if i_e + 1 < ne else np.inf
             if nxt != t and ts != t:
                 # one end alone at its instant, the common case: its query, then its end, without the
                 # general path's loops (whose exits mispredict; a quarter of the sweep's time on the bench).
-                # The query is written out here and in the general path on purpose: as a numba helper the
-                # sweep measured ~15% slower
-                pr = pair_s[q]
-                k = key_of_pair[pr]
-                lo = seg[k] + outp[q]
-                hi = log_end[k]
+                # The query is written out here and in the general path on purpose: a helper holding its
+                # branch to the long count would keep its arrays' reference counts (see _bits_short)
+                pr = pair_s[ix(q)]
+                k = key_of_pair[ix(pr)]
+                lo = seg[ix(k)] + outp[ix(q)]
+                hi = log_end[ix(k)]
                 count = _bits_short(words, lo, hi)
                 if (hi >> 6) - (lo >> 6) >= _SHORT_WORDS:
                     count = _bits_long(words, c1, c2, lo, hi)
-                outp[q] = busy[k] + count
+                outp[ix(q)] = busy[ix(k)] + count
                 if want_m:
-                    base = base_of_pair[pr]
-                    outm[q] = _late16(idle_at, base, lo) if small else _late_wide(idle_at, base, lanes, lo)
+                    base = base_of_pair[ix(pr)]
+                    outm[ix(q)] = _late16(idle_at, base, lo) if small else _late_wide(idle_at, base, lanes, lo)
                 b, idle = _end(pr, k, inflight, busy, log_end, words, c1, c2, slot, sentinel)
                 if want_m:  # a select, not a branch: going idle or not is unpredictable
-                    idle_at[lane_of_pair[pr]] = b if idle else _BUSY
+                    idle_at[ix(lane_of_pair[ix(pr)])] = b if idle else _BUSY
                 i_e += 1
                 te = nxt
                 continue
             # several ends at t, or starts at t too: the general order of one instant
             j_e = i_e + 1
-            while j_e < ne and le[j_e] == t:
+            while j_e < ne and le[ix(j_e)] == t:
                 j_e += 1
             for j in range(i_e, j_e):  # queries ending at t: starts < t and ends < t are in
-                q = lq[j]
-                pr = pair_s[q]
-                k = key_of_pair[pr]
-                lo = seg[k] + outp[q]
-                hi = log_end[k]
+                q = lq[ix(j)]
+                pr = pair_s[ix(q)]
+                k = key_of_pair[ix(pr)]
+                lo = seg[ix(k)] + outp[ix(q)]
+                hi = log_end[ix(k)]
                 count = _bits_short(words, lo, hi)
                 if (hi >> 6) - (lo >> 6) >= _SHORT_WORDS:
                     count = _bits_long(words, c1, c2, lo, hi)
-                outp[q] = busy[k] + count
+                outp[ix(q)] = busy[ix(k)] + count
                 if want_m:
-                    base = base_of_pair[pr]
-                    outm[q] = _late16(idle_at, base, lo) if small else _late_wide(idle_at, base, lanes, lo)
+                    base = base_of_pair[ix(pr)]
+                    outm[ix(q)] = _late16(idle_at, base, lo) if small else _late_wide(idle_at, base, lanes, lo)
             j_s = i_s
             if ts == t:  # starts at t (rare): after the queries ending at t, before the ends at t
-                while j_s < z_s and start[ord_s[j_s]] == t:
-                    pr = pair_s[j_s]
+                while j_s < z_s and start[ix(ord_s[ix(j_s)])] == t:
+                    pr = pair_s[ix(j_s)]
                     if want_m:
-                        idle_at[lane_of_pair[pr]] = _BUSY
-                    _start(pr, key_of_pair[pr], inflight, busy, slot, words, c1, c2, sentinel)
+                        idle_at[ix(lane_of_pair[ix(pr)])] = _BUSY
+                    _start(pr, key_of_pair[ix(pr)], inflight, busy, slot, words, c1, c2, sentinel)
                     j_s += 1
             for j in range(i_e, j_e):  # ends at t
-                pr = pair_s[lq[j]]
-                b, idle = _end(pr, key_of_pair[pr], inflight, busy, log_end, words, c1, c2, slot, sentinel)
+                pr = pair_s[ix(lq[ix(j)])]
+                b, idle = _end(pr, key_of_pair[ix(pr)], inflight, busy, log_end, words, c1, c2, slot, sentinel)
                 if want_m:
-                    idle_at[lane_of_pair[pr]] = b if idle else _BUSY
+                    idle_at[ix(lane_of_pair[ix(pr)])] = b if idle else _BUSY
             for j in range(i_s, j_s):  # queries starting at t: their log position covers the ends at t
-                k = key_of_pair[pair_s[j]]
-                outp[j] = log_end[k] - seg[k]
+                k = key_of_pair[ix(pair_s[ix(j)])]
+                outp[ix(j)] = log_end[ix(k)] - seg[ix(k)]
             i_s = j_s
-            ts = start[ord_s[i_s]] if i_s < z_s else np.inf
+            ts = start[ix(ord_s[ix(i_s)])] if i_s < z_s else np.inf
             i_e = j_e
-            te = le[i_e] if i_e < ne else np.inf
+            te = le[ix(i_e)] if i_e < ne else np.inf
     return outp, outm
 
 
