@@ -8,6 +8,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from pfslayout.traces.jit_index import ix
+
 _EMPTY = np.int64(-1)
 _DIRECT_PER_ROW = 4  # a dense a × b table is used while it is at most this many entries per row (+ 2^20)
 
@@ -50,7 +52,7 @@ def pair_ids(a: np.ndarray, b: np.ndarray, b_width: int) -> tuple[np.ndarray, in
         table = np.full((a_max + 1) * b_width, -1, dtype=np.int32)
         count = 0
         for i in range(n):
-            key = np.int64(a[i]) * b_width + b[i]
+            key = ix(np.int64(a[i]) * b_width + b[i])
             v = table[key]
             if v < 0:
                 v = count
@@ -181,8 +183,8 @@ def pair_members(pair: np.ndarray, a: np.ndarray, b: np.ndarray, n_pairs: int) -
     out_a = np.empty(n_pairs, dtype=np.int32)
     out_b = np.empty(n_pairs, dtype=np.int32)
     for i in range(pair.shape[0]):
-        out_a[pair[i]] = a[i]
-        out_b[pair[i]] = b[i]
+        out_a[ix(pair[i])] = a[i]
+        out_b[ix(pair[i])] = b[i]
     return out_a, out_b
 
 
@@ -196,7 +198,7 @@ def sequential_in_index_order(pair: np.ndarray, n_pairs: int, start: np.ndarray,
     last_start = np.zeros(n_pairs, dtype=np.float64)
     out = np.empty(pair.shape[0], dtype=np.bool_)
     for i in range(pair.shape[0]):
-        pr = pair[i]
+        pr = ix(pair[i])
         off = np.int64(offset[i])
         if seen[pr]:
             if start[i] < last_start[pr]:
@@ -232,7 +234,7 @@ def present(values: np.ndarray, width: int) -> np.ndarray:
     """The distinct values (0 <= v < width), ascending: a presence table, not a sort or a count per value."""
     seen = np.zeros(width, dtype=np.bool_)
     for i in range(values.shape[0]):
-        seen[values[i]] = True
+        seen[ix(values[i])] = True
     return np.flatnonzero(seen)
 
 
@@ -241,5 +243,5 @@ def take(table: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``table[index]`` (int32): numpy widens an int32 index to an int64 temporary first."""
     out = np.empty(index.shape[0], dtype=np.int32)
     for i in range(index.shape[0]):
-        out[i] = table[index[i]]
+        out[i] = table[ix(index[i])]
     return out

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from pfslayout.traces.jit_index import ix
 from pfslayout.traces.jit_sort import span
 
 WINDOW_SHIFT = 11  # ~2048 requests a window: its gathered columns and sorted lists stay in L1/L2
@@ -65,45 +66,45 @@ def sort_into(t_key: np.ndarray, t_idx: np.ndarray, m: int, key: np.ndarray, idx
     if width > 0 and np.isfinite(width) and np.isfinite(scale):
         hist[:] = 0
         for j in range(m):
-            q = min(int((t_key[j] - lo) * scale), _LEVELS - 1)
-            hist[q & 255] += 1
-            hist[256 + (q >> 8)] += 1
+            q = min(int((t_key[ix(j)] - lo) * scale), _LEVELS - 1)
+            hist[ix(q & 255)] += 1
+            hist[ix(256 + (q >> 8))] += 1
         low = 0
         high = 0
         for b in range(256):
-            c = hist[b]
-            hist[b] = low
+            c = hist[ix(b)]
+            hist[ix(b)] = low
             low += c
-            c = hist[256 + b]
-            hist[256 + b] = high
+            c = hist[ix(256 + b)]
+            hist[ix(256 + b)] = high
             high += c
         for j in range(m):  # by the low byte, in the given order: stable
-            x = t_key[j]
+            x = t_key[ix(j)]
             b = min(int((x - lo) * scale), _LEVELS - 1) & 255
-            d = hist[b]
-            hist[b] = d + 1
-            u_key[d] = x
-            u_idx[d] = t_idx[j]
+            d = hist[ix(b)]
+            hist[ix(b)] = d + 1
+            u_key[ix(d)] = x
+            u_idx[ix(d)] = t_idx[ix(j)]
         for j in range(m):  # by the high byte
-            x = u_key[j]
+            x = u_key[ix(j)]
             b = 256 + (min(int((x - lo) * scale), _LEVELS - 1) >> 8)
-            d = hist[b]
-            hist[b] = d + 1
-            key[d] = x
-            idx[d] = u_idx[j]
+            d = hist[ix(b)]
+            hist[ix(b)] = d + 1
+            key[ix(d)] = x
+            idx[ix(d)] = u_idx[ix(j)]
         moves = 0
         for d in range(1, m):  # levels are ordered among themselves: one insertion pass sorts
-            x = key[d]
-            if key[d - 1] <= x:
+            x = key[ix(d)]
+            if key[ix(d - 1)] <= x:
                 continue
-            i0 = idx[d]
+            i0 = idx[ix(d)]
             j = d - 1
-            while j >= 0 and key[j] > x:  # strictly greater: equal times keep their order
-                key[j + 1] = key[j]
-                idx[j + 1] = idx[j]
+            while j >= 0 and key[ix(j)] > x:  # strictly greater: equal times keep their order
+                key[ix(j + 1)] = key[ix(j)]
+                idx[ix(j + 1)] = idx[ix(j)]
                 j -= 1
-            key[j + 1] = x
-            idx[j + 1] = i0
+            key[ix(j + 1)] = x
+            idx[ix(j + 1)] = i0
             moves += d - j
             if moves > _MOVES * m:
                 break
@@ -141,20 +142,20 @@ def start_order(start: np.ndarray, end: np.ndarray, pair: np.ndarray, shift: int
     sb = np.zeros(nc + 1, dtype=np.int64)
     eb = np.zeros(nc + 1, dtype=np.int64)
     for i in range(n):
-        s = start[i]
-        sb[window_of(s, lo, scale, nc) + 1] += 1
-        eb[window_of(effective_end(s, end[i]), lo, scale, nc) + 1] += 1
+        s = start[ix(i)]
+        sb[ix(window_of(s, lo, scale, nc) + 1)] += 1
+        eb[ix(window_of(effective_end(s, end[i]), lo, scale, nc) + 1)] += 1
     big = 1
     for c in range(nc):
-        big = max(big, sb[c + 1])
-        sb[c + 1] += sb[c]
-        eb[c + 1] += eb[c]
+        big = max(big, sb[ix(c + 1)])
+        sb[ix(c + 1)] += sb[ix(c)]
+        eb[ix(c + 1)] += eb[ix(c)]
     at = sb[:nc].copy()
     by_start = np.empty(n, dtype=np.int32)
     for i in range(n):  # in index order: each window's list is in index order (stable)
-        c = window_of(start[i], lo, scale, nc)
-        by_start[at[c]] = i
-        at[c] += 1
+        c = window_of(start[ix(i)], lo, scale, nc)
+        by_start[ix(at[ix(c)])] = i
+        at[ix(c)] += 1
     ord_s = np.empty(n, dtype=np.int32)
     es = np.empty(n, dtype=np.float64)
     pair_s = np.empty(n, dtype=np.int32)
@@ -171,24 +172,24 @@ def start_order(start: np.ndarray, end: np.ndarray, pair: np.ndarray, shift: int
     u_idx = np.empty(big, dtype=np.int32)
     hist = np.empty(512, dtype=np.int64)
     for c in range(nc):
-        a = sb[c]
-        m = sb[c + 1] - a
+        a = sb[ix(c)]
+        m = sb[ix(c + 1)] - a
         for j in range(m):  # the window's requests, gathered (the shim's order: a short run per rank)
-            i = by_start[a + j]
-            s = start[i]
-            t_key[j] = s
-            t_idx[j] = j
-            g_end[j] = effective_end(s, end[i])
-            g_pair[j] = pair[i]
-            g_req[j] = i
+            i = by_start[ix(a + j)]
+            s = start[ix(i)]
+            t_key[ix(j)] = s
+            t_idx[ix(j)] = j
+            g_end[ix(j)] = effective_end(s, end[ix(i)])
+            g_pair[ix(j)] = pair[ix(i)]
+            g_req[ix(j)] = i
         sort_into(t_key, t_idx, m, ss, idx, u_key, u_idx, hist)
         for d in range(m):
-            j = idx[d]
-            e = g_end[j]
-            ord_s[a + d] = g_req[j]
-            es[a + d] = e
-            pair_s[a + d] = g_pair[j]
+            j = idx[ix(d)]
+            e = g_end[ix(j)]
+            ord_s[ix(a + d)] = g_req[ix(j)]
+            es[ix(a + d)] = e
+            pair_s[ix(a + d)] = g_pair[ix(j)]
             w = window_of(e, lo, scale, nc)
-            by_end[at_end[w]] = a + d
-            at_end[w] += 1
+            by_end[ix(at_end[ix(w)])] = a + d
+            at_end[ix(w)] += 1
     return ord_s, es, pair_s, sb, by_end, eb

@@ -471,7 +471,7 @@ def unorder(ord_s: np.ndarray, p_s: np.ndarray, m_s: np.ndarray, want_m: bool) -
     p = np.empty(n, dtype=np.int32)
     m = np.empty(n if want_m else 0, dtype=np.int32)
     for j in range(n):
-        i = ord_s[j]
+        i = ix(ord_s[j])
         p[i] = p_s[j]
         if want_m:
             m[i] = m_s[j]
