@@ -136,83 +136,6 @@ def _count_bits(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: 
     return total + _count_words(words, c1, c2, wl + 1, wh)
 
 
-@numba.njit(cache=True, nogil=True)
-def distinct_overlaps(ord_s: np.ndarray, ord_e: np.ndarray, s: np.ndarray, e: np.ndarray, dkey: np.ndarray,
-                      qkey: np.ndarray, pair: np.ndarray, n_keys: int, n_pairs: int) -> np.ndarray:
-    """Per request i with ``qkey[i] >= 0``: distinct ranks among the requests j with ``dkey[j] == qkey[i]``
-    whose [s_j, e_j) meets [s_i, e_i). ``ord_s``/``ord_e`` sort s/e; ``pair[j]`` identifies j's
-    (key, rank) — the same for all requests of a rank under one key; ``dkey`` −1 leaves a request out of
-    the data, ``qkey`` −1 asks nothing for it (0 returned). Needs e > s everywhere. int32 counts."""
-    n = s.shape[0]
-    # each key's idle log gets at most one entry per data request of that key; 64-bit aligned segments
-    seg = np.zeros(n_keys + 1, dtype=np.int64)
-    for i in range(n):
-        if dkey[i] >= 0:
-            seg[dkey[i] + 1] += 1
-    for k in range(n_keys):
-        seg[k + 1] = seg[k] + ((seg[k + 1] + 63) >> 6 << 6)
-    n_words = (seg[n_keys] >> 6) + 1
-    words = np.zeros(n_words, dtype=np.uint64)
-    c1 = np.zeros((n_words >> 6) + 1, dtype=np.int32)
-    c2 = np.zeros((n_words >> 12) + 1, dtype=np.int32)
-    log_end = seg[:n_keys].copy()
-    busy = np.zeros(n_keys, dtype=np.int32)
-    inflight = np.zeros(n_pairs, dtype=np.int32)
-    slot = np.full(n_pairs, -1, dtype=np.int64)
-    out = np.zeros(n, dtype=np.int32)  # a query's log position (from its start) until its end, then the count
-    i_s = 0
-    i_e = 0
-    while i_e < n:
-        t = e[ord_e[i_e]]
-        if i_s < n and s[ord_s[i_s]] < t:
-            t = s[ord_s[i_s]]
-        j_e = i_e  # queries ending at t: starts < t and ends < t are in
-        while j_e < n and e[ord_e[j_e]] == t:
-            r = ord_e[j_e]
-            k = qkey[r]
-            if k >= 0:
-                out[r] = busy[k] + _count_bits(words, c1, c2, seg[k] + out[r], log_end[k])
-            j_e += 1
-        j_s = i_s  # starts at t
-        while j_s < n and s[ord_s[j_s]] == t:
-            r = ord_s[j_s]
-            k = dkey[r]
-            if k >= 0:
-                pr = pair[r]
-                if inflight[pr] == 0:
-                    busy[k] += 1
-                    b = slot[pr]
-                    if b >= 0:  # busy again: its idle entry goes
-                        words[b >> 6] &= ~(_ONE << np.uint64(b & 63))
-                        c1[b >> 12] -= 1
-                        c2[b >> 18] -= 1
-                        slot[pr] = -1
-                inflight[pr] += 1
-            j_s += 1
-        for j in range(i_e, j_e):  # ends at t
-            r = ord_e[j]
-            k = dkey[r]
-            if k >= 0:
-                pr = pair[r]
-                inflight[pr] -= 1
-                if inflight[pr] == 0:
-                    busy[k] -= 1
-                    b = log_end[k]
-                    log_end[k] = b + 1
-                    words[b >> 6] |= _ONE << np.uint64(b & 63)
-                    c1[b >> 12] += 1
-                    c2[b >> 18] += 1
-                    slot[pr] = b
-        for j in range(i_s, j_s):  # queries starting at t: idle entries from here on went idle after t
-            r = ord_s[j]
-            k = qkey[r]
-            if k >= 0:
-                out[r] = log_end[k] - seg[k]
-        i_s = j_s
-        i_e = j_e
-    return out
-
-
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _BUSY = np.iinfo(np.int32).max  # a busy rank's lane in m's idle positions: at or past every position
 _LANES_SMALL = 16  # ranks per node most clusters have at most (m's lanes, see sweep_windows)
@@ -267,6 +190,88 @@ def _bits_long(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: i
     for w in range(wl + 1, wh + 1):
         total += _popcount(words[ix(w)])
     return total - _popcount(words[ix(wh)] & ~_low(hi & 63))
+
+
+@numba.njit(cache=True, nogil=True)
+def distinct_overlaps(ord_s: np.ndarray, ord_e: np.ndarray, s: np.ndarray, e: np.ndarray, dkey: np.ndarray,
+                      qkey: np.ndarray, pair: np.ndarray, n_keys: int, n_pairs: int) -> np.ndarray:
+    """Per request i with ``qkey[i] >= 0``: distinct ranks among the requests j with ``dkey[j] == qkey[i]``
+    whose [s_j, e_j) meets [s_i, e_i). ``ord_s``/``ord_e`` sort s/e; ``pair[j]`` identifies j's
+    (key, rank) — the same for all requests of a rank under one key; ``dkey`` −1 leaves a request out of
+    the data, ``qkey`` −1 asks nothing for it (0 returned). Needs e > s everywhere. int32 counts."""
+    n = s.shape[0]
+    # each key's idle log gets at most one entry per data request of that key; 64-bit aligned segments
+    seg = np.zeros(n_keys + 1, dtype=np.int64)
+    for i in range(n):
+        if dkey[i] >= 0:
+            seg[dkey[i] + 1] += 1
+    for k in range(n_keys):
+        seg[k + 1] = seg[k] + ((seg[k + 1] + 63) >> 6 << 6)
+    n_words = (seg[n_keys] >> 6) + 1 + PAD_WORDS
+    words = np.zeros(n_words, dtype=np.uint64)
+    c1 = np.zeros((n_words >> 6) + 1, dtype=np.int32)
+    c2 = np.zeros((n_words >> 12) + 1, dtype=np.int32)
+    log_end = seg[:n_keys].copy()
+    busy = np.zeros(n_keys, dtype=np.int32)
+    inflight = np.zeros(n_pairs, dtype=np.int32)
+    slot = np.full(n_pairs, -1, dtype=np.int64)
+    out = np.zeros(n, dtype=np.int32)  # a query's log position (from its start) until its end, then the count
+    i_s = 0
+    i_e = 0
+    while i_e < n:
+        t = e[ord_e[i_e]]
+        if i_s < n and s[ord_s[i_s]] < t:
+            t = s[ord_s[i_s]]
+        j_e = i_e  # queries ending at t: starts < t and ends < t are in
+        while j_e < n and e[ord_e[j_e]] == t:
+            r = ord_e[j_e]
+            k = qkey[r]
+            if k >= 0:
+                lo = seg[k] + out[r]
+                hi = log_end[k]
+                count = _bits_short(words, lo, hi)  # as in sweep_windows: no helper holding the branch
+                if (hi >> 6) - (lo >> 6) >= _SHORT_WORDS:
+                    count = _bits_long(words, c1, c2, lo, hi)
+                out[r] = busy[k] + count
+            j_e += 1
+        j_s = i_s  # starts at t
+        while j_s < n and s[ord_s[j_s]] == t:
+            r = ord_s[j_s]
+            k = dkey[r]
+            if k >= 0:
+                pr = pair[r]
+                if inflight[pr] == 0:
+                    busy[k] += 1
+                    b = slot[pr]
+                    if b >= 0:  # busy again: its idle entry goes
+                        words[b >> 6] &= ~(_ONE << np.uint64(b & 63))
+                        c1[b >> 12] -= 1
+                        c2[b >> 18] -= 1
+                        slot[pr] = -1
+                inflight[pr] += 1
+            j_s += 1
+        for j in range(i_e, j_e):  # ends at t
+            r = ord_e[j]
+            k = dkey[r]
+            if k >= 0:
+                pr = pair[r]
+                inflight[pr] -= 1
+                if inflight[pr] == 0:
+                    busy[k] -= 1
+                    b = log_end[k]
+                    log_end[k] = b + 1
+                    words[b >> 6] |= _ONE << np.uint64(b & 63)
+                    c1[b >> 12] += 1
+                    c2[b >> 18] += 1
+                    slot[pr] = b
+        for j in range(i_s, j_s):  # queries starting at t: idle entries from here on went idle after t
+            r = ord_s[j]
+            k = qkey[r]
+            if k >= 0:
+                out[r] = log_end[k] - seg[k]
+        i_s = j_s
+        i_e = j_e
+    return out
 
 
 @numba.njit(inline="always")
