@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pfslayout.traces import OP_READ, OP_WRITE, Trace, derive, derive_fast
 from pfslayout.traces.jit_order import start_order
 from pfslayout.traces.jit_sort import stable_argsort
+from pfslayout.traces.jit_sweep import PAD_WORDS, _bits_long, _bits_short
 
 pytestmark = pytest.mark.unit
 
@@ -197,6 +198,52 @@ def test_skewed_starts_and_wide_nodes(m_of: str) -> None:
     t = make(rng.integers(0, ranks, n), start, start + np.round(rng.gamma(2.0, 0.05, n), 2),
              rng.integers(0, len(FILES), n), nodes=(np.arange(ranks) // 80).astype(np.int32))
     assert_same(t, "directory", m_of)
+
+
+@pytest.mark.parametrize("m_of", ["issuing-node", "busiest-node"])
+def test_long_requests_over_every_range_count(m_of: str) -> None:
+    """Short requests with gaps between them (each rank goes idle after each: one idle-log entry per
+    request), overlapped by long requests spanning from a few entries to over 64 words (4096 entries) of
+    that log: the sweeps' short count, the word loop and the block sums."""
+    rng = np.random.default_rng(5)
+    n, ranks = 24_000, 48
+    rank = rng.integers(1, ranks, n)
+    start = np.sort(rng.random(n)) * 1000.0
+    end = start + rng.random(n) * 0.05
+    spans = np.array([0.01, 0.2, 1.0, 5.0, 30.0, 200.0, 600.0, 999.0])  # ~0.2 to ~24,000 entries
+    at = rng.random(spans.size) * (1000.0 - spans)
+    t = make(np.r_[rank, np.zeros(spans.size, int)], np.r_[start, at], np.r_[end, at + spans],
+             np.zeros(n + spans.size, int), nodes=(np.arange(ranks) // 16).astype(np.int32))
+    assert_same(t, "directory", m_of)
+
+
+def test_range_counts_match_a_plain_count() -> None:
+    """The sweeps' set-bit counts of [lo, hi) — the short form within 4 words, the long one (words, then
+    64-word and 4096-word block sums) beyond — against numpy, for ranges of every length class."""
+    rng = np.random.default_rng(2)
+    n_words = 3 * 4096 + 100
+    words = rng.integers(0, 2**63, n_words, dtype=np.int64).astype(np.uint64) ^ rng.integers(0, 2, n_words).astype(
+        np.uint64) << np.uint64(63)
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little").astype(np.int64)
+    c1 = np.add.reduceat(bits.reshape(-1, 64).sum(1), np.arange(0, n_words, 64)).astype(np.int32)
+    c1 = np.r_[c1, 0].astype(np.int32)
+    c2 = np.r_[np.add.reduceat(c1[:-1].astype(np.int64), np.arange(0, c1.size - 1, 64)), 0].astype(np.int32)
+    padded = np.r_[words, np.zeros(PAD_WORDS, np.uint64)]
+    top = n_words * 64
+    cum = np.r_[0, np.cumsum(bits)]
+
+    def check(lo: int, hi: int) -> None:
+        long = (hi >> 6) - (lo >> 6) >= 4
+        got = _bits_long(padded, c1, c2, lo, hi) if long else _bits_short(padded, lo, hi)
+        assert got == cum[hi] - cum[lo], (lo, hi)
+
+    for lo in range(640, 640 + 64):  # every bit offset, every length up to 5 words: each short form
+        for length in range(0, 321):
+            check(lo, lo + length)
+    for length in [64 * 64, 65 * 64 + 7, 129 * 64, 4096 * 64 + 3, 2 * 4096 * 64 + 100, top - 1]:
+        for lo in rng.integers(0, top - length, 5):
+            check(int(lo), int(lo) + length)
+    check(top - 3, top)  # the last word: the short form reads the padding after it
 
 
 @pytest.mark.parametrize(("n_sizes", "n_files"), [(3, 6), (8, 6), (9, 6), (40, 6), (3, 5000)])

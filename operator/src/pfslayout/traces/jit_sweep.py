@@ -78,9 +78,9 @@ def _count_at_least16(typingctx: Any, arr: Any, base: Any, lo: Any) -> tuple[Any
 
 @numba.njit(inline="always")
 def _popcount(x: np.uint64) -> int:
-    # int64, not int(): numba types int() of a uint64 as uint64, and int64 + uint64 as float64, which
-    # made every count a float
-    return np.int64(_ctpop(x))  # type: ignore[call-arg]  # an intrinsic: numba passes the typing context
+    # through int64: numba types int() of an integer as that integer's type (a uint64 here), and int64 +
+    # uint64 as float64, which made every count a float
+    return int(np.int64(_ctpop(x)))  # type: ignore[call-arg]  # an intrinsic: numba passes the typing context
 
 
 @numba.njit(cache=True, nogil=True)
