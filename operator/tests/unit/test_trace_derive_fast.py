@@ -262,6 +262,23 @@ def test_dominant_sizes_with_few_and_many_sizes_and_files(n_sizes: int, n_files:
     assert_same(t, "file", "issuing-node")
 
 
+def test_dominant_sizes_with_cache_collisions_and_any_int64() -> None:
+    """group_modes' cache of sizes seen maps values by a hash to 64 entries: values sharing an entry evict
+    each other, and -1 (a uint64 size past 2^63 read as int64) or 0 are sizes like any other."""
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    cands = np.arange(1, 5000, dtype=np.uint64) * np.uint64(4096)
+    slots = (cands * golden) >> np.uint64(58)
+    first = cands[slots == slots[0]][:3].astype(np.int64)  # three sizes sharing one entry
+    assert first.size == 3
+    rng = np.random.default_rng(4)
+    n = 6000
+    sizes = rng.choice(np.r_[first, -1, 0], n)
+    start = np.arange(n, dtype=np.float64)
+    t = make(rng.integers(0, 8, n), start, start + 0.5, rng.integers(0, 3, n), size=sizes,
+             files=["/d/0", "/d/1", "/d/2"])
+    assert_same(t, "file", "issuing-node")
+
+
 def test_unknown_method_is_an_error() -> None:
     from pfslayout.errors import InputError
 

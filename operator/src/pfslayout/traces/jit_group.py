@@ -122,31 +122,42 @@ def _group_modes_hashed(group: np.ndarray, value: np.ndarray, n_groups: int) -> 
 
 
 _FEW = 8  # distinct values group_modes tells apart by comparison; more take the hash table
+_SEEN_BITS = 6  # group_modes' direct-mapped cache of the values seen: 64 entries
 
 
 @numba.njit(cache=True, nogil=True)
 def group_modes(group: np.ndarray, value: np.ndarray, n_groups: int) -> np.ndarray:
     """Per group (0..n_groups-1) its most common value, ties to the larger value; 0 for an empty group.
 
-    Traces use a handful of request sizes: while there are at most ``_FEW`` distinct values, each is found
-    by comparing against all of them at once (selects, no branch to mispredict) and counted in a dense
-    group × value table (10 -> 6 ms per 1 M); a further value hands the whole count to the hash table."""
+    Traces use a handful of request sizes: while there are at most ``_FEW`` distinct values, each is
+    counted in a dense group × value table. A value's column is found in a small direct-mapped cache
+    (value → column, by a multiplicative hash): a hit, predictable, for nearly every request; a miss
+    compares against all values seen at once (selects, no branch to mispredict) and fills the entry (2.7 ->
+    0.9 ms per 1 M requests, comparing every time). A further value hands the whole count to the hash
+    table."""
     if n_groups * _FEW > max(group.shape[0], 1 << 16):  # the dense table would outgrow the trace (4 B a request)
         return _group_modes_hashed(group, value, n_groups)
     n_values = 0
     values = np.zeros(_FEW, dtype=np.int64)
+    seen_value = np.zeros(1 << _SEEN_BITS, dtype=np.int64)
+    seen_vid = np.full(1 << _SEEN_BITS, -1, dtype=np.int64)  # -1: an empty entry (any int64 is a value)
     counts = np.zeros(n_groups * _FEW, dtype=np.int32)
     for i in range(group.shape[0]):
         v = np.int64(value[i])
-        vid = -1
-        for k in range(_FEW):
-            vid = k if (k < n_values) & (values[k] == v) else vid
-        if vid < 0:
-            if n_values == _FEW:
-                return _group_modes_hashed(group, value, n_groups)
-            values[n_values] = v
-            vid = n_values
-            n_values += 1
+        h = ix((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _SEEN_BITS))
+        vid = seen_vid[h]
+        if (seen_value[h] != v) | (vid < 0):
+            vid = -1
+            for k in range(_FEW):
+                vid = k if (k < n_values) & (values[k] == v) else vid
+            if vid < 0:
+                if n_values == _FEW:
+                    return _group_modes_hashed(group, value, n_groups)
+                values[n_values] = v
+                vid = n_values
+                n_values += 1
+            seen_value[h] = v
+            seen_vid[h] = vid
         counts[np.int64(group[i]) * _FEW + vid] += 1
     out = np.zeros(n_groups, dtype=np.int64)
     for g in range(n_groups):
