@@ -144,7 +144,7 @@ def group_modes(group: np.ndarray, value: np.ndarray, n_groups: int) -> np.ndarr
     counts = np.zeros(n_groups * _FEW, dtype=np.int32)
     for i in range(group.shape[0]):
         v = np.int64(value[i])
-        h = ix((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _SEEN_BITS))
+        h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _SEEN_BITS)  # unsigned: no wraparound
         vid = seen_vid[h]
         if (seen_value[h] != v) | (vid < 0):
             vid = -1
