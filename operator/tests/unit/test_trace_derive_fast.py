@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pfslayout.traces import OP_READ, OP_WRITE, Trace, derive, derive_fast
 from pfslayout.traces.jit_order import start_order
 from pfslayout.traces.jit_sort import stable_argsort
-from pfslayout.traces.jit_sweep import PAD_WORDS, _bits_long, _bits_short
+from pfslayout.traces.jit_sweep import PAD_WORDS, _bits_short, _bits_words, _count_bits
 
 pytestmark = pytest.mark.unit
 
@@ -218,8 +218,8 @@ def test_long_requests_over_every_range_count(m_of: str) -> None:
 
 
 def test_range_counts_match_a_plain_count() -> None:
-    """The sweeps' set-bit counts of [lo, hi) — the short form within 4 words, the long one (words, then
-    64-word and 4096-word block sums) beyond — against numpy, for ranges of every length class."""
+    """The sweeps' set-bit counts of [lo, hi) — the short form within 4 words, whole words up to 64, then
+    64-word and 4096-word block sums — against numpy, for ranges of every length class."""
     rng = np.random.default_rng(2)
     n_words = 3 * 4096 + 100
     words = rng.integers(0, 2**63, n_words, dtype=np.int64).astype(np.uint64) ^ rng.integers(0, 2, n_words).astype(
@@ -233,14 +233,18 @@ def test_range_counts_match_a_plain_count() -> None:
     cum = np.r_[0, np.cumsum(bits)]
 
     def check(lo: int, hi: int) -> None:
-        long = (hi >> 6) - (lo >> 6) >= 4
-        got = _bits_long(padded, c1, c2, lo, hi) if long else _bits_short(padded, lo, hi)
+        nw = (hi >> 6) - (lo >> 6)
+        if nw < 4:
+            got = _bits_short(padded, lo, hi)
+        else:
+            got = _bits_words(padded, lo, hi) if nw <= 64 else _count_bits(padded, c1, c2, lo, hi)
         assert got == cum[hi] - cum[lo], (lo, hi)
 
     for lo in range(640, 640 + 64):  # every bit offset, every length up to 5 words: each short form
         for length in range(0, 321):
             check(lo, lo + length)
-    for length in [64 * 64, 65 * 64 + 7, 129 * 64, 4096 * 64 + 3, 2 * 4096 * 64 + 100, top - 1]:
+    for length in [20 * 64, 63 * 64 + 5, 64 * 64, 65 * 64 + 7, 129 * 64, 4096 * 64 + 3, 2 * 4096 * 64 + 100,
+                   top - 1]:
         for lo in rng.integers(0, top - length, 5):
             check(int(lo), int(lo) + length)
     check(top - 3, top)  # the last word: the short form reads the padding after it

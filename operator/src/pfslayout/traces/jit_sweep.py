@@ -139,6 +139,7 @@ def _count_bits(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _BUSY = np.iinfo(np.int32).max  # a busy rank's lane in m's idle positions: at or past every position
 _LANES_SMALL = 16  # ranks per node most clusters have at most (m's lanes, see sweep_windows)
+_LANES_WIDE = 64  # m's lanes for wider nodes (derive_fast.MAX_NODE_WIDTH)
 _LONG_WORDS = 64  # ranges spanning more words than this are summed from the block counts
 _SHORT_WORDS = 4  # ranges within this many words are counted with a fixed number of masked words
 PAD_WORDS = _SHORT_WORDS  # words after the last one: a short range near the log's end reads them (empty)
@@ -160,7 +161,7 @@ def _ones_if(cond: bool) -> np.uint64:
 def _bits_short(words: np.ndarray, lo: int, hi: int) -> int:
     """Set bits in [lo, hi), lo <= hi, for a range within ``_SHORT_WORDS`` (4) words — nearly every query: a
     request sees the ranks gone idle while it ran. Reads 4 words from lo's, each masked (the log is padded,
-    so they stay inside it); the caller takes ``_bits_long`` for longer ranges.
+    so they stay inside it); the caller takes ``_bits_words`` or ``_count_bits`` for longer ranges.
 
     Straight-line code on purpose, no branch or loop: numba increfs the arrays an inlined helper takes and
     decrefs them where they die, and only when that is one basic block does its reference-count pruning
@@ -177,15 +178,14 @@ def _bits_short(words: np.ndarray, lo: int, hi: int) -> int:
     return _popcount(w0) + _popcount(w1) + _popcount(w2) + _popcount(w3)
 
 
-@numba.njit(cache=True, nogil=True)
-def _bits_long(words: np.ndarray, c1: np.ndarray, c2: np.ndarray, lo: int, hi: int) -> int:
-    """Set bits in [lo, hi) for a range over ``_SHORT_WORDS`` words or more (a long request's): whole words
-    between the partial first and last, and past ``_LONG_WORDS`` words the block sums. A call, not
-    inlined: it is rare, and its loops would cost the inlined short count its pruned reference counts."""
+@numba.njit(inline="always")
+def _bits_words(words: np.ndarray, lo: int, hi: int) -> int:
+    """Set bits in [lo, hi) for a range of ``_SHORT_WORDS`` to ``_LONG_WORDS`` words (a long request's, or
+    any on a file set with many ranks): whole words between the partial first and last. The caller picks
+    it, or ``_count_bits`` past ``_LONG_WORDS``: with that choice inside the inlined helper, its reference
+    counts stayed (see ``_bits_short``; ~30 ns a query, as a compiled call too)."""
     wl = lo >> 6
     wh = hi >> 6
-    if wh - wl > _LONG_WORDS:
-        return _count_bits(words, c1, c2, lo, hi)
     total = _popcount(words[ix(wl)] & ~_low(lo & 63))
     for w in range(wl + 1, wh + 1):
         total += _popcount(words[ix(w)])
@@ -229,9 +229,10 @@ def distinct_overlaps(ord_s: np.ndarray, ord_e: np.ndarray, s: np.ndarray, e: np
             if k >= 0:
                 lo = seg[k] + out[r]
                 hi = log_end[k]
-                count = _bits_short(words, lo, hi)  # as in sweep_windows: no helper holding the branch
-                if (hi >> 6) - (lo >> 6) >= _SHORT_WORDS:
-                    count = _bits_long(words, c1, c2, lo, hi)
+                count = _bits_short(words, lo, hi)  # as in sweep_windows: the length's branches written here
+                nw = (hi >> 6) - (lo >> 6)
+                if nw >= _SHORT_WORDS:
+                    count = _bits_words(words, lo, hi) if nw <= _LONG_WORDS else _count_bits(words, c1, c2, lo, hi)
                 out[r] = busy[k] + count
             j_e += 1
         j_s = i_s  # starts at t
@@ -313,14 +314,12 @@ def _late16(idle_at: np.ndarray, base: int, lo: int) -> int:
     return int(_count_at_least16(idle_at, base, np.int32(lo)))  # type: ignore[call-arg]  # an intrinsic
 
 
-@numba.njit(cache=True, nogil=True)
-def _late_wide(idle_at: np.ndarray, base: int, lanes: int, lo: int) -> int:
-    """``_late16`` for ``lanes`` lanes (nodes of more than 16 ranks): a call, as its loop would cost an
-    inlined helper its pruned reference counts (see ``_bits_short``)."""
-    late = 0
-    for lane in range(lanes):
-        late += idle_at[ix(base + lane)] >= lo
-    return late
+@numba.njit(inline="always")
+def _late64(idle_at: np.ndarray, base: int, lo: int) -> int:
+    """``_late16`` over 64 lanes (nodes of 17 to 64 ranks): four vector counts, straight-line. Lanes
+    without a rank hold -1, never at or past a position, so a node's unused lanes count nothing."""
+    return (_late16(idle_at, base, lo) + _late16(idle_at, base + 16, lo) + _late16(idle_at, base + 32, lo)
+            + _late16(idle_at, base + 48, lo))
 
 
 def sweep_windows(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: np.ndarray, start_bounds: np.ndarray,
@@ -371,8 +370,7 @@ def _sweep(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: np.ndar
     n_pairs = key_of_pair.shape[0]
     inflight = np.zeros(n_pairs, dtype=np.int32)
     slot = np.full(n_pairs, sentinel, dtype=np.int64)
-    # lanes per (key, node): 16 for up to 16 ranks per node (a constant loop below), else whole vectors
-    lanes = _LANES_SMALL if small else (width + 7) >> 3 << 3
+    lanes = _LANES_SMALL if small else _LANES_WIDE  # per (key, node): one vector count, or four
     lane_of_pair = np.zeros(n_pairs if want_m else 0, dtype=np.int64)  # a pair's lane in idle_at
     base_of_pair = np.zeros(n_pairs if want_m else 0, dtype=np.int64)  # its (key, node)'s first lane
     for pr in range(n_pairs if want_m else 0):
@@ -432,12 +430,13 @@ def _sweep(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: np.ndar
                 lo = seg[ix(k)] + outp[ix(q)]
                 hi = log_end[ix(k)]
                 count = _bits_short(words, lo, hi)
-                if (hi >> 6) - (lo >> 6) >= _SHORT_WORDS:
-                    count = _bits_long(words, c1, c2, lo, hi)
+                nw = (hi >> 6) - (lo >> 6)
+                if nw >= _SHORT_WORDS:
+                    count = _bits_words(words, lo, hi) if nw <= _LONG_WORDS else _count_bits(words, c1, c2, lo, hi)
                 outp[ix(q)] = busy[ix(k)] + count
                 if want_m:
                     base = base_of_pair[ix(pr)]
-                    outm[ix(q)] = _late16(idle_at, base, lo) if small else _late_wide(idle_at, base, lanes, lo)
+                    outm[ix(q)] = _late16(idle_at, base, lo) if small else _late64(idle_at, base, lo)
                 b, idle = _end(pr, k, inflight, busy, log_end, words, c1, c2, slot, sentinel)
                 if want_m:  # a select, not a branch: going idle or not is unpredictable
                     idle_at[ix(lane_of_pair[ix(pr)])] = b if idle else _BUSY
@@ -455,12 +454,13 @@ def _sweep(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: np.ndar
                 lo = seg[ix(k)] + outp[ix(q)]
                 hi = log_end[ix(k)]
                 count = _bits_short(words, lo, hi)
-                if (hi >> 6) - (lo >> 6) >= _SHORT_WORDS:
-                    count = _bits_long(words, c1, c2, lo, hi)
+                nw = (hi >> 6) - (lo >> 6)
+                if nw >= _SHORT_WORDS:
+                    count = _bits_words(words, lo, hi) if nw <= _LONG_WORDS else _count_bits(words, c1, c2, lo, hi)
                 outp[ix(q)] = busy[ix(k)] + count
                 if want_m:
                     base = base_of_pair[ix(pr)]
-                    outm[ix(q)] = _late16(idle_at, base, lo) if small else _late_wide(idle_at, base, lanes, lo)
+                    outm[ix(q)] = _late16(idle_at, base, lo) if small else _late64(idle_at, base, lo)
             j_s = i_s
             if ts == t:  # starts at t (rare): after the queries ending at t, before the ends at t
                 while j_s < z_s and start[ix(ord_s[ix(j_s)])] == t:
