@@ -294,7 +294,7 @@ def read_shim_trace_dir(path: str | Path) -> Trace:
     before any record is read; the record total sizes the columns), then each file's records, block by
     block through one reused buffer, copied into the preallocated columns by a numba kernel
     (``jit_shim.fill_records``). Peak memory is the columns plus one block and the file tables.
-    POSIX only (``os.pread``/``os.readv``).
+    POSIX only (``os.pread``/``os.preadv``).
     """
     tables = _Tables()
     ranks: list[_RankFile] = []
@@ -340,10 +340,9 @@ def _merge(ranks: list[_RankFile]) -> Trace:
         if rf.count:
             fd = rf.open()
             try:
-                os.lseek(fd, rf.header_size, os.SEEK_SET)
                 for first in range(0, rf.count, per_block):
                     n = min(per_block, rf.count - first)
-                    _read_records(fd, buf, n * rf.record_size, rf)
+                    _read_records(fd, buf, n * rf.record_size, rf.header_size + first * rf.record_size, rf)
                     bad_id, bad = fill_records(buf, n, rf.record_size, ids, merged, shift, at + first, op, offset,
                                                size, start, end, file_id, collective)
                     if bad_id >= 0:
@@ -394,13 +393,14 @@ def _columns(n: int, dtypes: tuple[type[np.generic], ...]) -> list[np.ndarray]:
     return cols
 
 
-def _read_records(fd: int, buf: np.ndarray, nbytes: int, rf: _RankFile) -> None:
-    """The next ``nbytes`` of ``fd`` into ``buf``; the header said they are there, so a shorter file was
-    truncated since it was checked."""
+def _read_records(fd: int, buf: np.ndarray, nbytes: int, at: int, rf: _RankFile) -> None:
+    """``nbytes`` of ``fd`` from offset ``at`` into ``buf``; the header said they are there, so a shorter
+    file was truncated since it was checked. Positioned reads: no seek per file (a system call costs
+    ~2.5 µs in the VMs measured, and a run has a file per rank)."""
     view = buf.data[:nbytes]
     got = 0
     while got < nbytes:
-        n = os.readv(fd, [view[got:]])
+        n = os.preadv(fd, [view[got:]], at + got)
         if not n:
             raise InputError(f"{rf.path}: record_count", f"{rf.count} records of {rf.record_size} bytes do not "
                              f"fit in {os.fstat(fd).st_size} bytes", "the trace was truncated; rerun the traced job")
