@@ -251,7 +251,8 @@ def present(values: np.ndarray, width: int) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def take(table: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """``table[index]`` (int32): numpy widens an int32 index to an int64 temporary first."""
+    """``table[index]`` (int32) for indices 0 <= i < len(table) (no negative wraparound): numpy widens an int32
+    index to an int64 temporary first."""
     out = np.empty(index.shape[0], dtype=np.int32)
     for i in range(index.shape[0]):
         out[i] = table[ix(index[i])]
