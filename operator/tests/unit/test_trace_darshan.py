@@ -71,3 +71,25 @@ def test_not_a_darshan_log(tmp_path: Path) -> None:
     bogus.write_bytes(b"3.41\0\0\0\0 not really a log" * 4)
     with pytest.raises(InputError, match="not a readable Darshan log"):
         read_darshan_log(bogus)
+
+
+def test_dxt_mpiio_marks_collective_calls_from_the_mpiio_counters() -> None:
+    """DXT segments do not say whether a call was collective; the log's MPI-IO counters do, per file. The
+    example log's IOR used independent calls only (MPIIO_INDEP_WRITES 23, MPIIO_COLL_* 0): nothing marked.
+    DXT_POSIX knows nothing of MPI calls: no flag at all."""
+    t = read_darshan_log(DXT_LOG)
+    assert t.collective is not None and len(t.collective) == len(t) and not t.collective.any()
+    assert read_darshan_log(DXT_LOG, module="DXT_POSIX").collective is None
+
+
+@pytest.mark.parametrize(("counters", "reads", "writes"), [
+    ({"MPIIO_COLL_WRITES": 8}, False, True),  # a checkpoint written with MPI_File_write_at_all only
+    ({"MPIIO_COLL_READS": 4, "MPIIO_COLL_WRITES": 4}, True, True),
+    ({"MPIIO_COLL_WRITES": 8, "MPIIO_INDEP_WRITES": 1}, False, False),  # mixed: no segment attributable
+    ({"MPIIO_COLL_READS": 2, "MPIIO_NB_READS": 1, "MPIIO_COLL_WRITES": 3, "MPIIO_SPLIT_WRITES": 0}, False, True),
+    ({"MPIIO_INDEP_READS": 36, "MPIIO_INDEP_WRITES": 23}, False, False),  # the example log's record
+    ({}, False, False),
+])
+def test_all_collective_reads_the_counter_record(counters: dict[str, int], reads: bool, writes: bool) -> None:
+    from pfslayout.traces.darshan_log import all_collective
+    assert (all_collective(counters, "READS"), all_collective(counters, "WRITES")) == (reads, writes)
