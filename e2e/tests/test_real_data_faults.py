@@ -4,15 +4,21 @@
   byte (sha256), the directory layout hints, the file system ID — in the host directories it kept.
 * A server pod killed while a client writes: no write that reported success is lost or altered (read back
   byte for byte after the server is back), data written before the kill survives the server's restart,
-  and a write the outage interrupted ends with the client library's error, not with success.
+  and a write the outage interrupted ends with the client library's error, not with success. Kept down
+  past the client's retry budget (its node cordoned), the write fails with the client's error.
 * A rank SIGKILLed mid-write on a hybrid replica set (an injected MPIJob, IOR through ROMIO's `pvfs2:`
   driver): the lagging replica carries a stale marker, and the next job to open the file copies the clean
   replica over it through MPI-IO before anything is read — both replicas byte-identical (sha256) and
   equal to the clean one; with every replica marked the open is refused and nothing changes.
 
+* A full server volume (a tmpfs under the servers' hostPath): an MPIJob writing past it fails, its log
+  saying so in words (the injected shim's line), and nothing else breaks — the servers stay Ready
+  without a restart, data stored before reads back byte for byte, and once the volume has room the same
+  servers take writes again. (Unpatched OrangeFS 2.10 acknowledged such
+  writes and read back holes: the build patches it, docs/reliability.md "A full server volume".)
+
 The servers keep their data in hostPath directories on the real node (this machine in local mode: the
-test reads them directly); kind has no such access and skips. A full server volume is not tested here:
-OrangeFS 2.10 reports such writes as successful (docs/reliability.md, "Data path under faults")."""
+test reads them directly); kind has no such access and skips."""
 
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import itertools
 import os
 import re
 import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -208,6 +215,47 @@ def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, serv
           f"({failed[0][:160] if failed else 'none: the client retried through the outage'})")
 
 
+def test_a_server_kept_down_past_the_retry_budget_fails_the_write_and_loses_nothing(
+        cluster: Any, served: str, host_root: Path) -> None:
+    """The outage the kill above does not reach: server 0's pod deleted with its node cordoned, so no new
+    pod starts until the client library has given up (ClientRetryLimit 5 x ClientRetryDelayMilliSecs 2000
+    in the rendered fs.conf). The write fails with the client's error; nothing acknowledged is lost."""
+    namespace = served
+    cluster.apply(place(cluster_doc("down", host_root, "Delete"), cluster.mode), namespace=namespace)
+    wait_ofs_ready(cluster, namespace, "down", 2)
+    tool = toolbox(cluster, namespace, "down")
+    before = os.urandom(4 * 1024 * 1024 + 3)
+    put(cluster, namespace, tool, "before.bin", before)
+    victim = sorted(server_pods(cluster, namespace, "down"), key=lambda p: p["metadata"]["name"])[0]
+    node, old_uid = victim["spec"]["nodeName"], victim["metadata"]["uid"]
+    name = victim["metadata"]["name"]
+    cluster.kubectl("cordon", node)
+    try:
+        cluster.kubectl("delete", "pod", name, "-n", namespace, "--grace-period=0", "--force", "--wait=true")
+        started = time.monotonic()
+        out = sh(cluster, namespace, tool, f"f=$(mktemp); head -c 1048576 /dev/urandom > $f; "
+                                           f"pvfs2-cp $f {MOUNT}/during.bin 2>&1; echo exit=$?; rm -f $f", timeout=1200)
+        took = time.monotonic() - started
+        pending = [p for p in server_pods(cluster, namespace, "down") if p["metadata"]["name"] == name]
+        assert not pending or not pod_ready(pending[0]), "the server came back while the node was cordoned"
+    finally:
+        cluster.kubectl("uncordon", node)
+    assert "exit=0" not in out and re.search(r"exit=[1-9]", out), out
+    error = next((x for x in out.splitlines() if re.search(r"[Ee]rror|failed|refused|timed out|I/O", x)), None)
+    assert error, f"the write failed without saying why:\n{out}"
+
+    def back() -> bool:
+        pods = [p for p in server_pods(cluster, namespace, "down") if p["metadata"]["name"] == name]
+        return bool(pods) and pods[0]["metadata"]["uid"] != old_uid and pod_ready(pods[0])
+    cluster.wait_until(back, f"{name} back once the node is uncordoned", timeout=240, interval=1)
+    assert sha256_of(cluster, namespace, tool, "before.bin") == hashlib.sha256(before).hexdigest()
+    after = os.urandom(1024 * 1024)
+    put(cluster, namespace, tool, "after.bin", after)
+    assert sha256_of(cluster, namespace, tool, "after.bin") == hashlib.sha256(after).hexdigest()
+    print(f"server kept down: the write failed after {took:.0f} s with '{error.strip()[:160]}'; "
+          "data written before intact after the restart; writes succeed again")
+
+
 HYBRID = {"path": "/hy", "mode": "hybrid", "hybrid": {"replicas": [
     {"name": "wide", "layout": "1-DH", "stripSize": 65536},
     {"name": "grouped", "layout": "2-D", "groups": 2, "stripSize": 1048576}]}}
@@ -266,3 +314,70 @@ def test_a_rank_killed_mid_write_on_a_replica_set_is_repaired_never_divergent(cl
         outcome = (f"replica {repaired.group(1)} marked ({'differing' if sums[0] != sums[1] else 'equal'} before), "
                    f"repaired from replica {repaired.group(2)} through MPI-IO; both sha256 {after[0][:16]}")
     print(f"rank killed on a replica set: {outcome}")
+
+
+FULL_MIB = 96  # the tmpfs both servers' storage shares; the job below writes 2 x 64 MiB into it
+# `pvfs2:` names ROMIO's driver: the pods mount nothing, so without it ROMIO would take the path as local.
+FILL = f"mpiexec -n 2 ior -a MPIIO -o pvfs2:{MOUNT}/fill/job.dat -t 1m -b 64m -w -k"
+
+
+@pytest.fixture
+def small_volume(cluster: Any, served: str, host_root: Path) -> Iterator[Path]:
+    """host_root on a FULL_MIB tmpfs, unmounted once the test's clusters (and their pods) are gone."""
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={FULL_MIB}m,mode=0755", "tmpfs", str(host_root)],
+                   check=True)
+    try:
+        yield host_root
+    finally:
+        empty_namespace(cluster, served)
+        subprocess.run(["umount", str(host_root)], check=True)
+
+
+def restarts(cluster: Any, ns: str, name: str) -> dict[str, int]:
+    return {p["metadata"]["name"]: sum(c.get("restartCount", 0) for c in p["status"].get("containerStatuses") or [])
+            for p in server_pods(cluster, ns, name)}
+
+
+def test_a_full_server_volume_fails_the_job_with_enospc_and_breaks_nothing(
+        cluster: Any, served: str, small_volume: Path) -> None:
+    namespace = served
+    cluster.apply(place(cluster_doc("full", small_volume, "Delete"), cluster.mode), namespace=namespace)
+    # The policy only selects the job, so that the operator injects the client (pvfs2tab) into it.
+    cluster.apply({"apiVersion": "pfslayout.io/v1alpha1", "kind": "LayoutPolicy", "metadata": {"name": "fill"},
+                   "spec": {"clusterRef": {"name": "full"}, "selector": {"matchLabels": {"app": "fill"}},
+                            "rules": [{"path": "/fill", "mode": "explicit", "explicit": {"layout": "1-DH"}}]}},
+                  namespace=namespace)
+    wait_ofs_ready(cluster, namespace, "full", 2)
+    assert_real_pods(cluster, server_pods(cluster, namespace, "full"))
+    tool = toolbox(cluster, namespace, "full")
+    before = os.urandom(3 * 1024 * 1024 + 5)
+    put(cluster, namespace, tool, "before.bin", before)
+    restarted = restarts(cluster, namespace, "full")
+
+    cluster.apply(place(mpijob("fill", FILL, {"app": "fill"}, suspend=True), cluster.mode), namespace=namespace)
+    state, log = finished(cluster, namespace, "fill", timeout=600), launcher_log(cluster, namespace, "fill")
+    # ROMIO's pvfs2 driver makes the servers' ENOSPC into MPI_ERR_NO_SPACE, whose text MPICH cannot look up
+    # (IOR prints "MPI Undefined dynamic error code"): the injected shim's line is what says it in words.
+    enospc = re.search(r"pfsshim: rank \d+: a write .*: no space left on the file system[^\n]*", log)
+    assert state == "Failed" and enospc, f"{state}\n{log[-3000:]}"
+    used = shutil.disk_usage(small_volume)
+    assert used.free < 16 * 1024 * 1024, f"the job failed before the volume was full: {used}"
+
+    # Nothing else broken: no server restarted, both Ready, stored data intact.
+    assert restarts(cluster, namespace, "full") == restarted
+    assert all(pod_ready(p) for p in server_pods(cluster, namespace, "full"))
+    assert sha256_of(cluster, namespace, tool, "before.bin") == hashlib.sha256(before).hexdigest()
+    # Not tested: a second writer on the still-full volume. pvfs2-cp then failed at once with ENOSPC in one
+    # run and waited for its flow past every timeout in the next (docs/reliability.md, "A full server
+    # volume"), while new clients kept working.
+
+    # Room again (the volume grown, as an admin would: the OrangeFS tools have no rm): the same servers,
+    # never restarted, take a write that reads back byte for byte.
+    subprocess.run(["mount", "-o", f"remount,size={2 * FULL_MIB}m", str(small_volume)], check=True)
+    after = os.urandom(16 * 1024 * 1024)
+    put(cluster, namespace, tool, "after.bin", after)
+    assert sha256_of(cluster, namespace, tool, "after.bin") == hashlib.sha256(after).hexdigest()
+    assert restarts(cluster, namespace, "full") == restarted
+    print(f"full volume: the job failed with '{enospc.group(0)}' ({used.free:,} bytes free of {FULL_MIB} MiB); "
+          "servers never restarted; stored data intact; "
+          f"16 MiB written and read back once the volume grew")
