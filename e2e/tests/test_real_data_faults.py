@@ -367,9 +367,9 @@ def test_a_full_server_volume_fails_the_job_with_enospc_and_breaks_nothing(
     assert restarts(cluster, namespace, "full") == restarted
     assert all(pod_ready(p) for p in server_pods(cluster, namespace, "full"))
     assert sha256_of(cluster, namespace, tool, "before.bin") == hashlib.sha256(before).hexdigest()
-    # Not tested: a second writer on the still-full volume. pvfs2-cp then failed at once with ENOSPC in one
-    # run and waited for its flow past every timeout in the next (docs/reliability.md, "A full server
-    # volume"), while new clients kept working.
+    # Not tested: a second writer with pvfs2-cp's default 10 MiB requests on the still-full volume failed at
+    # once in one run and waited past every timeout in the next, a client-side retry (docs/reliability.md,
+    # "A full server volume"; the loopback test covers second writers with 1 MiB requests).
 
     # Room again (the volume grown, as an admin would: the OrangeFS tools have no rm): the same servers,
     # never restarted, take a write that reads back byte for byte.
