@@ -367,9 +367,9 @@ def test_a_full_server_volume_fails_the_job_with_enospc_and_breaks_nothing(
     assert restarts(cluster, namespace, "full") == restarted
     assert all(pod_ready(p) for p in server_pods(cluster, namespace, "full"))
     assert sha256_of(cluster, namespace, tool, "before.bin") == hashlib.sha256(before).hexdigest()
-    # Not tested: a second writer with pvfs2-cp's default 10 MiB requests on the still-full volume failed at
-    # once in one run and waited past every timeout in the next, a client-side retry (docs/reliability.md,
-    # "A full server volume"; the loopback test covers second writers with 1 MiB requests).
+    # Not tested: the toolbox's pvfs2-cp on the still-full volume. It failed at once in one run; in the next
+    # its setattr after the failed write went unanswered (a metadata server whose database cannot write:
+    # docs/reliability.md, "A full server volume"; the loopback test covers second writers).
 
     # Room again (the volume grown, as an admin would: the OrangeFS tools have no rm): the same servers,
     # never restarted, take a write that reads back byte for byte.
