@@ -151,13 +151,19 @@ rm -f $f
 """
 
 
-def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, served: str, host_root: Path) -> None:
-    namespace = served
-    cluster.apply(place(cluster_doc("crash", host_root, "Delete"), cluster.mode), namespace=namespace)
-    wait_ofs_ready(cluster, namespace, "crash", 2)
-    tool = toolbox(cluster, namespace, "crash")
+def with_a_file(cluster: Any, namespace: str, name: str, host_root: Path) -> tuple[str, bytes]:
+    """Two servers on hostPath, Ready, and a 4 MiB + 3 B file written through the toolbox: (toolbox, bytes)."""
+    cluster.apply(place(cluster_doc(name, host_root, "Delete"), cluster.mode), namespace=namespace)
+    wait_ofs_ready(cluster, namespace, name, 2)
+    tool = toolbox(cluster, namespace, name)
     before = os.urandom(4 * 1024 * 1024 + 3)
     put(cluster, namespace, tool, "before.bin", before)
+    return tool, before
+
+
+def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, served: str, host_root: Path) -> None:
+    namespace = served
+    tool, before = with_a_file(cluster, namespace, "crash", host_root)
     sh(cluster, namespace, tool, f"pvfs2-mkdir {MOUNT}/during")
 
     # A client writing 1 MiB files one after another, each over both servers, while server 0 is killed.
@@ -221,11 +227,7 @@ def test_a_server_kept_down_past_the_retry_budget_fails_the_write_and_loses_noth
     pod starts until the client library has given up (ClientRetryLimit 5 x ClientRetryDelayMilliSecs 2000
     in the rendered fs.conf). The write fails with the client's error; nothing acknowledged is lost."""
     namespace = served
-    cluster.apply(place(cluster_doc("down", host_root, "Delete"), cluster.mode), namespace=namespace)
-    wait_ofs_ready(cluster, namespace, "down", 2)
-    tool = toolbox(cluster, namespace, "down")
-    before = os.urandom(4 * 1024 * 1024 + 3)
-    put(cluster, namespace, tool, "before.bin", before)
+    tool, before = with_a_file(cluster, namespace, "down", host_root)
     victim = sorted(server_pods(cluster, namespace, "down"), key=lambda p: p["metadata"]["name"])[0]
     node, old_uid = victim["spec"]["nodeName"], victim["metadata"]["uid"]
     name = victim["metadata"]["name"]

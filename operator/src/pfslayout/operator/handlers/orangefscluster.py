@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import kopf
@@ -68,11 +68,12 @@ def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
     _reconcile(body, logger)
 
 
-@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="cleanup", backoff=BACKOFF_S, when=scope.in_scope)
-@metrics.instrumented(KIND, "delete")
-def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
+def _cleanup(body: kopf.Body, logger: Any, step: Callable[[], list[str]]) -> None:
+    """Log a deletion step's notes; when the operator may no longer write in the namespace (it is being
+    deleted, or its RoleBinding is gone) let the deletion finish with a warning instead of holding the
+    finalizer, and the namespace, forever (enrollment.cleanup_forbidden)."""
     try:
-        notes = reconciler.mark_terminating(kube(), dict(body), post)
+        notes = step()
     except ApiException as err:
         if not enrollment.forbidden(err):
             raise
@@ -80,23 +81,24 @@ def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
         return
     for note in notes:
         logger.info(note)
+
+
+@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="cleanup", backoff=BACKOFF_S, when=scope.in_scope)
+@metrics.instrumented(KIND, "delete")
+def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
+    _cleanup(body, logger, lambda: reconciler.mark_terminating(kube(), dict(body), post))
 
 
 @kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="wipe-hostpath", when=scope.in_scope)
 @metrics.instrumented(KIND, "delete-wipe")
 def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None:
     """Runs after `cleanup`; only does something for hostPath storage with reclaimPolicy Delete."""
-    try:
-        notes = reconciler.wipe_hostpath(kube(), dict(body), post, runtime.total_seconds())
-    except reconciler.Waiting as wait:
-        raise kopf.TemporaryError(str(wait), delay=2) from None
-    except ApiException as err:
-        if not enrollment.forbidden(err):
-            raise
-        logger.warning(enrollment.cleanup_forbidden(body.meta.namespace or "", body.meta.name or "", err))
-        return
-    for note in notes:
-        logger.info(note)
+    def wipe() -> list[str]:
+        try:
+            return reconciler.wipe_hostpath(kube(), dict(body), post, runtime.total_seconds())
+        except reconciler.Waiting as wait:
+            raise kopf.TemporaryError(str(wait), delay=2) from None
+    _cleanup(body, logger, wipe)
 
 
 @kopf.on.event("apps", "v1", "statefulsets",
