@@ -370,8 +370,8 @@ def test_a_full_server_volume_fails_the_job_with_enospc_and_breaks_nothing(
     assert all(pod_ready(p) for p in server_pods(cluster, namespace, "full"))
     assert sha256_of(cluster, namespace, tool, "before.bin") == hashlib.sha256(before).hexdigest()
     # Not tested: the toolbox's pvfs2-cp on the still-full volume. It failed at once in one run; in the next
-    # its setattr after the failed write went unanswered (a metadata server whose database cannot write:
-    # docs/reliability.md, "A full server volume"; the loopback test covers second writers).
+    # its setattr after the failed write went unanswered (docs/reliability.md, "A full server volume"; the
+    # loopback test covers second writers).
 
     # Room again (the volume grown, as an admin would: the OrangeFS tools have no rm): the same servers,
     # never restarted, take a write that reads back byte for byte.

@@ -43,8 +43,8 @@ def small_volume(servers: ServerGroup) -> Iterator[Path]:
 
 # (servers, pvfs2-cp's arguments): one server with pvfs2-cp's own buffer; two servers (each file striped
 # over both) with 1 MiB requests. Two servers with pvfs2-cp's 10 MiB requests are left out: there the write
-# fails right, but pvfs2-cp's setattr afterwards can go unanswered by a metadata server whose database
-# can no longer write (docs/reliability.md, "A full server volume": not fixed).
+# fails right, but pvfs2-cp's setattr afterwards can go unanswered (docs/reliability.md, "A full server
+# volume": not fixed).
 CASES = [(1, ()), (2, ("-b", str(1 << 20)))]
 
 
