@@ -63,15 +63,18 @@ openmpi_version() {
   echo "$v"
 }
 
+# The checksums of a recipe's patches (images/build/<dir>/*.patch), in name order.
+patch_sums() {
+  (cd "$here" && find "$1" -name '*.patch' -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+}
+
 key() {
   local v
   case $1 in
     orangefs) { echo "orangefs $ORANGEFS_VERSION $ORANGEFS_CONTENT_SHA256"; cat "$here/orangefs.sh"
-                (cd "$here" && find orangefs-patches -name '*.patch' -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
-                platform; } | h16 ;;
+                patch_sums orangefs-patches; platform; } | h16 ;;
     mpich) { echo "mpich $MPICH_VERSION $MPICH_CONTENT_SHA256 $(key orangefs)"; cat "$here/mpich.sh"
-             (cd "$here" && find mpich-patches -name '*.patch' -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
-             platform; } | h16 ;;
+             patch_sums mpich-patches; platform; } | h16 ;;
     ior) { echo "ior $IOR_VERSION $IOR_CONTENT_SHA256 $(key mpich)"; cat "$here/ior.sh"; platform; } | h16 ;;
     shim) { echo "shim $(key mpich) $(key orangefs)"; cat "$here/shim.sh"; platform
             shim_files | (cd "$repo" && xargs -0 sha256sum); } | h16 ;;

@@ -73,7 +73,7 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An error the shim raises itself goes through the file's error handler, as MPI's own errors do. */
 int file_error(MPI_File fh, int code);
 /* One stderr line saying why a data-access call failed, in words (once per process and error class):
- * ROMIO's pvfs2 driver returns OrangeFS's errors as codes whose text MPICH cannot look up. */
+ * MPICH's text for a code from ROMIO's pvfs2 driver is at best its class's, which is all most programs print. */
 void report_io_error(int is_write, const char *file, int code);
 extern int g_said_io_error; /* report_io_error has written a line: MPI_Abort lets it reach the log */
 
