@@ -437,7 +437,12 @@ def test_admission_across_an_api_server_restart_answers_from_the_operators_cache
     def denied(ns: str, name: str) -> str | None:
         out = dry_run(cluster, ns, probe)
         return out.stderr if "denied the request" in out.stderr and f"LayoutPolicy {name}" in out.stderr else None
-    cluster.wait_until(lambda: denied(namespace, "kept"), "the webhook deciding for policy kept", timeout=60,
+    # Wait for the decision from the policy's status, not the earlier "not reconciled yet" refusal: the
+    # assertion after the restart is about the webhook's cache keeping what it knew, so it must have known it.
+    def decided_from_status() -> str | None:
+        out = denied(namespace, "kept")
+        return out if out and "ClusterNotReady" in out else None
+    cluster.wait_until(decided_from_status, "the webhook deciding for policy kept from its status", timeout=60,
                        interval=1)
 
     start = time.monotonic()
