@@ -369,9 +369,17 @@ def test_a_full_server_volume_fails_the_job_with_enospc_and_breaks_nothing(
     assert restarts(cluster, namespace, "full") == restarted
     assert all(pod_ready(p) for p in server_pods(cluster, namespace, "full"))
     assert sha256_of(cluster, namespace, tool, "before.bin") == hashlib.sha256(before).hexdigest()
-    # Not tested: the toolbox's pvfs2-cp on the still-full volume. It failed at once in one run; in the next
-    # its setattr after the failed write went unanswered (docs/reliability.md, "A full server volume"; the
-    # loopback test covers second writers).
+    # A second writer on the still-full volume: the toolbox's pvfs2-cp, 16 MiB in its default 10 MiB
+    # requests striped over both servers, twice. Each must fail at once with ENOSPC and exit: before the
+    # build's OrangeFS patch 0002 the client's next request after such a failed write (pvfs2-cp's setattr)
+    # could wait forever behind the write's unread data (docs/reliability.md, "A full server volume").
+    for attempt in ("still-full-1.bin", "still-full-2.bin"):
+        started = time.monotonic()
+        out = sh(cluster, namespace, tool, f"f=$(mktemp); head -c 16777216 /dev/urandom > $f; "
+                 f"timeout 120 pvfs2-cp $f {MOUNT}/{attempt} 2>&1; echo rc=$?; rm -f $f", timeout=180)
+        took = time.monotonic() - started
+        assert "No space left on device" in out and "rc=0" not in out and "rc=124" not in out, out
+        assert took < 60, f"pvfs2-cp on the full volume took {took:.0f} s to fail:\n{out}"
 
     # Room again (the volume grown, as an admin would: the OrangeFS tools have no rm): the same servers,
     # never restarted, take a write that reads back byte for byte.

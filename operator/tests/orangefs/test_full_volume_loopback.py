@@ -4,9 +4,11 @@ byte for byte; the server keeps serving, and once the volume has room the same w
 
 Unpatched OrangeFS 2.10.0 fails all of it: the default `TroveMethod alt-aio` acknowledges the write and
 the file reads back with holes, and once the error does reach the server's flow the client waits for an
-ack that never comes (minutes, through every retry). The build applies
-`images/build/orangefs-patches/0001-write-errors-reach-the-client.patch`; this test is what says it
-still does. Needs root (it mounts the tmpfs)."""
+ack that never comes (minutes, through every retry). With that fixed
+(`images/build/orangefs-patches/0001-write-errors-reach-the-client.patch`), a write striped over two
+servers in large requests still left the client's next request unanswered, behind the failed write's
+unread data (`0002-a-failed-write-drains-its-flow.patch`). This test is what says the build still
+carries both. Needs root (it mounts the tmpfs)."""
 
 from __future__ import annotations
 
@@ -41,14 +43,14 @@ def small_volume(servers: ServerGroup) -> Iterator[Path]:
         subprocess.run(["umount", str(root)], check=True)
 
 
-# (servers, pvfs2-cp's arguments): one server with pvfs2-cp's own buffer; two servers (each file striped
-# over both) with 1 MiB requests. Two servers with pvfs2-cp's 10 MiB requests are left out: there the write
-# fails right, but pvfs2-cp's setattr afterwards can go unanswered (docs/reliability.md, "A full server
-# volume": not fixed).
-CASES = [(1, ()), (2, ("-b", str(1 << 20)))]
+# (servers, pvfs2-cp's arguments): one server with pvfs2-cp's own 10 MiB requests; two servers (each file
+# striped over both) with 1 MiB requests and with 10 MiB ones. Without patch 0002 the last case hangs at
+# the first failed write: pvfs2-cp's setattr after it is never read (docs/reliability.md).
+CASES = [(1, ()), (2, ("-b", str(1 << 20))), (2, ())]
 
 
-@pytest.mark.parametrize(("count", "cp_args"), CASES, ids=["1-server", "2-servers-1MiB-requests"])
+@pytest.mark.parametrize(("count", "cp_args"), CASES,
+                         ids=["1-server", "2-servers-1MiB-requests", "2-servers-10MiB-requests"])
 def test_a_full_volume_fails_the_write_with_enospc_and_breaks_nothing(
         orangefs: OrangeFS, servers: ServerGroup, small_volume: Path, count: int, cp_args: tuple[str, ...]) -> None:
     ports = free_ports(count)
