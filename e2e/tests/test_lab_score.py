@@ -293,3 +293,20 @@ def test_markdown_without_misses_says_so() -> None:
     # the model's own times: every 1 and 4 MiB configuration decisive (48); the 24 of 4 KiB tie exactly,
     # since 4 KiB strips put a 4 KiB request on one server under 1-DH and 2-D:2 as under 1-DV
     assert "| **fitted (corrected)** | 48/48 (100.0%) | 100.0% | 0.0% | 0.0% |" in md
+
+
+def test_validation_grids_give_small_requests_enough_bytes_to_measure() -> None:
+    from pfslab.grids import disjoint, requests_for, validation
+
+    # 16 KiB: 4 MiB / 16 KiB = 256 requests; 256 KiB and 4 MiB keep the 16 asked for, in one grid file
+    made = validation(SERVERS, sizes=(4 << 20, 16 << 10, 256 << 10), procs=(6, 3), requests=16, min_bytes=4 << 20)
+    assert [(g["request_sizes"], g["requests_per_rank"]) for g in made] == [([16 << 10], 256),
+                                                                             ([256 << 10, 4 << 20], 16)]
+    assert all(g["procs"] == [3, 6] and g["repetitions"] == 1 for g in made)
+    assert requests_for(3 << 20, 1, 4 << 20) == 2  # rounded up: never less than the floor
+    # no floor: one grid, as before
+    assert [g["requests_per_rank"] for g in validation(SERVERS, requests=16, min_bytes=0)] == [16]
+    # a size shared with the calibration is found in any of the grid files
+    assert disjoint([{"request_sizes": [4096, 1 << 20], "procs": [1, 2, 4]}],
+                    [*made, {"request_sizes": [1 << 20], "procs": [5]}]) == [f"request sizes {[1 << 20]}"]
+    assert disjoint([{"request_sizes": [4096], "procs": [1, 2, 4]}], made) == []

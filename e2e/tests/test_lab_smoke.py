@@ -84,7 +84,7 @@ def test_up_calibrate_validate_down(lab_env: dict[str, str], tmp_path: Path) -> 
     report_dir, results_md = tmp_path / "report", tmp_path / "results.md"
     results_md.write_text("# Results\n\nkept text\n")
     done = lab(lab_env, "validate", "--sizes", "64K,4M", "--procs", "3", "--rounds", "2", "--requests", "4",
-               "--report-dir", str(report_dir), "--results-md", str(results_md))
+               "--min-bytes", "512K", "--report-dir", str(report_dir), "--results-md", str(results_md))
     assert done.returncode == 0, done.stderr
     report = json.loads((report_dir / "lab-validate.json").read_text())
     for key in ("cells", "decisive", "correct_decisive", "within_3pct", "mean_regret", "worst_regret", "setup"):
@@ -94,6 +94,8 @@ def test_up_calibrate_validate_down(lab_env: dict[str, str], tmp_path: Path) -> 
     assert report["cells"] == 8 and report["left_out"] == 0
     # pfsprobe found two nodes: p = 3 spread over the namespaces puts 2 ranks on the busier one
     assert {(c["p"], c["m"]) for c in report["per_cell"]} == {(3, 2)}
+    # 64 KiB requests raised to 8 per rank so that each rank moves the 512 KiB asked for; 4 MiB ones keep 4
+    assert {(c["request_size"], c["requests_per_rank"]) for c in report["per_cell"]} == {(64 << 10, 8), (4 << 20, 4)}
     assert (report_dir / "lab-validate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = results_md.read_text()
     assert "kept text" in md and "e2e/lab/lab validate" in md

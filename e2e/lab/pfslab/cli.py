@@ -35,11 +35,11 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _sizes(text: str) -> list[int]:
+def _sizes(text: str, flag: str = "--sizes") -> list[int]:
     try:
         return grids.parse_sizes(text)
     except ValueError as err:
-        _fail(f"--sizes: {err}")
+        _fail(f"{flag}: {err}")
         raise  # unreachable: _fail exits
 
 
@@ -157,6 +157,8 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
              procs: Annotated[str, typer.Option(help="process counts, none of the calibration's")] = "3,6",
              rounds: Annotated[int, typer.Option(help="repetitions, each a round over the whole grid")] = 5,
              requests: Annotated[int, typer.Option(help="requests per rank per repetition")] = 16,
+             min_bytes: Annotated[str, typer.Option(
+                 help="bytes each rank moves per repetition at least (more requests for small sizes)")] = "4M",
              calibration: Annotated[Path | None, typer.Option(
                  help="fitted parameters (default: the lab's last `lab calibrate`)")] = None,
              report_dir: Annotated[Path, typer.Option(
@@ -179,7 +181,11 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
         _fail(f"--rounds {rounds}: at least 1")
     nodes = max(state.client_namespaces, 1)
     counts = _ints("--procs", procs)
-    grid = grids.validation(state.servers, sizes=_sizes(sizes), procs=counts, requests=requests, nodes=nodes)
+    floor = _sizes(min_bytes, "--min-bytes")
+    if len(floor) != 1:
+        _fail(f"--min-bytes {min_bytes}: give one byte count (e.g. 4M; 0 for none)")
+    grid = grids.validation(state.servers, sizes=_sizes(sizes), procs=counts, requests=requests,
+                            min_bytes=floor[0], nodes=nodes)
     cal_dir = lifecycle.STATE_DIR / "calibrate"
     cal_grids = [json.loads(p.read_text()) for p in sorted(cal_dir.glob("grid*.grid.json"))]
     if shared := grids.disjoint(cal_grids, grid):
@@ -198,7 +204,7 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
     setup: dict[str, object] = {
              "servers": state.servers, "rate": state.rate, "client_namespaces": state.client_namespaces,
              "orangefs_version": state.orangefs_version, "commit": _commit(), "rounds": rounds,
-             "requests_per_rank": requests,
+             "requests_per_rank": requests, "min_bytes_per_rank": floor[0],
              "calibration": {"command": calibrate_command,
                              "cells": quality.get("cells"), "r2": quality.get("r2"),
                              "poorly_determined": quality.get("poorly_determined", [])}}

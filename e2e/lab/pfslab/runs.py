@@ -126,16 +126,21 @@ def split_by_p(doc: dict[str, Any], procs: list[int], work: Path, tag: str) -> l
     return outs
 
 
-def run_rounds(tools: Tools, grid: dict[str, Any], rounds: int, work: Path, tag: str, pvfs2tab: Path,
+def run_rounds(tools: Tools, grids: Sequence[dict[str, Any]], rounds: int, work: Path, tag: str, pvfs2tab: Path,
                clients: Clients) -> list[Path]:
-    """The grid ``rounds`` times, one repetition per cell per round, merged into one pfsprobe/1 document
-    per process count whose cells carry every round's time (median and spread over the rounds)."""
-    per_round = [run_grid(tools, grid, work, f"{tag}-r{r}", pvfs2tab, clients) for r in range(rounds)]
+    """The grids ``rounds`` times, one repetition per cell per round (each round runs every grid), merged
+    into one pfsprobe/1 document per process count whose cells carry every round's time (median and
+    spread over the rounds)."""
+    by_p: dict[int, list[Path]] = {}
+    for r in range(rounds):
+        for i, grid in enumerate(grids):
+            outs = run_grid(tools, grid, work, f"{tag}-r{r}-g{i}", pvfs2tab, clients)
+            for p, out in zip(grid["procs"], outs, strict=True):
+                by_p.setdefault(p, []).append(out)
     merged = []
-    for i, p in enumerate(grid["procs"]):
-        docs = [json.loads(outs[i].read_text()) for outs in per_round]
+    for p, outs in sorted(by_p.items()):
         out = work / f"{tag}-p{p}.json"
-        out.write_text(json.dumps(merge_rounds(docs), indent=1))
+        out.write_text(json.dumps(merge_rounds([json.loads(o.read_text()) for o in outs]), indent=1))
         merged.append(out)
     return merged
 
