@@ -296,7 +296,7 @@ def test_markdown_without_misses_says_so() -> None:
 
 
 def test_validation_grids_give_small_requests_enough_bytes_to_measure() -> None:
-    from pfslab.grids import disjoint, requests_for, validation
+    from pfslab.grids import by_requests, disjoint, requests_for, validation
 
     # 16 KiB: 4 MiB / 16 KiB = 256 requests; 256 KiB and 4 MiB keep the 16 asked for, in one grid file
     made = validation(SERVERS, sizes=(4 << 20, 16 << 10, 256 << 10), procs=(6, 3), requests=16, min_bytes=4 << 20)
@@ -310,3 +310,7 @@ def test_validation_grids_give_small_requests_enough_bytes_to_measure() -> None:
     assert disjoint([{"request_sizes": [4096, 1 << 20], "procs": [1, 2, 4]}],
                     [*made, {"request_sizes": [1 << 20], "procs": [5]}]) == [f"request sizes {[1 << 20]}"]
     assert disjoint([{"request_sizes": [4096], "procs": [1, 2, 4]}], made) == []
+    # the calibration's designed grids are split the same way, keeping their own count as the minimum
+    split = by_requests({"request_sizes": [1 << 20, 4096], "requests_per_rank": 8, "procs": [1, 2]}, 4 << 20)
+    assert [(g["request_sizes"], g["requests_per_rank"], g["procs"]) for g in split] == [([4096], 1024, [1, 2]),
+                                                                                          ([1 << 20], 8, [1, 2])]

@@ -75,9 +75,14 @@ def test_up_calibrate_validate_down(lab_env: dict[str, str], tmp_path: Path) -> 
         link = subprocess.run(["ip", "-d", "link", "show", f"{PREFIX}s{i}"], capture_output=True, text=True).stdout
         assert "gso_max_size 16384" in link
 
-    done = lab(lab_env, "calibrate", "--sizes", "4K,1M", "--ranks", "2", "--out", str(tmp_path / "cal"))
+    done = lab(lab_env, "calibrate", "--sizes", "4K,1M", "--ranks", "2", "--min-bytes", "256K",
+               "--out", str(tmp_path / "cal"))
     assert done.returncode == 0, done.stderr
     fit = json.loads((tmp_path / "cal" / "calibration.json").read_text())
+    # 4 KiB requests raised to 64 per rank (256 KiB), 1 MiB ones keep the quick profile's 8
+    probed = {(c["request_size"], c["requests_per_rank"]) for doc in (tmp_path / "cal").glob("grid*.json")
+              if not doc.name.endswith(".grid.json") for c in json.loads(doc.read_text())["cells"]}
+    assert probed == {(4096, 64), (1 << 20, 8)}, probed
     # the fit identified every parameter from real cells (6 or 7 when writes got their own e/beta)
     assert fit["fit"]["rank"] == len(fit["fit"]["identified"]) >= 5 and fit["beta"] > 0
 
@@ -100,7 +105,7 @@ def test_up_calibrate_validate_down(lab_env: dict[str, str], tmp_path: Path) -> 
     md = results_md.read_text()
     assert "kept text" in md and "e2e/lab/lab validate" in md
     assert f"e2e/lab/lab up --servers {SERVERS} --rate {RATE_MBIT}mbit" in md  # how the lab itself was made
-    assert "e2e/lab/lab calibrate --sizes 4K,1M --ranks 2" in md
+    assert "e2e/lab/lab calibrate --sizes 4K,1M --ranks 2 --min-bytes 256K" in md
     # Physics only the shaped network produces: 3 ranks × 4 requests of 4 MiB cannot move faster than
     # the two server links allow (tbf's burst adds a little), and the layout that spreads each request
     # over both links (1-DH) moves at least half of that.

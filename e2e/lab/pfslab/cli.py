@@ -43,6 +43,13 @@ def _sizes(text: str, flag: str = "--sizes") -> list[int]:
         raise  # unreachable: _fail exits
 
 
+def _min_bytes(text: str) -> int:
+    values = _sizes(text, "--min-bytes")
+    if len(values) != 1 or values[0] < 0:
+        _fail(f"--min-bytes {text}: give one byte count (e.g. 4M; 0 for none)")
+    return values[0]
+
+
 def _ints(flag: str, text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",")]
@@ -123,15 +130,19 @@ def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration 
                   help="ranks per client node (p = 1, 2, 4, … up to all nodes' ranks)")] = grids.CALIBRATION_PROCS,
               sizes: Annotated[str | None, typer.Option(help="the profile's request sizes instead, e.g. 4K,1M")] = None,
               out: Annotated[Path | None, typer.Option(help="also copy the probe documents and the fit here")] = None,
+              min_bytes: Annotated[str, typer.Option(
+                  help="bytes each rank moves per repetition at least (more requests for small sizes)")] = "4M",
               ) -> None:
     """Run the probe over the core's designed grid (one launch per p), then fit the model."""
+    floor = _min_bytes(min_bytes)
     state, tools = _state_and_tools()
     work = lifecycle.STATE_DIR / "calibrate"
     work.mkdir(exist_ok=True)
     try:
         docs = []
         nodes = max(state.client_namespaces, 1)
-        designed = grids.calibration(state.servers, profile, ranks, _sizes(sizes) if sizes else None, nodes)
+        designed = grids.calibration(state.servers, profile, ranks, _sizes(sizes) if sizes else None, nodes,
+                                     min_bytes=floor)
         for i, grid in enumerate(designed):
             docs += runs.run_grid(tools, grid, work, f"grid{i}", state.pvfs2tab, state.clients(ranks))
     except LabError as e:
@@ -181,11 +192,9 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
         _fail(f"--rounds {rounds}: at least 1")
     nodes = max(state.client_namespaces, 1)
     counts = _ints("--procs", procs)
-    floor = _sizes(min_bytes, "--min-bytes")
-    if len(floor) != 1:
-        _fail(f"--min-bytes {min_bytes}: give one byte count (e.g. 4M; 0 for none)")
+    floor = _min_bytes(min_bytes)
     grid = grids.validation(state.servers, sizes=_sizes(sizes), procs=counts, requests=requests,
-                            min_bytes=floor[0], nodes=nodes)
+                            min_bytes=floor, nodes=nodes)
     cal_dir = lifecycle.STATE_DIR / "calibrate"
     cal_grids = [json.loads(p.read_text()) for p in sorted(cal_dir.glob("grid*.grid.json"))]
     if shared := grids.disjoint(cal_grids, grid):
@@ -204,7 +213,7 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
     setup: dict[str, object] = {
              "servers": state.servers, "rate": state.rate, "client_namespaces": state.client_namespaces,
              "orangefs_version": state.orangefs_version, "commit": _commit(), "rounds": rounds,
-             "requests_per_rank": requests, "min_bytes_per_rank": floor[0],
+             "requests_per_rank": requests, "min_bytes_per_rank": floor,
              "calibration": {"command": calibrate_command,
                              "cells": quality.get("cells"), "r2": quality.get("r2"),
                              "poorly_determined": quality.get("poorly_determined", [])}}

@@ -34,9 +34,10 @@ def targets(servers: int, tag: str) -> dict[str, str]:
 
 
 def calibration(servers: int, profile: str, ranks: int = CALIBRATION_PROCS, sizes: Sequence[int] | None = None,
-                nodes: int = 1) -> list[dict[str, Any]]:
+                nodes: int = 1, min_bytes: int = MIN_BYTES_PER_RANK) -> list[dict[str, Any]]:
     """pfsprobe grid files of the designed calibration grid for ``nodes`` client nodes of ``ranks`` ranks
-    (one file per placement: with several nodes, ranks packed on one node and spread over all)."""
+    (one file per placement: with several nodes, ranks packed on one node and spread over all), each
+    split so that every rank moves at least ``min_bytes`` per repetition (``by_requests``)."""
     args = ["calibrate", "--design", "--servers", str(servers), "--nodes", str(nodes), "--ranks-per-node", str(ranks),
             "--profile", profile, "--backend", "pvfs2", "--json"]
     if sizes:
@@ -44,7 +45,17 @@ def calibration(servers: int, profile: str, ranks: int = CALIBRATION_PROCS, size
     for key, path in targets(servers, "calibrate").items():
         args += ["--target", f"{key}={path}"]
     grids: list[dict[str, Any]] = pfslayout_json(*args)["pfsprobe_grids"]
-    return grids
+    return [part for grid in grids for part in by_requests(grid, min_bytes)]
+
+
+def by_requests(grid: dict[str, Any], min_bytes: int) -> list[dict[str, Any]]:
+    """``grid`` as one grid per requests-per-rank count: its own count, raised for the sizes that would
+    move less than ``min_bytes`` per rank (the fit reads each cell's count from the probe's output)."""
+    by_count: dict[int, list[int]] = {}
+    for size in sorted(grid["request_sizes"]):
+        by_count.setdefault(requests_for(size, grid["requests_per_rank"], min_bytes), []).append(size)
+    return [{**grid, "request_sizes": group, "requests_per_rank": count}
+            for count, group in sorted(by_count.items(), key=lambda kv: kv[1][0])]
 
 
 def requests_for(size: int, requests: int, min_bytes: int) -> int:
@@ -59,23 +70,20 @@ def validation(servers: int, *, sizes: Sequence[int] = VALIDATION_SIZES, procs: 
     """pfsprobe grid files (one repetition per cell: the rounds repeat them) over every layout, one per
     requests-per-rank count (a grid file has one; ``requests_for`` gives each size its own); with several
     client nodes the ranks are spread over them (m = ⌈p/nodes⌉), so m differs from p."""
-    by_count: dict[int, list[int]] = {}
-    for size in sorted(sizes):
-        by_count.setdefault(requests_for(size, requests, min_bytes), []).append(size)
-    return [{
+    return by_requests({
         "backend": "pvfs2",
         "servers": servers,
         "targets": [{"layout": k.split(":")[0], "path": path, "g": int(k.split(":")[1]) if ":" in k else None}
                     for k, path in targets(servers, "validate").items()],
-        "request_sizes": group,
+        "request_sizes": sorted(sizes),
         "patterns": list(patterns),
         "sharing": list(sharing),
         "ops": list(ops),
         "procs": sorted(procs),
         "placement": "spread" if nodes > 1 else "packed",
         "repetitions": 1,
-        "requests_per_rank": count,
-    } for count, group in sorted(by_count.items(), key=lambda kv: kv[1][0])]
+        "requests_per_rank": requests,
+    }, min_bytes)
 
 
 def disjoint(calibration_grids: Sequence[dict[str, Any]], validation_grids: Sequence[dict[str, Any]]) -> list[str]:
