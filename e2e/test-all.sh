@@ -4,7 +4,7 @@
 # every tier — unit, MPI integration, OrangeFS on loopback servers, tooling lints and end to end on a
 # real API server with a real node — in one pytest session.
 # Sources of OrangeFS/IOR: upstream by default, or PFSLAYOUT_SOURCE_MIRROR (docs/images.md).
-# Extra arguments go to pytest (e.g. `e2e/test-all.sh -m unit`).
+# Extra arguments go to pytest (e.g. `e2e/test-all.sh -m unit`, or test paths to run only those).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -51,5 +51,13 @@ step "Kubernetes binaries and the real node's images (cached under ~/.cache by v
 e2e/cluster.sh build
 
 step "pytest: every tier"
-exec python -m pytest -c operator/pyproject.toml --rootdir "$root" \
-  operator/tests shim/tests e2e/tests "$@"
+# Test paths given (a path with a '/', e.g. e2e/tests/test_lab_smoke.py[::name]) replace every tier's;
+# options alone (-m, -k, -x) narrow every tier.
+paths=(operator/tests shim/tests e2e/tests)
+for arg in "$@"; do
+  case $arg in
+    -*) ;;
+    */*) [ -e "${arg%%::*}" ] && paths=() ;;
+  esac
+done
+exec python -m pytest -c operator/pyproject.toml --rootdir "$root" "${paths[@]}" "$@"

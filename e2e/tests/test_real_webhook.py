@@ -149,9 +149,12 @@ def test_the_operator_issues_renews_and_replaces_its_certificate(cluster: Cluste
     probe = mpijob("probe", "true", {"app": "probe"}, suspend=False)
 
     def answered_by_our_webhook() -> str | None:
-        # A denial with our own words is only possible once TLS to the webhook works.
+        # A denial with our own words is only possible once TLS to the webhook works. The first ones may
+        # say the policy has no status yet (the operator's reconcile races the scope): wait for the one
+        # made from its status.
         out = dry_run(cluster, namespace, probe)
-        return out.stderr if "denied the request" in out.stderr and "LayoutPolicy rot" in out.stderr else None
+        ours = "denied the request" in out.stderr and "LayoutPolicy rot" in out.stderr
+        return out.stderr if ours and "not been reconciled yet" not in out.stderr else None
     why = cluster.wait_until(answered_by_our_webhook, "a denial from the webhook", timeout=60, interval=1)
     assert "ClusterNotReady" in why and "spec.clusterRef.name" in why, why
 
