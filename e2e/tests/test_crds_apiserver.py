@@ -129,3 +129,30 @@ def test_explain_shows_field_descriptions(cluster, crds) -> None:  # noqa: ANN00
     assert "hostPath" in out and "emptyDir" in out
     out = cluster.kubectl("explain", "layoutpolicies.spec.hybridThreshold").stdout
     assert "δ" in out or "runner-up" in out
+
+
+def test_status_rewrite_removes_what_a_nested_object_no_longer_has(cluster, ns: str) -> None:  # noqa: ANN001
+    """The reconcilers write status with `merge_patch`: a re-calibration whose fit drops `e_write` must
+    leave no `e_write` from the run before in `status.params` or `status.fit` (a plain merge patch keeps
+    it — the API server's behaviour, checked here too, is why the helper exists)."""
+    from pfslayout.k8s.custom import merge_patch
+
+    cluster.kubectl("apply", "-n", ns, "-f", str(ACCEPTED / "costcalibration.yaml"))
+    name = yaml.safe_load((ACCEPTED / "costcalibration.yaml").read_text())["metadata"]["name"]
+    run1 = {"phase": "Succeeded", "run": 1,
+            "params": {"e": 2e-5, "e_write": 5e-5, "v": 1e-9, "alpha_seq": 1e-4, "alpha_rand": 2e-4, "beta": 1e-9},
+            "fit": {"rank": 6, "identified": {"e": True, "e_write": True, "v": True}, "warnings": ["a"]}}
+    run2 = {"phase": "Succeeded", "run": 2,
+            "params": {"e": 3e-5, "v": 1e-9, "alpha_seq": 1e-4, "alpha_rand": 2e-4, "beta": 1e-9},
+            "fit": {"rank": 5, "identified": {"e": True, "v": True}, "warnings": []}}
+
+    def write(patch: dict) -> dict:  # type: ignore[type-arg]
+        cluster.kubectl("patch", "cc", name, "-n", ns, "--subresource=status", "--type=merge",
+                        "-p", json.dumps({"status": patch}))
+        return dict(cluster.kubectl_json("get", "cc", name, "-n", ns)["status"])
+
+    assert write(merge_patch({}, run1)) == run1
+    plain = write(run2)  # what the reconcilers did before: the previous run's e_write survives
+    assert plain["params"]["e_write"] == 5e-5 and plain["fit"]["identified"]["e_write"] is True
+    assert write(merge_patch(plain, run2)) == run2
+    assert merge_patch(run2, run2) == {}  # nothing changed: the reconcilers skip the write

@@ -19,6 +19,25 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
+def merge_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch (RFC 7386) that sets each of `new`'s fields to its value in `new`, given the object
+    holds `old`: a nested object loses the keys `new` no longer has (null in the patch), because a plain
+    merge patch keeps them — a re-calibration that drops `e_write` must not leave the previous run's
+    value in `status.params`. Fields `old` has and `new` does not name are left alone (partial writes).
+    Empty when nothing changes."""
+    out: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, dict) and isinstance(before, dict):
+            nested = merge_patch(before, value)
+            nested.update(dict.fromkeys((k for k in before if k not in value), None))
+            if nested:
+                out[key] = nested
+        elif key not in old or before != value:
+            out[key] = value
+    return out
+
+
 def _json(resp: Any) -> dict[str, Any]:
     return json.loads(resp.data) if resp.data else {}
 
