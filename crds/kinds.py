@@ -243,6 +243,10 @@ def cost_calibration_spec() -> Schema:
                           maxItems=2, default=["sequential", "random"], **{"x-kubernetes-list-type": "set"}),
         "requestsPerRank": integer("Requests each rank issues per measurement.", minimum=1, maximum=65536,
                                    default=16),
+        "minBytesPerRank": integer("Raises requestsPerRank for small request sizes so that each rank moves at "
+                                   "least this many bytes per measurement (4194304 recommended, the profiles "
+                                   "set it): a few small requests last milliseconds and measure mostly noise. "
+                                   "Unset or 0: requestsPerRank at every size.", minimum=0, maximum=1 << 30),
         "repetitions": integer("Measurements per grid cell (the papers averaged many; [000] makes it "
                                "configurable).", minimum=1, maximum=10000, default=5),
         "maxConfigs": integer("Measure only this many configurations, chosen greedily for D-optimality, "

@@ -142,9 +142,11 @@ def wait_cc(c: Cluster, name: str, timeout: float) -> dict[str, Any]:
     return st
 
 
-def holdout_configs(servers: int, sizes: list[int], ranks: int, requests: int, repetitions: int) -> list[Config]:
+def holdout_configs(servers: int, sizes: list[int], ranks: int, requests: int, repetitions: int,
+                    min_bytes: int) -> list[Config]:
     """The configurations the operator's probe will measure for ``loop-holdout`` (the same design_grid)."""
-    grid = design_grid(servers, 1, ranks, sizes=sizes, requests_per_rank=requests, repetitions=repetitions)
+    grid = design_grid(servers, 1, ranks, sizes=sizes, requests_per_rank=requests, repetitions=repetitions,
+                       min_bytes_per_rank=min_bytes)
     seen: dict[Config, None] = {}
     for cell in grid.cells:
         seen.setdefault(Config(op=cell.op, pattern=cell.pattern, sharing=cell.sharing, p=cell.p, m=cell.m,
@@ -164,11 +166,11 @@ def measurements(c: Cluster, status: dict[str, Any], servers: int) -> Any:
     return m
 
 
-def sizes_arg(text: str) -> list[int]:
+def sizes_arg(text: str, option: str = "--holdout-sizes") -> list[int]:
     try:
         return parse_sizes(text)
     except ValueError as err:
-        fail(f"--holdout-sizes: {err}")
+        fail(f"{option}: {err}")
         raise  # unreachable: fail exits
 
 
@@ -180,6 +182,8 @@ def main() -> None:
     ap.add_argument("--holdout-sizes", default="16K,256K,4M")
     ap.add_argument("--requests", type=int, default=8, help="requests per rank in the held-out cells")
     ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--min-bytes", default="4M", help="bytes each rank moves per repetition at least, in both "
+                    "CostCalibrations (spec.grid.minBytesPerRank; the lab's --min-bytes); 0: requests alone")
     ap.add_argument("--report", type=Path, default=REPO / "docs" / "results" / "lab-loop.json")
     ap.add_argument("--results-md", type=Path, default=REPO / "docs" / "results.md")
     ap.add_argument("--keep", action="store_true", help="leave the namespace and the chart (debugging)")
@@ -192,7 +196,8 @@ def main() -> None:
     holdout = sizes_arg(args.holdout_sizes)
     if set(holdout) & set(profile.sizes):
         fail(f"--holdout-sizes share {sorted(set(holdout) & set(profile.sizes))} with the calibration's")
-    configs = holdout_configs(args.servers, holdout, args.ranks, args.requests, args.repetitions)
+    min_bytes = 0 if args.min_bytes.strip() == "0" else sizes_arg(args.min_bytes, "--min-bytes")[0]
+    configs = holdout_configs(args.servers, holdout, args.ranks, args.requests, args.repetitions, min_bytes)
     veths: list[str] = []
     t0 = time.monotonic()
     try:
@@ -216,7 +221,7 @@ def main() -> None:
 
         cal = loop.calibration_manifest("loop-cal", OFS_NAME, profile.sizes, ranks=args.ranks,
                                         max_configs=profile.max_configs, requests=profile.requests_per_rank,
-                                        repetitions=profile.repetitions)
+                                        repetitions=profile.repetitions, min_bytes=min_bytes)
         c.apply([place(cal, c.mode)], NS)
         log("calibrating (CostCalibration loop-cal)")
         cal_status = wait_cc(c, "loop-cal", 1800)
@@ -237,7 +242,8 @@ def main() -> None:
             c.k("delete", "layoutpolicies.pfslayout.io", p["metadata"]["name"], "-n", NS, "--wait=true")
 
         hold = loop.calibration_manifest("loop-holdout", OFS_NAME, holdout, ranks=args.ranks, max_configs=None,
-                                         requests=args.requests, repetitions=args.repetitions)
+                                         requests=args.requests, repetitions=args.repetitions,
+                                         min_bytes=min_bytes)
         c.apply([place(hold, c.mode)], NS)
         log("measuring the held-out configurations (CostCalibration loop-holdout)")
         hold_status = wait_cc(c, "loop-holdout", 3600)
@@ -248,7 +254,8 @@ def main() -> None:
         commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=False).stdout.strip()
         setup = {"servers": args.servers, "rate": args.rate, "client_namespaces": "one probe pod (real node)",
-                 "orangefs": version, "commit": commit, "where": "the operator on the test cluster's real node"}
+                 "orangefs": version, "commit": commit, "where": "the operator on the test cluster's real node",
+                 "min_bytes_per_rank": min_bytes}
         report = build_report(scored, args.servers, params, setup)
         operator = score(scored, scored_picks)
         model_picks = [row["pick"] for row in report["per_cell"]]
@@ -260,7 +267,8 @@ def main() -> None:
         report["wall_s"] = round(time.monotonic() - t0, 1)
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-        cmd = f"python e2e/bench/product_loop.py --servers {args.servers} --rate {args.rate} --ranks {args.ranks}"
+        cmd = (f"python e2e/bench/product_loop.py --servers {args.servers} --rate {args.rate} --ranks {args.ranks} "
+               f"--min-bytes {args.min_bytes}")
         md = results_markdown(report, cmd)
         rate = operator.correct_decisive_rate
         section = ("## The product in the loop: the operator's picks on the real node\n\n"

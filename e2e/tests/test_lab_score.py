@@ -310,7 +310,11 @@ def test_validation_grids_give_small_requests_enough_bytes_to_measure() -> None:
     assert disjoint([{"request_sizes": [4096, 1 << 20], "procs": [1, 2, 4]}],
                     [*made, {"request_sizes": [1 << 20], "procs": [5]}]) == [f"request sizes {[1 << 20]}"]
     assert disjoint([{"request_sizes": [4096], "procs": [1, 2, 4]}], made) == []
-    # the calibration's designed grids are split the same way, keeping their own count as the minimum
     split = by_requests({"request_sizes": [1 << 20, 4096], "requests_per_rank": 8, "procs": [1, 2]}, 4 << 20)
     assert [(g["request_sizes"], g["requests_per_rank"], g["procs"]) for g in split] == [([4096], 1024, [1, 2]),
                                                                                           ([1 << 20], 8, [1, 2])]
+    # the calibration's grid files come from the core's designed grid with the same floor (what the
+    # operator's CostCalibration runs with spec.grid.minBytesPerRank), one file per count
+    from pfslab.grids import calibration
+    grids = calibration(SERVERS, "quick", min_bytes=4 << 20)
+    assert sorted((g["request_sizes"], g["requests_per_rank"]) for g in grids) == [([8192], 512), ([1 << 20], 8)]

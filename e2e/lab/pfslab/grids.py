@@ -16,13 +16,12 @@ from typing import Any
 
 from pfslab.product import pfslayout_json
 from pfslab.servers import MOUNT
-from pfslayout.calibration.grid import layout_key, useful_groups
+from pfslayout.calibration.grid import layout_key, requests_for, useful_groups
 
 VALIDATION_SIZES = (16 << 10, 256 << 10, 4 << 20)  # between and beyond the calibration's 4 KiB and 1 MiB
 VALIDATION_PROCS = (3, 6)  # not powers of two, not n or 2n: none of the calibration grid's process counts
-# Each rank moves at least this much per repetition: 16 requests of 16 KiB ran 12-35 ms, and their
-# repetitions spread 30-270% on the shared machine -- every miss of the first runs was such a cell,
-# decided by noise, not by the layouts (docs/results.md).
+# Each rank moves at least this much per repetition, in both grids (the core's ``requests_for``, which
+# the operator's CostCalibration applies as spec.grid.minBytesPerRank).
 MIN_BYTES_PER_RANK = 4 << 20
 CALIBRATION_PROCS = 4  # ranks of the calibration's one client node: p = 1, 2, 4
 
@@ -37,15 +36,15 @@ def calibration(servers: int, profile: str, ranks: int = CALIBRATION_PROCS, size
                 nodes: int = 1, min_bytes: int = MIN_BYTES_PER_RANK) -> list[dict[str, Any]]:
     """pfsprobe grid files of the designed calibration grid for ``nodes`` client nodes of ``ranks`` ranks
     (one file per placement: with several nodes, ranks packed on one node and spread over all), each
-    split so that every rank moves at least ``min_bytes`` per repetition (``by_requests``)."""
+    split so that every rank moves at least ``min_bytes`` per repetition (the core's designed grid does it)."""
     args = ["calibrate", "--design", "--servers", str(servers), "--nodes", str(nodes), "--ranks-per-node", str(ranks),
-            "--profile", profile, "--backend", "pvfs2", "--json"]
+            "--profile", profile, "--backend", "pvfs2", "--min-bytes", str(min_bytes), "--json"]
     if sizes:
         args += ["--sizes", ",".join(str(s) for s in sizes)]
     for key, path in targets(servers, "calibrate").items():
         args += ["--target", f"{key}={path}"]
     grids: list[dict[str, Any]] = pfslayout_json(*args)["pfsprobe_grids"]
-    return [part for grid in grids for part in by_requests(grid, min_bytes)]
+    return grids
 
 
 def by_requests(grid: dict[str, Any], min_bytes: int) -> list[dict[str, Any]]:
@@ -56,11 +55,6 @@ def by_requests(grid: dict[str, Any], min_bytes: int) -> list[dict[str, Any]]:
         by_count.setdefault(requests_for(size, grid["requests_per_rank"], min_bytes), []).append(size)
     return [{**grid, "request_sizes": group, "requests_per_rank": count}
             for count, group in sorted(by_count.items(), key=lambda kv: kv[1][0])]
-
-
-def requests_for(size: int, requests: int, min_bytes: int) -> int:
-    """Requests per rank for one request size: at least ``requests``, and enough to move ``min_bytes``."""
-    return max(requests, -(-min_bytes // size))
 
 
 def validation(servers: int, *, sizes: Sequence[int] = VALIDATION_SIZES, procs: Sequence[int] = VALIDATION_PROCS,

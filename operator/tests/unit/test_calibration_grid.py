@@ -3,6 +3,7 @@ five parameters, and pfsprobe grid documents that cover every cell."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -13,6 +14,7 @@ from pfslayout.calibration import (
     design_grid,
     design_matrix,
     identifiability,
+    requests_for,
     useful_groups,
 )
 from pfslayout.errors import InputError
@@ -81,7 +83,7 @@ def test_single_pattern_is_refused() -> None:
     ("kwargs", "field"),
     [({"servers": 0}, "servers"), ({"sizes": ()}, "sizes"), ({"sizes": (0,)}, "sizes"),
      ({"ops": ("append",)}, "ops"), ({"patterns": ("strided",)}, "patterns"), ({"max_configs": 0}, "max_configs"),
-     ({"repetitions": 0}, "repetitions")],
+     ({"repetitions": 0}, "repetitions"), ({"min_bytes_per_rank": -1}, "min_bytes_per_rank")],
 )
 def test_bad_arguments_name_the_field(kwargs: dict, field: str) -> None:
     args = {"servers": 4, "nodes": 2, "ranks_per_node": 4} | kwargs
@@ -113,3 +115,19 @@ def test_identifiability_of_hand_matrices() -> None:
     partial = identifiability(cols)
     assert partial.unused == ("alpha_rand",) and partial.confounded == (("e", "alpha_seq"),)
     assert partial.identified == ("v", "beta")
+
+
+def test_a_byte_floor_lengthens_small_cells_and_splits_the_probe_documents() -> None:
+    plain = design_grid(4, 2, 4, sizes=(4096, 65536, 1 << 20))
+    grid = design_grid(4, 2, 4, sizes=(4096, 65536, 1 << 20), min_bytes_per_rank=4 << 20)
+    # the same configurations; only small sizes make more requests (4 MiB / 4 KiB, 4 MiB / 64 KiB)
+    assert [dataclasses.replace(c, requests_per_rank=16) for c in grid.cells] == plain.cells
+    assert {(c.request_size, c.requests_per_rank) for c in grid.cells} == {(4096, 1024), (65536, 64), (1 << 20, 16)}
+    assert requests_for(3 << 20, 1, 4 << 20) == 2 and requests_for(4096, 16) == 16
+    assert grid.design.rank == 5
+    targets = {"1-DH": "/o/h", "1-DV": "/o/v", "2-D:2": "/o/2"}
+    docs = grid.pfsprobe_grids(targets)
+    # a pfsprobe document has one requests-per-rank count: one per (placement, count), packed first
+    assert [(d["placement"], d["request_sizes"], d["requests_per_rank"]) for d in docs] == [
+        ("packed", [4096], 1024), ("packed", [65536], 64), ("packed", [1 << 20], 16),
+        ("spread", [4096], 1024), ("spread", [65536], 64), ("spread", [1 << 20], 16)]

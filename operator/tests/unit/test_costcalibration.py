@@ -48,6 +48,19 @@ def test_plan_covers_every_cell_once_in_bounded_jobs_with_per_size_targets() -> 
     assert plan.digest == make_plan(spec(maxConfigs=12), "cal", 4, "/mnt/orangefs", URLS).digest
 
 
+def test_min_bytes_per_rank_reaches_the_probe_documents_and_the_digest() -> None:
+    plan = make_plan(spec(maxConfigs=12, minBytesPerRank=1 << 20), "cal", 4, "/mnt/orangefs", URLS)
+    counts = {c["request_size"]: c["requests_per_rank"] for j in plan.jobs for i in j.invocations
+              for c in i.grid["cells"]}
+    assert counts == {4096: 256, 1048576: 16}
+    # absent (as in objects made before the field existed): the plan of requestsPerRank alone, unchanged
+    assert make_plan(spec(maxConfigs=12), "cal", 4, "/mnt/orangefs", URLS).digest != plan.digest
+    assert make_plan(spec(maxConfigs=12, minBytesPerRank=0), "cal", 4, "/mnt/orangefs", URLS).digest == \
+        make_plan(spec(maxConfigs=12), "cal", 4, "/mnt/orangefs", URLS).digest
+    with pytest.raises(Exception, match="minBytesPerRank"):
+        spec(minBytesPerRank=-1)
+
+
 def test_mpiio_backend_prefixes_targets_and_per_server_probes_pin_directories() -> None:
     s = parse_spec({"clusterRef": {"name": "ofs"}, "backend": "mpiio", "fit": {"perServer": True},
                     "grid": {"requestSizes": [4096, 65536], "maxConfigs": 8}})

@@ -3,7 +3,7 @@ the non-negative least-squares fit of e, v, α_seq, α_rand and β (docs/calibra
 
 from pfslayout.calibration.design import PARAMS, Identifiability, design_matrix, identifiability
 from pfslayout.calibration.fit import FitResult, fit
-from pfslayout.calibration.grid import GRID_FORMAT, GridCell, ProbeGrid, design_grid, useful_groups
+from pfslayout.calibration.grid import GRID_FORMAT, GridCell, ProbeGrid, design_grid, requests_for, useful_groups
 from pfslayout.calibration.measurements import (
     MEASUREMENT_FORMATS,
     PROBE_FORMAT,
@@ -44,6 +44,7 @@ __all__ = [
     "parse_ior",
     "parse_probe",
     "profile_grid",
+    "requests_for",
     "server_grid",
     "simulate_probe",
     "useful_groups",

@@ -53,17 +53,19 @@ class ProbeGrid:
         }
 
     def pfsprobe_grids(self, targets: dict[str, str], backend: str = "posix") -> list[dict[str, Any]]:
-        """pfsprobe ``--grid`` documents (one per placement) that run every cell of this grid.
+        """pfsprobe ``--grid`` documents (one per placement and requests-per-rank count) that run every
+        cell of this grid.
 
         ``targets`` maps a layout key (``1-DH``, ``1-DV``, ``2-D:G``) to the directory realising it.
         pfsprobe runs the factorial of the lists it is given, so for a compact (D-optimal) grid this is
         the factorial closure of the selected cells — a superset; the fit uses whatever was measured.
+        A document has one requests-per-rank count, so sizes raised by ``min_bytes_per_rank`` get their own.
         """
         out = []
-        for placement in ("packed", "spread"):
-            cells = [c for c in self.cells if c.placement == placement]
-            if not cells:
-                continue
+        groups = sorted({(c.placement, c.requests_per_rank) for c in self.cells},
+                        key=lambda g: (g[0] != "packed", -g[1]))
+        for placement, requests in groups:
+            cells = [c for c in self.cells if c.placement == placement and c.requests_per_rank == requests]
             keys = sorted({layout_key(c.layout, c.g) for c in cells})
             missing = [k for k in keys if k not in targets]
             if missing:
@@ -80,7 +82,7 @@ class ProbeGrid:
                 "procs": sorted({c.p for c in cells}),
                 "placement": placement,
                 "repetitions": max(c.repetitions for c in cells),
-                "requests_per_rank": max(c.requests_per_rank for c in cells),
+                "requests_per_rank": requests,
             })
         return out
 
@@ -113,8 +115,17 @@ def placements(p: int, nodes: int, ranks_per_node: int) -> list[tuple[str, int]]
     return [("packed", packed)] + ([("spread", spread)] if spread != packed else [])
 
 
+def requests_for(size: int, requests_per_rank: int, min_bytes_per_rank: int = 0) -> int:
+    """Requests per rank of a cell of request ``size``: ``requests_per_rank``, raised so that each rank moves
+    at least ``min_bytes_per_rank`` per repetition. Why: 16 requests of 16 KiB run 12-35 ms, and the
+    performance lab measured such cells spreading 30-270% over repetitions (docs/results.md) — noise that
+    decided every layout the model missed; 4 MiB per rank made the same cells 0.2-0.5 s and 1-8% spread."""
+    return max(requests_per_rank, -(-min_bytes_per_rank // size))
+
+
 def candidates(servers: int, nodes: int, ranks_per_node: int, sizes: Sequence[int], patterns: Sequence[str],
-               ops: Sequence[str], requests_per_rank: int, repetitions: int) -> list[GridCell]:
+               ops: Sequence[str], requests_per_rank: int, repetitions: int,
+               min_bytes_per_rank: int = 0) -> list[GridCell]:
     layouts: list[tuple[str, int | None]] = [("1-DH", None), ("1-DV", None)]
     layouts += [("2-D", g) for g in useful_groups(servers)]
     out: list[GridCell] = []
@@ -124,7 +135,8 @@ def candidates(servers: int, nodes: int, ranks_per_node: int, sizes: Sequence[in
                 for s in sizes:
                     for pattern in patterns:
                         for op in ops:
-                            out.append(GridCell(layout, g, op, pattern, p, m, int(s), requests_per_rank,
+                            out.append(GridCell(layout, g, op, pattern, p, m, int(s),
+                                                requests_for(int(s), requests_per_rank, min_bytes_per_rank),
                                                 repetitions, placement=placement))
     return out
 
@@ -156,15 +168,19 @@ def _relative_rows(cells: Sequence[GridCell], servers: int, variant: str, refere
 def design_grid(servers: int, nodes: int, ranks_per_node: int, *, sizes: Sequence[int] = DEFAULT_SIZES,
                 ops: Sequence[str] = ("write", "read"), patterns: Sequence[str] = ("sequential", "random"),
                 requests_per_rank: int = 16, repetitions: int = 5, max_configs: int | None = None,
-                variant: str = "corrected", reference: CostParams = SEED_ETHERNET) -> ProbeGrid:
+                variant: str = "corrected", reference: CostParams = SEED_ETHERNET,
+                min_bytes_per_rank: int = 0) -> ProbeGrid:
     """A grid checked to identify e, v, α_seq, α_rand and β on this platform (else InputError).
 
     ``max_configs`` None → the full factorial pfsprobe runs; an integer → that many configurations
-    chosen greedily for D-optimality (each measured for every op)."""
+    chosen greedily for D-optimality (each measured for every op). ``min_bytes_per_rank`` raises the
+    requests per rank of small sizes (``requests_for``)."""
     for name, value in (("servers", servers), ("nodes", nodes), ("ranks_per_node", ranks_per_node),
                         ("requests_per_rank", requests_per_rank), ("repetitions", repetitions)):
         if value < 1:
             raise InputError(name, f"must be at least 1 (got {value})")
+    if min_bytes_per_rank < 0:
+        raise InputError("min_bytes_per_rank", f"must be 0 or more bytes (got {min_bytes_per_rank})")
     if max_configs is not None and max_configs < 1:
         raise InputError("max_configs", f"must be at least 1 (got {max_configs})")
     if not sizes or any(s < 1 for s in sizes):
@@ -173,7 +189,8 @@ def design_grid(servers: int, nodes: int, ranks_per_node: int, *, sizes: Sequenc
         raise InputError("ops", f"must be read and/or write (got {list(ops)})")
     if not patterns or any(pt not in ("sequential", "random") for pt in patterns):
         raise InputError("patterns", f"must be sequential and/or random (got {list(patterns)})")
-    cells = candidates(servers, nodes, ranks_per_node, sizes, patterns, ops, requests_per_rank, repetitions)
+    cells = candidates(servers, nodes, ranks_per_node, sizes, patterns, ops, requests_per_rank, repetitions,
+                       min_bytes_per_rank)
     if max_configs is not None:
         # op does not enter the model: select over configurations, then measure each for every op
         configs = [c for c in cells if c.op == ops[0]]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from pfslayout.calibration.design import PARAMS, design_matrix, identifiability
-from pfslayout.calibration.grid import GridCell, ProbeGrid
+from pfslayout.calibration.grid import GridCell, ProbeGrid, requests_for
 from pfslayout.calibration.measurements import Measurements
 from pfslayout.costmodel import CostParams, ServerParams
 from pfslayout.errors import InputError
@@ -45,11 +45,12 @@ class ServerFit:
 
 def server_grid(ranks_per_node: int, *, sizes: tuple[int, ...] = (4096, 65536, 1 << 20, 4 << 20),
                 ops: tuple[str, ...] = ("write", "read"), requests_per_rank: int = 16,
-                repetitions: int = 5) -> ProbeGrid:
+                repetitions: int = 5, min_bytes_per_rank: int = 0) -> ProbeGrid:
     """The cells of one per-server probe: 1-DV on a single server (n = 1), p = 1, 2, 4, … packed on one
     node, every size, both patterns — with e and v known this identifies α_seq, α_rand and β."""
     ps = sorted({1 << k for k in range(ranks_per_node.bit_length()) if 1 << k <= ranks_per_node} | {ranks_per_node})
-    cells = [GridCell("1-DV", None, op, pattern, p, p, s, requests_per_rank, repetitions)
+    cells = [GridCell("1-DV", None, op, pattern, p, p, s, requests_for(s, requests_per_rank, min_bytes_per_rank),
+                      repetitions)
              for p in ps for s in sizes for pattern in ("sequential", "random") for op in ops]
     design = identifiability(design_matrix(cells, 1)[:, _COLS], names=STORAGE)
     return ProbeGrid(servers=1, nodes=1, ranks_per_node=ranks_per_node, cells=cells, design=design)

@@ -1,10 +1,12 @@
 """Named calibration grids: what `OrangeFSCluster.spec.calibration.profile` (`quick`, `standard`) means.
 
 A profile fixes the parts of the probe grid that trade time for precision — request sizes, how many
-configurations are measured, requests per rank and repetitions — while the platform (servers, client
-nodes, ranks per node) comes from the cluster. ``standard`` is exactly CostCalibration's default
-``spec.grid`` (crds/kinds.py); ``quick`` keeps two sizes that separate per-request from per-byte terms
-and the most informative configurations. Its small size is 8 KiB, not 4 KiB: layouts are realised with
+configurations are measured, requests per rank and the bytes each rank moves, repetitions — while the
+platform (servers, client nodes, ranks per node) comes from the cluster. ``standard`` is CostCalibration's
+default ``spec.grid`` (crds/kinds.py) with ``minBytesPerRank`` 4 MiB (the field has no CRD default: an
+upgrade must not change the plan of a calibration in flight); ``quick`` keeps two sizes that separate
+per-request from per-byte terms and the most informative configurations. Its small size is 8 KiB, not
+4 KiB: layouts are realised with
 strips of at least 4 KiB, so a 4 KiB request touches one server under every layout and its cells could
 not tell e from α on 2 servers. Both are checked to identify all five parameters on 2 or more
 servers (operator/tests/unit/test_calibration_profiles.py), and the CRD's enum and defaults are checked
@@ -30,20 +32,24 @@ class GridProfile:
     max_configs: int | None  # None: the full factorial
     requests_per_rank: int
     repetitions: int
+    min_bytes_per_rank: int
 
     def grid_spec(self) -> dict[str, Any]:
         """The CostCalibration ``spec.grid`` fields this profile stands for (CRD names)."""
         spec: dict[str, Any] = {"requestSizes": list(self.sizes), "requestsPerRank": self.requests_per_rank,
-                                "repetitions": self.repetitions}
+                                "repetitions": self.repetitions, "minBytesPerRank": self.min_bytes_per_rank}
         if self.max_configs is not None:
             spec["maxConfigs"] = self.max_configs
         return spec
 
 
 PROFILES: dict[str, GridProfile] = {
-    "quick": GridProfile("quick", sizes=(8 * KIB, MIB), max_configs=12, requests_per_rank=8, repetitions=3),
+    # quick: 1 MiB per rank makes its 8 KiB cells 128 requests long instead of 8 (a few ms of noise);
+    # standard: the 4 MiB the performance lab validated the model with
+    "quick": GridProfile("quick", sizes=(8 * KIB, MIB), max_configs=12, requests_per_rank=8, repetitions=3,
+                         min_bytes_per_rank=MIB),
     "standard": GridProfile("standard", sizes=tuple(DEFAULT_SIZES), max_configs=None, requests_per_rank=16,
-                            repetitions=5),
+                            repetitions=5, min_bytes_per_rank=4 * MIB),
 }
 DEFAULT_PROFILE = "quick"
 
@@ -55,9 +61,12 @@ def get_profile(name: str) -> GridProfile:
 
 
 def profile_grid(profile: str, servers: int, nodes: int, ranks_per_node: int, *, variant: str = "corrected",
-                 sizes: list[int] | None = None, max_configs: int | None = None) -> ProbeGrid:
-    """The probe grid of a profile on this platform; explicit sizes or max_configs override the profile's."""
+                 sizes: list[int] | None = None, max_configs: int | None = None,
+                 min_bytes_per_rank: int | None = None) -> ProbeGrid:
+    """The probe grid of a profile on this platform; explicit sizes, max_configs or min_bytes_per_rank
+    override the profile's."""
     p = get_profile(profile)
     return design_grid(servers, nodes, ranks_per_node, sizes=sizes or p.sizes,
                        max_configs=max_configs if max_configs is not None else p.max_configs,
-                       requests_per_rank=p.requests_per_rank, repetitions=p.repetitions, variant=variant)
+                       requests_per_rank=p.requests_per_rank, repetitions=p.repetitions, variant=variant,
+                       min_bytes_per_rank=p.min_bytes_per_rank if min_bytes_per_rank is None else min_bytes_per_rank)

@@ -43,13 +43,13 @@ def run(measurements: list[str], fmt: str | None, servers: int | None, layout: s
     return fit(data, variant=variant, weighting=weighting, per_server=per_server or None).to_dict()
 
 
-def _size(text: str) -> int:
+def _size(text: str, option: str = "--sizes", minimum: int = 1) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     raw = text.strip().upper().removesuffix("IB").removesuffix("B")
     scale = units.get(raw[-1:], 1)
     digits = raw[:-1] if raw[-1:] in units else raw
-    if not digits.isdigit() or int(digits) < 1:
-        raise InputError("--sizes", f"{text!r} is not a size", "give bytes or K/M/G, e.g. 4K,64K,1M")
+    if not digits.isdigit() or int(digits) < minimum:
+        raise InputError(option, f"{text!r} is not a size", "give bytes or K/M/G, e.g. 4K,64K,1M")
     return int(digits) * scale
 
 
@@ -66,18 +66,21 @@ def _targets(specs: list[str]) -> dict[str, str]:
 
 
 def design(servers: int | None, nodes: int, ranks_per_node: int, sizes: str | None, max_configs: int | None,
-           targets: list[str], backend: str, variant: str, profile: str | None = None) -> dict[str, Any]:
+           targets: list[str], backend: str, variant: str, profile: str | None = None,
+           min_bytes: str | None = None) -> dict[str, Any]:
     from pfslayout.calibration import design_grid, profile_grid
 
     if servers is None:
         raise InputError("--servers", "is required with --design", "pass the number of data servers")
     size_list = [_size(s) for s in sizes.split(",")] if sizes else None
+    floor = _size(min_bytes, "--min-bytes", minimum=0) if min_bytes is not None else None
     if profile is not None:
-        # a named grid (OrangeFSCluster spec.calibration.profile); --sizes/--max-configs still override it
+        # a named grid (OrangeFSCluster spec.calibration.profile); --sizes/--max-configs/--min-bytes still
+        # override it
         grid = profile_grid(profile, servers, nodes, ranks_per_node, variant=variant, sizes=size_list,
-                            max_configs=max_configs)
+                            max_configs=max_configs, min_bytes_per_rank=floor)
     else:
-        kwargs: dict[str, Any] = {"max_configs": max_configs, "variant": variant}
+        kwargs: dict[str, Any] = {"max_configs": max_configs, "variant": variant, "min_bytes_per_rank": floor or 0}
         if size_list:
             kwargs["sizes"] = size_list
         grid = design_grid(servers, nodes, ranks_per_node, **kwargs)
@@ -91,14 +94,15 @@ def _human_design(doc: dict[str, Any]) -> None:
     cells = doc["cells"]
     table = Table(title=f"Probe grid: {len(cells)} cells, rank {doc['design']['rank']}/5, "
                         f"condition {doc['design']['condition']:.3g}")
-    for col in ("layout", "placement", "p", "m", "request sizes", "patterns", "ops"):
+    for col in ("layout", "placement", "p", "m", "request sizes (x requests per rank)", "patterns", "ops"):
         table.add_column(col)
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for c in cells:
         groups.setdefault((c["layout"], c["g"], c["placement"], c["p"], c["m"]), []).append(c)
     for (layout, g, placement, p, m), group in groups.items():
         table.add_row(layout + (f" g{g}" if g else ""), placement, str(p), str(m),
-                      ",".join(str(s) for s in sorted({c["request_size"] for c in group})),
+                      ",".join(f"{s}x{r}" for s, r in sorted({(c["request_size"], c["requests_per_rank"])
+                                                               for c in group})),
                       ",".join(sorted({c["pattern"] for c in group})), ",".join(sorted({c["op"] for c in group})))
     (console if console.is_terminal else Console(width=120)).print(table)
     print("identifies: " + ", ".join(doc["design"]["identified"]) + "  (--json for the cells and pfsprobe grids)")
@@ -200,6 +204,9 @@ def register(app: typer.Typer) -> None:
         profile: Annotated[str | None, typer.Option(
             "--profile", help="named grid (--design): quick or standard, as OrangeFSCluster "
             "spec.calibration.profile; default: the full factorial over --sizes")] = None,
+        min_bytes: Annotated[str | None, typer.Option(
+            "--min-bytes", help="raise requests per rank so each rank moves at least this much per repetition "
+            "(--design), e.g. 4M; default: the profile's, else 0")] = None,
         server_measurements: Annotated[list[str] | None, typer.Option(
             "--server-measurements", help="INDEX=FILE: a pfsprobe/1 probe pinned to server INDEX (servers = 1); "
             "fits that server's alpha and beta (repeatable)")] = None,
@@ -211,7 +218,7 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--design", "cannot be combined with --measurements",
                                  "design a grid first, measure it, then fit with --measurements")
             doc = design(servers, nodes, ranks_per_node, sizes, max_configs, target or [], backend, variant,
-                         profile)
+                         profile, min_bytes)
             print_json(doc) if as_json else _human_design(doc)
             return
         if not measurements:

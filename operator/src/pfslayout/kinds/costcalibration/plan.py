@@ -120,7 +120,8 @@ def _design(spec: CostCalibrationSpec, servers: int) -> ProbeGrid:
     try:
         return design_grid(servers, g.nodes, g.ranks_per_node, sizes=g.request_sizes, ops=g.operations,
                            patterns=g.patterns, requests_per_rank=g.requests_per_rank, repetitions=g.repetitions,
-                           max_configs=g.max_configs, variant=spec.fit.variant)
+                           max_configs=g.max_configs, variant=spec.fit.variant,
+                           min_bytes_per_rank=g.min_bytes_per_rank)
     except InputError as err:
         field = "spec.grid.patterns" if len(g.patterns) < 2 else (
             "spec.clusterRef" if servers < 2 else "spec.grid")
@@ -160,7 +161,8 @@ def make_plan(spec: CostCalibrationSpec, name: str, servers: int, mount_path: st
     grid = _design(spec, servers)
     g = spec.grid
     per_server = server_grid(g.ranks_per_node, sizes=tuple(g.request_sizes), ops=tuple(g.operations),
-                             requests_per_rank=g.requests_per_rank, repetitions=g.repetitions) \
+                             requests_per_rank=g.requests_per_rank, repetitions=g.repetitions,
+                             min_bytes_per_rank=g.min_bytes_per_rank) \
         if spec.fit.per_server else None
     if spec.fit.per_server and len(server_urls) < servers:
         raise PlanRefused("ClusterNotReady", "spec.fit.perServer",

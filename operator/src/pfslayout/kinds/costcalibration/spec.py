@@ -33,6 +33,7 @@ class Grid(_Model):
     patterns: tuple[Literal["sequential", "random"], ...] = Field(("sequential", "random"), min_length=1,
                                                                    max_length=2)
     requests_per_rank: int = Field(16, alias="requestsPerRank", ge=1, le=65536)
+    min_bytes_per_rank: int = Field(0, alias="minBytesPerRank", ge=0, le=1 << 30)
     repetitions: int = Field(5, ge=1, le=10000)
     max_configs: int | None = Field(None, alias="maxConfigs", ge=5, le=4096)
 
