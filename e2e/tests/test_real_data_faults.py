@@ -233,7 +233,10 @@ def test_a_server_kept_down_past_the_retry_budget_fails_the_write_and_loses_noth
     name = victim["metadata"]["name"]
     cluster.kubectl("cordon", node)
     try:
-        cluster.kubectl("delete", "pod", name, "-n", namespace, "--grace-period=0", "--force", "--wait=true")
+        # Not --force: a forced delete removes the object at once while the kubelet stops the container
+        # a moment later, and a write in that moment succeeded (seen once: exit=0). A graceful delete is
+        # over only when the kubelet reports the server's container gone.
+        cluster.kubectl("delete", "pod", name, "-n", namespace, "--grace-period=1", "--wait=true", timeout=180)
         started = time.monotonic()
         out = sh(cluster, namespace, tool, f"f=$(mktemp); head -c 1048576 /dev/urandom > $f; "
                                            f"pvfs2-cp $f {MOUNT}/during.bin 2>&1; echo exit=$?; rm -f $f", timeout=1200)

@@ -22,6 +22,9 @@ class Watches:
         exists, so an object re-created meanwhile still shows a second UID). Otherwise an ended watch fails
         `stop`: it may have missed objects."""
         self.uids: dict[tuple[str, str], list[str]] = {}
+        # (kind, name, uid) of objects whose pod template has the shim's init container: a launcher Job
+        # the MPI Operator made before the injection is replaced; one with the shim must never be
+        self.shimmed: set[tuple[str, str, str]] = set()
         self.restarts = 0
         self._cluster, self._ns, self._outages = cluster, ns, outages
         self._lock = threading.Lock()
@@ -36,7 +39,8 @@ class Watches:
             proc = subprocess.Popen(
                 [self._cluster.kubectl_path, "--kubeconfig", str(self._cluster.kubeconfig), "get", kind, "-n",
                  self._ns, "-w", "--output-watch-events", "-o",
-                 'jsonpath={.type} {.object.metadata.name} {.object.metadata.uid}{"\\n"}'],
+                 'jsonpath={.type} {.object.metadata.name} {.object.metadata.uid} '
+                 '{.object.spec.template.spec.initContainers[*].name}{"\\n"}'],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             with self._lock:
                 self._procs[kind] = proc
@@ -45,11 +49,13 @@ class Watches:
             assert proc.stdout is not None
             for line in proc.stdout:
                 parts = line.split()
-                if len(parts) == 3 and parts[0] in ("ADDED", "MODIFIED", "DELETED"):
+                if len(parts) >= 3 and parts[0] in ("ADDED", "MODIFIED", "DELETED"):
                     with self._lock:
                         seen = self.uids.setdefault((kind, parts[1]), [])
                         if parts[2] not in seen:
                             seen.append(parts[2])
+                        if "pfslayout-shim" in parts[3:]:
+                            self.shimmed.add((kind, parts[1], parts[2]))
             proc.wait()
             if self._stopped.is_set() or not self._outages:
                 return
