@@ -140,7 +140,10 @@ def test_bad_input_is_one_line_and_builds_nothing(lab_env: dict[str, str]) -> No
                         (["up", "--servers", "0"], "--servers 0: give at least 1 server"),
                         (["up", "--client-namespaces", "9"], "--client-namespaces 9: give 0"),
                         (["calibrate"], "no lab is up"),
-                        (["validate"], "no lab is up")):
+                        (["validate"], "no lab is up"),
+                        # an option's mistake is named before the missing lab
+                        (["validate", "--min-bytes", "lots"], "--min-bytes"),
+                        (["calibrate", "--min-bytes", "lots"], "--min-bytes")):
         done = lab(lab_env, *args)
         assert done.returncode == 2, (args, done.stderr)
         lines = done.stderr.strip().splitlines()

@@ -182,17 +182,18 @@ def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the
     from pfslayout.calibration.measurements import load_measurements, merge_measurements
     from pfslayout.costmodel import CostParams
 
+    # the options first: a typo is reported before the lab's state is needed
+    if rounds < 1:
+        _fail(f"--rounds {rounds}: at least 1")
+    counts = _ints("--procs", procs)
+    floor = _min_bytes(min_bytes)
     state, tools = _state_and_tools()
     fit_path = calibration or lifecycle.STATE_DIR / "calibration.json"
     if not fit_path.exists():
         _fail(f"--calibration: {fit_path} does not exist; run `lab calibrate` first or pass a fit's JSON")
     fit_doc = json.loads(fit_path.read_text())
     params = CostParams.model_validate(fit_doc)
-    if rounds < 1:
-        _fail(f"--rounds {rounds}: at least 1")
     nodes = max(state.client_namespaces, 1)
-    counts = _ints("--procs", procs)
-    floor = _min_bytes(min_bytes)
     grid = grids.validation(state.servers, sizes=_sizes(sizes), procs=counts, requests=requests,
                             min_bytes=floor, nodes=nodes)
     cal_dir = lifecycle.STATE_DIR / "calibrate"
