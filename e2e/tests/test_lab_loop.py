@@ -35,9 +35,11 @@ def test_the_manifests_are_specs_the_operator_accepts() -> None:
     parsed = cc_spec(cal["spec"])
     assert parsed.backend == "pvfs2" and tuple(parsed.grid.request_sizes) == (8192, 1 << 20)
     assert parsed.grid.nodes == 1 and parsed.grid.ranks_per_node == 4 and parsed.grid.max_configs == 12
+    assert "minBytesPerRank" not in cal["spec"]["grid"] and parsed.grid.min_bytes_per_rank == 0
     hold = loop.calibration_manifest("loop-holdout", "loop", [16384, 262144, 4 << 20], ranks=4, max_configs=None,
-                                     requests=8, repetitions=3)
+                                     requests=8, repetitions=3, min_bytes=4 << 20)
     assert "maxConfigs" not in hold["spec"]["grid"] and cc_spec(hold["spec"]).grid.max_configs is None
+    assert cc_spec(hold["spec"]).grid.min_bytes_per_rank == 4 << 20
 
 
 def test_one_auto_rule_per_configuration_in_policies_of_at_most_32() -> None:
@@ -78,8 +80,10 @@ def test_only_configurations_measured_for_the_pick_and_decided_are_scored() -> N
 def test_the_benchmark_enumerates_the_holdout_configurations_the_operator_will_measure() -> None:
     import product_loop
 
-    configs = product_loop.holdout_configs(4, [16384, 262144, 4 << 20], 4, 8, 3)
+    configs = product_loop.holdout_configs(4, [16384, 262144, 4 << 20], 4, 8, 3, 4 << 20)
     # one client node of 4 ranks: p = m ∈ {1, 2, 4}; 3 sizes × 3 p × 2 patterns × 2 ops
     assert len(configs) == 36 and {(c.p, c.m) for c in configs} == {(1, 1), (2, 2), (4, 4)}
-    assert {c.request_size for c in configs} == {16384, 262144, 4 << 20}
+    # each rank moves at least 4 MiB: the requests the operator's probe will make (minBytesPerRank)
+    assert {(c.request_size, c.requests_per_rank) for c in configs} == {(16384, 256), (262144, 16), (4 << 20, 8)}
+    assert {c.requests_per_rank for c in product_loop.holdout_configs(4, [16384], 4, 8, 3, 0)} == {8}
     assert product_loop.sizes_arg("16K,4M") == [16384, 4 << 20]
