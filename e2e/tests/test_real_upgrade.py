@@ -38,8 +38,12 @@ def last_release() -> tuple[str, str]:
     return released[-1].name, (released[-1] / "COMMIT").read_text().strip()
 
 
-def calibration() -> dict[str, Any]:
-    docs = yaml.safe_load_all((REPO / "policies" / "costcalibration.yaml").read_text())
+def calibration(commit: str) -> dict[str, Any]:
+    """The example CostCalibration as the release shipped it: an object made under the old CRD (this
+    checkout's example may use fields the old schema rejects, e.g. grid.minBytesPerRank)."""
+    text = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:policies/costcalibration.yaml"],
+                          capture_output=True, text=True, check=True).stdout
+    docs = yaml.safe_load_all(text)
     cc = next(d for d in docs if d and d["kind"] == "CostCalibration")
     cc["metadata"]["name"] = "upgrade"
     cc["spec"]["clusterRef"]["name"] = "kills"
@@ -100,7 +104,7 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
             try:
                 before = cluster.wait_until(lambda: ready(cluster, namespace), "Ready under the released operator",
                                             timeout=420, interval=2)
-                cluster.apply(calibration(), namespace=namespace)
+                cluster.apply(calibration(commit), namespace=namespace)
                 cluster.wait_until(lambda: cluster.kubectl_json("get", "mpijobs.kubeflow.org", "-n", namespace)
                                    ["items"] or None, "the released operator's first probe job", timeout=300,
                                    interval=1)

@@ -115,6 +115,14 @@ def dry_run(cluster: Cluster, ns: str, job: dict[str, Any]) -> Any:
                            input=yaml.safe_dump(job), check=False)
 
 
+def denial(stderr: str, policy_name: str, *, from_status: bool = False) -> str | None:
+    """`stderr` when it is our webhook denying for LayoutPolicy `policy_name` — with `from_status`, only a
+    decision made from the policy's status, not the "has not been reconciled yet" refusal that the
+    operator's first reconcile races."""
+    ours = "denied the request" in stderr and f"LayoutPolicy {policy_name}" in stderr
+    return stderr if ours and not (from_status and "not been reconciled yet" in stderr) else None
+
+
 def presented_certificate(cluster: Cluster) -> bytes:
     """The certificate the webhook server presents, read through its Service's ClusterIP (kube-proxy);
     b"" while the server restarts its listener (it does when the certificate files change)."""
@@ -152,9 +160,7 @@ def test_the_operator_issues_renews_and_replaces_its_certificate(cluster: Cluste
         # A denial with our own words is only possible once TLS to the webhook works. The first ones may
         # say the policy has no status yet (the operator's reconcile races the scope): wait for the one
         # made from its status.
-        out = dry_run(cluster, namespace, probe)
-        ours = "denied the request" in out.stderr and "LayoutPolicy rot" in out.stderr
-        return out.stderr if ours and "not been reconciled yet" not in out.stderr else None
+        return denial(dry_run(cluster, namespace, probe).stderr, "rot", from_status=True)
     why = cluster.wait_until(answered_by_our_webhook, "a denial from the webhook", timeout=60, interval=1)
     assert "ClusterNotReady" in why and "spec.clusterRef.name" in why, why
 
@@ -438,15 +444,12 @@ def test_admission_across_an_api_server_restart_answers_from_the_operators_cache
     probe = mpijob("probe", "true", {"app": "probe"}, suspend=False)
 
     def denied(ns: str, name: str) -> str | None:
-        out = dry_run(cluster, ns, probe)
-        return out.stderr if "denied the request" in out.stderr and f"LayoutPolicy {name}" in out.stderr else None
+        return denial(dry_run(cluster, ns, probe).stderr, name)
     # Wait for the decision from the policy's status, not the earlier "not reconciled yet" refusal: the
     # assertion after the restart is about the webhook's cache keeping what it knew, so it must have known it.
-    def decided_from_status() -> str | None:
-        out = denied(namespace, "kept")
-        return out if out and "ClusterNotReady" in out else None
-    cluster.wait_until(decided_from_status, "the webhook deciding for policy kept from its status", timeout=60,
-                       interval=1)
+    known = cluster.wait_until(lambda: denial(dry_run(cluster, namespace, probe).stderr, "kept", from_status=True),
+                               "the webhook deciding for policy kept from its status", timeout=60, interval=1)
+    assert "ClusterNotReady" in known, known
 
     start = time.monotonic()
     cluster.run(str(REPO / "e2e" / "cluster.sh"), "restart", "kube-apiserver", timeout=240)
@@ -459,7 +462,7 @@ def test_admission_across_an_api_server_restart_answers_from_the_operators_cache
         out = dry_run(cluster, namespace, probe)
         assert out.returncode != 0, f"a selected job was admitted right after the restart: {outcomes}"
         outcomes.append(out.stderr.strip()[:200])
-        return out.stderr if "denied the request" in out.stderr and "LayoutPolicy kept" in out.stderr else None
+        return denial(out.stderr, "kept")
     first = cluster.wait_until(decided, "our webhook deciding after the restart", timeout=60, interval=0.5)
     decided_after = time.monotonic() - back
     assert "ClusterNotReady" in first, first
