@@ -196,7 +196,7 @@ def main() -> None:
     holdout = sizes_arg(args.holdout_sizes)
     if set(holdout) & set(profile.sizes):
         fail(f"--holdout-sizes share {sorted(set(holdout) & set(profile.sizes))} with the calibration's")
-    min_bytes = 0 if args.min_bytes.strip() == "0" else sizes_arg(args.min_bytes, "--min-bytes")[0]
+    min_bytes = sizes_arg(args.min_bytes, "--min-bytes")[0]  # "0": requests per rank alone
     configs = holdout_configs(args.servers, holdout, args.ranks, args.requests, args.repetitions, min_bytes)
     veths: list[str] = []
     t0 = time.monotonic()
