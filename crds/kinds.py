@@ -318,6 +318,10 @@ def params_fields(per_server: bool) -> dict[str, Schema]:
                               "operations.", minimum=0),
             "beta_write": number("Storage time per byte of a write, seconds/byte; absent: `beta` serves both "
                                  "operations.", minimum=0),
+            # issue 13: set only when the fit found messages costing more with every process of a round
+            "e_shared": number("Time every message of a round costs all ranks together, seconds: clients and "
+                               "servers share cores (a kind cluster, the performance lab); absent: no such "
+                               "cost.", minimum=0),
         }
     if per_server:
         fields = {"index": integer("Server ordinal.", minimum=0, maximum=MAX_SERVERS - 1)} | fields
@@ -331,8 +335,8 @@ def fit_quality() -> Schema:
         "maxRelativeError": number("Largest |measured − predicted| / measured.", minimum=0),
         "medianRelativeError": number("Median |measured − predicted| / measured.", minimum=0),
         "cells": integer("Grid cells measured and fitted.", minimum=0),
-        "rank": integer("Rank of the design matrix (5 when every parameter is identified; 6 or 7 with "
-                        "per-operation write terms).", minimum=0),
+        "rank": integer("Rank of the design matrix (5 when every parameter is identified; up to 8 with "
+                        "per-operation write terms and `e_shared`).", minimum=0),
         "condition": number("Condition number of the column-scaled design matrix (-1: infinite).", minimum=-1),
         "identified": {"type": "object", "description": "Per parameter, whether the grid identifies it and "
                        "the measurements pin it down (false for a poorly determined one).",
@@ -340,8 +344,8 @@ def fit_quality() -> Schema:
         "poorlyDetermined": array("Parameters the grid identifies but whose standard error is at least half "
                                   "the fitted value: measure more repetitions or requests per rank.",
                                   string("A parameter name.", enum=["e", "v", "alpha_seq", "alpha_rand", "beta",
-                                                                    "e_write", "beta_write"]),
-                                  maxItems=7),
+                                                                    "e_write", "beta_write", "e_shared"]),
+                                  maxItems=8),
         "standardErrors": {"type": "object", "description": "Per parameter, the linearised 1σ standard "
                            "error (same unit as the parameter; absent when not identified).",
                            "additionalProperties": {"type": "number"}},

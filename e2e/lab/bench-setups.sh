@@ -2,7 +2,7 @@
 # The performance lab's benchmark (issue 13's goals): up → calibrate → validate → down for each setup —
 # 4 and 8 servers, one and two client namespaces — with the reports in docs/results/setups/<setup>/ and
 # one section each in docs/results.md. The headline setup (4 servers, 200 Mbit/s, one client namespace)
-# also writes docs/results/lab-validate.json and runs `lab hybrid`. About 50 minutes on 2 cores; needs what `e2e/lab/lab check`
+# also writes docs/results/lab-validate.json and runs `lab hybrid`. About 70 minutes on 2 cores; needs what `e2e/lab/lab check`
 # checks. Usage: e2e/lab/bench-setups.sh [SETUP...]   (SETUP as below, e.g. 4s-200mbit-1c; default all)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,8 +25,11 @@ for setup in $setups; do
   printf '\n==> %s: %s servers at %s, %s client namespace(s)\n' "$setup" "$servers" "$rate" "$k" >&2
   "$lab" down >/dev/null
   "$lab" up --servers "$servers" --rate "$rate" --client-namespaces "$k"
-  # calibration: p = 1, 2, 4 on one node; with two nodes up to 8 (packed and spread)
-  "$lab" calibrate --ranks 4
+  # calibration: p = 1, 2, 4 on one node; with two nodes up to 8 (packed and spread). The full factorial
+  # (profile standard) at sizes none of the validation's: with two client namespaces it holds the spread
+  # cells that tell the shared-core term e_shared from e (docs/cost-model.md "Shared cores"); the quick
+  # profile's twelve configurations leave it poorly determined.
+  "$lab" calibrate --ranks 4 --profile standard --sizes 8K,64K,1M
   "$lab" validate --report-dir "docs/results/setups/$setup"
   if [ "$setup" = 4s-200mbit-1c ]; then
     cp "docs/results/setups/$setup/lab-validate.json" "docs/results/setups/$setup/lab-validate.png" docs/results/

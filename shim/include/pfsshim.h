@@ -21,11 +21,14 @@ typedef enum { PFS_V_CORRECTED = 0, PFS_V_PRINTED = 1 } pfs_variant;
 
 /* e_write and beta_write are a write's e and beta when writes cost differently (docs/cost-model.md "Reads
  * and writes"); a negative value (PFS_PARAM_UNSET) means unset: writes use e and beta. pfs_cost_eval reads
- * only the five; pfs_params_for_op picks the five an operation is costed with. */
+ * the five and e_shared; pfs_params_for_op picks the five an operation is costed with.
+ * e_shared is what every message of a round (p processes × the servers one request touches) costs when
+ * clients and servers share cores (docs/cost-model.md "Shared cores"); unset or 0: nothing. */
 #define PFS_PARAM_UNSET (-1.0)
 typedef struct {
     double e, v, alpha_seq, alpha_rand, beta; /* s, s/byte, s, s, s/byte */
     double e_write, beta_write;               /* s, s/byte; < 0 = unset */
+    double e_shared;                          /* s; <= 0 = none */
 } pfs_params;
 
 /* The five-parameter form of one operation, the twin of pfslayout CostParams.for_op: a read (write = 0)

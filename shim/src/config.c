@@ -291,11 +291,12 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
     json_t *v;
     int have_params = 0;
     cfg->params.e_write = cfg->params.beta_write = PFS_PARAM_UNSET; /* writes cost as reads unless given */
+    cfg->params.e_shared = PFS_PARAM_UNSET;                          /* no shared-core term unless given */
     if ((v = json_object_get(root, "params"))) {
         static const char *const pkeys[] = {"e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write",
-                                            "servers", NULL};
+                                            "e_shared", "servers", NULL};
         if (!json_is_object(v))
-            return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta (e_write, beta_write optional)");
+            return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta (e_write, beta_write, e_shared optional)");
         /* per-server overrides (heterogeneous servers) are accepted for the operator's sake and ignored:
          * the per-request table uses one value per parameter */
         if (check_keys(eb, "params", v, pkeys))
@@ -313,9 +314,10 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
                 return -1;
         }
         /* optional per-operation terms: a write's e and beta (docs/cost-model.md "Reads and writes") */
-        const char *wnames[] = {"e_write", "beta_write"};
-        double *wdst[] = {&cfg->params.e_write, &cfg->params.beta_write};
-        for (int i = 0; i < 2; i++) {
+        /* and the shared-core term of every message (docs/cost-model.md "Shared cores") */
+        const char *wnames[] = {"e_write", "beta_write", "e_shared"};
+        double *wdst[] = {&cfg->params.e_write, &cfg->params.beta_write, &cfg->params.e_shared};
+        for (int i = 0; i < 3; i++) {
             char field[64];
             snprintf(field, sizeof field, "params.%s", wnames[i]);
             json_t *x = json_object_get(v, wnames[i]);

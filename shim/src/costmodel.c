@@ -29,7 +29,7 @@ static inline double dmax(double a, double b) { return a > b ? a : b; }
 int pfs_cost_eval(pfs_variant var, pfs_layout layout, const pfs_params *prm, long p, long n, long m, long g,
                   double s, int random, pfs_cost *out)
 {
-    double ce, cv, ca, cb;
+    double ce, cv, ca, cb, nt; /* nt: servers one request touches (the e_shared term counts p·nt messages) */
     if (p < 1 || n < 1 || m < 1 || s < 0)
         return -1;
     const double P = (double)p, N = (double)n, M = (double)m;
@@ -45,6 +45,7 @@ int pfs_cost_eval(pfs_variant var, pfs_layout layout, const pfs_params *prm, lon
         }
         ca = q;
         cb = q * s;
+        nt = 1.0;
     } else if (layout == PFS_L_1DH) {
         const double q = ceil_div(p, n);
         if (var == PFS_V_PRINTED) {
@@ -57,10 +58,12 @@ int pfs_cost_eval(pfs_variant var, pfs_layout layout, const pfs_params *prm, lon
         }
         ca = P;
         cb = P * s / N;
+        nt = N;
     } else if (layout == PFS_L_2D) {
         if (g < 1 || g > n)
             return -1;
         const double G = ceil_div(p, g), k = ceil_div(n, g);
+        nt = k;
         if (var == PFS_V_PRINTED) {
             if (p <= g) {
                 ce = M * k;
@@ -86,6 +89,8 @@ int pfs_cost_eval(pfs_variant var, pfs_layout layout, const pfs_params *prm, lon
     }
     const double alpha = random ? prm->alpha_rand : prm->alpha_seq;
     out->T_e = ce * prm->e;
+    if (prm->e_shared > 0)
+        out->T_e += P * nt * prm->e_shared;
     out->T_x = cv * prm->v;
     out->T_s = ca * alpha;
     out->T_rw = cb * prm->beta;

@@ -93,7 +93,8 @@ class ServerOverride(_Strict):
 
 class ShimParams(_Strict):
     """The five cost-model parameters, SI units (docs/cost-model.md), and optionally a write's own e and
-    beta (``e_write``, ``beta_write``; unset, writes cost with e and beta — CostParams.for_op)."""
+    beta (``e_write``, ``beta_write``; unset, writes cost with e and beta — CostParams.for_op) and the cost of
+    every message of a round on shared cores (``e_shared``; unset, none)."""
 
     e: Number = Field(ge=0, allow_inf_nan=False)
     v: Number = Field(ge=0, allow_inf_nan=False)
@@ -102,6 +103,7 @@ class ShimParams(_Strict):
     beta: Number = Field(ge=0, allow_inf_nan=False)
     e_write: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
     beta_write: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
+    e_shared: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
     servers: list[ServerOverride] | None = None
 
 

@@ -69,6 +69,7 @@ def test_per_operation_cases_cover_both_operations_and_differ() -> None:
                          json.dumps(c["params"], sort_keys=True))] != c["expected"]["total"]]
     assert len(differ) >= 40
     by_id = {c["id"]: c for c in OP_CASES}
+    assert sum(1 for h in VECTORS["op_hand_checked"] if "e_shared" in by_id[h["id"]]["params"]) >= 4
     for h in VECTORS["op_hand_checked"]:
         assert h["checked_against"]
         assert abs(by_id[h["id"]]["expected"]["total"] * 1e3 - h["ms"]) < 5e-5, h["id"]
@@ -124,3 +125,21 @@ def test_committed_file_is_what_the_generator_writes() -> None:
     out = subprocess.run([sys.executable, str(VECTORS_DIR / "generate_cost_vectors.py")], capture_output=True,
                          text=True, check=True).stdout
     assert out == (VECTORS_DIR / "cost-vectors.json").read_text()
+
+
+def test_shared_core_cases_charge_every_message_of_the_round() -> None:
+    """docs/cost-model.md "Shared cores": e_shared adds p·nt·e_shared to T_e (nt = servers one request
+    touches) and nothing else; both operations keep it."""
+    shared = [c for c in OP_CASES if "e_shared" in c["params"]]
+    assert len(shared) >= len(OP_CASES) // 8
+    assert {c["op"] for c in shared} == {"read", "write"} and {c["layout"] for c in shared} == {"1-DV", "1-DH", "2-D"}
+    for c in shared:
+        with_ = CostParams.model_validate(c["params"]).for_op(c["op"])
+        without = with_.model_copy(update={"e_shared": None})
+        a = cost(c["layout"], c["p"], c["n"], c["m"], c["s"], c["g"], random=c["random"], params=with_,
+                 variant=c["variant"])
+        b = cost(c["layout"], c["p"], c["n"], c["m"], c["s"], c["g"], random=c["random"], params=without,
+                 variant=c["variant"])
+        nt = 1 if c["layout"] == "1-DV" else c["n"] if c["layout"] == "1-DH" else -(-c["n"] // c["g"])
+        assert close(float(a.T_e) - float(b.T_e), c["p"] * nt * c["params"]["e_shared"]), c["id"]
+        assert float(a.T_x + a.T_s + a.T_rw) == float(b.T_x + b.T_s + b.T_rw), c["id"]

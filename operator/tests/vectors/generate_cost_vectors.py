@@ -29,7 +29,11 @@ ETH_RW = ETH | {"e_write": 0.0006, "beta_write": 2.0 / (120 * MIB)}
 ODD_RW = ODD | {"e_write": 0.00041, "beta_write": 1.3e-9}
 IB_BW = IB | {"beta_write": 1.0 / (80 * MIB)}
 ODD_EW = ODD | {"e_write": 0.0}
-OP_PARAMS = ("ETH_RW", "ODD_RW", "IB_BW", "ODD_EW")
+# Shared cores (docs/cost-model.md "Shared cores"): every message of a round — p processes, each request touching
+# nt servers — also costs e_shared. With and without the write terms.
+ETH_SH = ETH_RW | {"e_shared": 0.00002}
+ODD_SH = ODD_RW | {"e_shared": 0.000013}
+OP_PARAMS = ("ETH_RW", "ODD_RW", "IB_BW", "ODD_EW", "ETH_SH", "ODD_SH")
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -95,18 +99,27 @@ def corrected(layout: str, p: int, n: int, m: int, s: int, g: int | None) -> tup
     return sides, [max(se, ce_), max(sx, cx), ca, cb]
 
 
-def expected(coef: list[F], params: dict[str, float], random: bool) -> dict[str, float]:
+def touched(layout: str, n: int, g: int | None) -> int:
+    """Servers one request touches: 1 (1-DV), n (1-DH), ⌈n/g⌉ (2-D, its group)."""
+    return 1 if layout == "1-DV" else n if layout == "1-DH" else ceil_div(n, g or 1)
+
+
+def expected(coef: list[F], params: dict[str, float], random: bool, messages: int = 0) -> dict[str, float]:
+    """The four terms; ``messages`` = p·nt, the round's messages that e_shared (when given) charges in T_e."""
     alpha = params["alpha_rand"] if random else params["alpha_seq"]
-    terms = [coef[0] * F(params["e"]), coef[1] * F(params["v"]), coef[2] * F(alpha), coef[3] * F(params["beta"])]
+    te = coef[0] * F(params["e"]) + messages * F(params.get("e_shared", 0.0))
+    terms = [te, coef[1] * F(params["v"]), coef[2] * F(alpha), coef[3] * F(params["beta"])]
     out = {name: float(t) for name, t in zip(("T_e", "T_x", "T_s", "T_rw"), terms)}
     out["total"] = float(sum(terms))
     return out
 
 
 def for_op(params: dict[str, float], op: str) -> dict[str, float]:
-    """The five parameters ``op`` is costed with: a read keeps e and beta, a write takes e_write and
-    beta_write where set (the rule of CostParams.for_op and pfs_params_for_op, written out again here)."""
+    """The five parameters (and e_shared) ``op`` is costed with: a read keeps e and beta, a write takes
+    e_write and beta_write where set (the rule of CostParams.for_op and pfs_params_for_op, written out again)."""
     five = {k: params[k] for k in ("e", "v", "alpha_seq", "alpha_rand", "beta")}
+    if "e_shared" in params:  # not an operation's term: both keep it
+        five["e_shared"] = params["e_shared"]
     if op == "write":
         five["e"] = params.get("e_write", params["e"])
         five["beta"] = params.get("beta_write", params["beta"])
@@ -185,6 +198,25 @@ OP_HAND = [
 ]
 
 
+# Shared-core cases checked by hand: p = 8, n = 16, m = 1, 256 KiB random reads under ETH_SH (e_shared = 0.02 ms).
+SHARED_HAND = [
+    ("op-hand-1dh-corrected-shared-read", "read", "1-DH", None, 12.885,
+     "1-DH touches all 16 servers: T_e = max(p, mn)e + p·n·e_shared = 16·0.3 ms + 128·0.02 ms = 7.36 ms, "
+     "T_x = max(ps/n, ms)v = 2^18/(120·2^20) s = 2.0833 ms, T_s = p·α_rand = 2.4 ms, T_rw = (ps/n)β = 1.0417 ms; "
+     "total 12.885 ms."),
+    ("op-hand-1dh-corrected-shared-write", "write", "1-DH", None, 18.7267,
+     "The same request written: T_e = 16·e_write + 128·e_shared = 9.6 ms + 2.56 ms = 12.16 ms (e_shared is no "
+     "operation's term), T_x = 2.0833 ms, T_s = 2.4 ms, T_rw = (ps/n)·beta_write = 2.0833 ms; total 18.7267 ms."),
+    ("op-hand-2d-corrected-shared-read", "read", "2-D", 8, 4.345,
+     "2-D g=8: ⌈p/g⌉ = 1 and a request touches ⌈n/g⌉ = 2 servers, so T_e = max(1, m·2)e + p·2·e_shared = 0.6 ms + "
+     "16·0.02 ms = 0.92 ms, T_x = max(s/⌊n/g⌋, ms)v = 2.0833 ms, T_s = 1·α_rand = 0.3 ms, T_rw = (s/2)β = 1.0417 ms; "
+     "total 4.345 ms."),
+    ("op-hand-2d-corrected-shared-write", "write", "2-D", 8, 5.9867,
+     "The same request written: T_e = 2·e_write + 16·e_shared = 1.2 ms + 0.32 ms = 1.52 ms, T_x = 2.0833 ms, "
+     "T_s = 0.3 ms, T_rw = (s/2)·beta_write = 2.0833 ms; total 5.9867 ms."),
+]
+
+
 def main() -> None:
     params = {"ETH": ETH, "IB": IB, "ODD": ODD}
     cases: list[dict] = []
@@ -224,7 +256,8 @@ def main() -> None:
             add(variant, layout, p, n, m, g, s, random, pname)
 
     # Per-operation cases: a separate list, so a reader of the five-parameter cases is unaffected.
-    params |= {"ETH_RW": ETH_RW, "ODD_RW": ODD_RW, "IB_BW": IB_BW, "ODD_EW": ODD_EW}
+    params |= {"ETH_RW": ETH_RW, "ODD_RW": ODD_RW, "IB_BW": IB_BW, "ODD_EW": ODD_EW, "ETH_SH": ETH_SH,
+               "ODD_SH": ODD_SH}
     op_cases: list[dict] = []
     op_hand: list[dict] = []
 
@@ -238,11 +271,14 @@ def main() -> None:
         cid = cid or f"op-{variant}-{layout}-{op}-{len(op_cases):04d}"
         op_cases.append({"id": cid, "op": op, "variant": variant, "layout": layout, "p": p, "n": n, "m": m, "g": g,
                          "s": s, "random": random, "params": params[pname], "branch": row, **extra,
-                         "expected": expected(coef, for_op(params[pname], op), random)})
+                         "expected": expected(coef, for_op(params[pname], op), random, p * touched(layout, n, g))})
         return cid
 
     for cid, op, ms, note in OP_HAND:
         add_op(op, "printed", "1-DV", 8, 16, 1, None, 256 * KIB, True, "ETH_RW", cid)
+        op_hand.append({"id": cid, "checked_against": note, "ms": ms})
+    for cid, op, layout, g, ms, note in SHARED_HAND:
+        add_op(op, "corrected", layout, 8, 16, 1, g, 256 * KIB, True, "ETH_SH", cid)
         op_hand.append({"id": cid, "checked_against": note, "ms": ms})
     for h in op_hand:
         got = next(c for c in op_cases if c["id"] == h["id"])["expected"]["total"] * 1e3

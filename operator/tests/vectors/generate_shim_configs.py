@@ -4,7 +4,7 @@
 `accepted` are configs built with the typed models and rendered by ``render_shim_config`` — a varied,
 deterministic set that together sets every field (hybrid replica sets of 1..8 replicas with every layout,
 ROMIO prefixes, per-replica hints, trace, stats, lazy-sync, per-server parameter overrides, a write's own
-e_write/beta_write). The C unit test
+e_write/beta_write, the shared-core e_shared). The C unit test
 ``test_config_vectors`` parses each with the shim's own parser and must accept it. `refused` are documents
 both sides must refuse; ``field`` is where the C parser's one-line error starts.
 
@@ -151,6 +151,10 @@ def accepted() -> list[tuple[str, ShimConfig]]:
         ("write-beta-only", ShimConfig(params=INFINIBAND.model_copy(update={"beta_write": 1 / (80 * 2**20)}),
                                        servers=8)),
         ("write-e-zero", ShimConfig(params=ETHERNET.model_copy(update={"e_write": 0}), servers=2)),
+        # shared cores: every message of a round also costs e_shared, alone and with the write terms
+        ("shared-cores", ShimConfig(params=ETHERNET.model_copy(update={"e_shared": 2e-5}), servers=8)),
+        ("shared-cores-and-writes", ShimConfig(
+            params=ETHERNET.model_copy(update={"e_shared": 1.3e-5, "e_write": 0.0005}), servers=4)),
     ]
     rng = random.Random(SEED)
     out += [(f"random-{k:03d}", _random_config(rng, k)) for k in range(60)]
@@ -179,6 +183,7 @@ def refused() -> list[dict[str, Any]]:
         {"name": "e-write-negative", "field": "params.e_write", "doc": fmt | {"params": prm | {"e_write": -0.001}}},
         {"name": "beta-write-not-number", "field": "params.beta_write",
          "doc": fmt | {"params": prm | {"beta_write": "fast"}}},
+        {"name": "e-shared-negative", "field": "params.e_shared", "doc": fmt | {"params": prm | {"e_shared": -1e-5}}},
         {"name": "variant-unknown", "field": "variant", "doc": fmt | {"variant": "journal"}},
         {"name": "replicas-without-params", "field": "params",
          "doc": fmt | {"servers": 4, "rules": [{"path": "/d", "replicas": [{"dir": "/r", "layout": "1-DV"}]}]}},

@@ -1,7 +1,7 @@
 /* The shim's config parser against the configs pfslayout renders (operator/tests/vectors/shim-configs.json,
  * written by generate_shim_configs.py from pfslayout.shimconfig): every `accepted` config parses; every
  * `refused` one is refused with an error line that starts with the field the vector names. An accepted
- * config's e_write/beta_write are parsed to what it says (unset when absent). */
+ * config's e_write/beta_write/e_shared are parsed to what it says (unset when absent). */
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -29,9 +29,9 @@ int main(int argc, char **argv)
         /* the optional per-operation terms arrive as written, and are unset (negative) when absent */
         json_t *text = json_loads(json_string_value(json_object_get(v, "text")), 0, NULL);
         json_t *prm = json_object_get(text, "params");
-        const char *wn[] = {"e_write", "beta_write"};
-        const double got[] = {cfg.params.e_write, cfg.params.beta_write};
-        for (int k = 0; k < 2; k++) {
+        const char *wn[] = {"e_write", "beta_write", "e_shared"};
+        const double got[] = {cfg.params.e_write, cfg.params.beta_write, cfg.params.e_shared};
+        for (int k = 0; k < 3; k++) {
             json_t *x = prm ? json_object_get(prm, wn[k]) : NULL;
             if (x)
                 write_terms++;
@@ -41,7 +41,7 @@ int main(int argc, char **argv)
         json_decref(text);
         pfs_config_free(&cfg);
     }
-    CHECK(write_terms >= 3, "expected configs with e_write/beta_write, found %d terms", write_terms);
+    CHECK(write_terms >= 4, "expected configs with e_write/beta_write/e_shared, found %d terms", write_terms);
     for (size_t i = 0; i < json_array_size(ref); i++) {
         json_t *v = json_array_get(ref, i);
         const char *name = json_string_value(json_object_get(v, "name"));

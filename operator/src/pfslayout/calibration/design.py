@@ -10,6 +10,8 @@ Two refinements (issue 13, docs/cost-model.md):
   than the layout's strip touches fewer servers. Corrected variant only (``printed`` is 003 as printed).
 * ``split`` gives writes their own columns: with ``("e", "beta")`` a write cell's message and per-byte
   coefficients go to ``e_write`` and ``beta_write`` instead of ``e`` and ``beta``.
+* ``shared`` adds the column of ``e_shared``: the messages all processes send per round (p·nt), which cost
+  when clients and servers share cores (docs/cost-model.md "Shared cores").
 """
 
 from __future__ import annotations
@@ -25,19 +27,25 @@ from pfslayout.planner.classify import realised_as
 
 PARAMS = ("e", "v", "alpha_seq", "alpha_rand", "beta")
 SPLITTABLE = ("e", "beta")  # the terms writes may have their own value of (lab-facts: ~1.5× per message)
+SHARED = "e_shared"
 
 
-def columns(split: Iterable[str] = ()) -> tuple[str, ...]:
-    """The design's columns: the five parameters, then ``<p>_write`` for each split one."""
+def columns(split: Iterable[str] = (), shared: bool = False) -> tuple[str, ...]:
+    """The design's columns: the five parameters, then ``<p>_write`` for each split one, then ``e_shared``."""
     chosen = set(split)
     if chosen - set(SPLITTABLE):
         raise ValueError(f"only {SPLITTABLE} can be split by operation (got {sorted(chosen)})")
-    return PARAMS + tuple(f"{p}_write" for p in SPLITTABLE if p in chosen)
+    return PARAMS + tuple(f"{p}_write" for p in SPLITTABLE if p in chosen) + ((SHARED,) if shared else ())
 
 
 def split_of(params: CostParams) -> tuple[str, ...]:
     """Which terms ``params`` gives writes their own value of."""
     return tuple(p for p in SPLITTABLE if getattr(params, f"{p}_write") is not None)
+
+
+def shared_of(params: CostParams) -> bool:
+    """Whether ``params`` charges the messages of a round for shared cores (``e_shared`` set)."""
+    return params.e_shared is not None
 
 
 def vector(params: CostParams, cols: Sequence[str]) -> np.ndarray:
@@ -84,11 +92,11 @@ class CellConfig:
 
 
 def design_matrix(cells: Iterable[CellLike], servers: int, variant: str = "corrected",
-                  split: Iterable[str] = ()) -> np.ndarray:
-    """Rows = cells, columns = ``columns(split)`` (e, v, α_seq, α_rand, β, then any write columns); entry =
-    seconds per unit of that parameter. A cell without ``sharing`` is a file-per-process cell, one
-    without ``op`` a read."""
-    cols = columns(split)
+                  split: Iterable[str] = (), shared: bool = False) -> np.ndarray:
+    """Rows = cells, columns = ``columns(split, shared)`` (e, v, α_seq, α_rand, β, then any write columns,
+    then e_shared); entry = seconds per unit of that parameter. A cell without ``sharing`` is a
+    file-per-process cell, one without ``op`` a read."""
+    cols = columns(split, shared)
     at = {c: i for i, c in enumerate(cols)}
     rows = []
     for c in cells:
@@ -104,15 +112,17 @@ def design_matrix(cells: Iterable[CellLike], servers: int, variant: str = "corre
         row[at["v"]] = k * float(co.cv)
         row[at["alpha_rand" if c.random else "alpha_seq"]] = k * ca
         row[at["beta_write" if write and "beta_write" in at else "beta"]] = k * float(co.cb)
+        if shared:
+            row[at[SHARED]] = k * float(co.cm)
         rows.append(row)
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(cols))
 
 
 def model_times(cells: Iterable[CellLike], servers: int, params: CostParams, variant: str = "corrected") -> np.ndarray:
     """Seconds of one repetition of each cell under ``params``: the design's rows times the parameters, so
-    predictions and the fit cannot disagree (write terms used where ``params`` has them)."""
-    split = split_of(params)
-    return np.asarray(design_matrix(cells, servers, variant, split) @ vector(params, columns(split)))
+    predictions and the fit cannot disagree (write and shared-core terms used where ``params`` has them)."""
+    split, shared = split_of(params), shared_of(params)
+    return np.asarray(design_matrix(cells, servers, variant, split, shared) @ vector(params, columns(split, shared)))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,9 @@
 """Fit e, v, α_seq, α_rand, β from measured cells by non-negative least squares.
 
+Shared cores (issue 13, docs/cost-model.md "Shared cores"): ``fit`` first tries the column of ``e_shared``
+(every message of a round, p·nt, costs CPU that clients and servers share) and keeps it when the grid
+identifies it and the measurements pin it down above the bound 0; else the five-parameter form.
+
 Per operation (issue 13): when the cells measure both reads and writes, writes may get their own e and β
 (``e_write``, ``beta_write``). ``fit`` tries the split forms first — both terms, then e alone, then β
 alone — and keeps the first whose write terms the grid identifies and the measurements pin down (not
@@ -51,10 +55,12 @@ class FitResult:
     path: str = ""
     server_fits: list[Any] = field(default_factory=list)  # per_server.ServerFit, when per-server probes were given
     split_note: str = ""  # why writes did or did not get their own e/β
+    shared_note: str = ""  # why the messages of a round were or were not charged for shared cores
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """The fitted parameters: the five, then e_write/beta_write when writes got their own."""
+        """The fitted parameters: the five, then e_write/beta_write when writes got their own, then
+        e_shared when the fit kept it."""
         return self.design.names
 
     @property
@@ -108,6 +114,7 @@ class FitResult:
                 "poorly_determined": list(self.poorly_determined),
                 "stderr": self.stderr,
                 "per_operation": self.split_note,
+                "shared_cores": self.shared_note,
                 **({"servers": [s.quality() for s in self.server_fits]} if self.server_fits else {}),
             },
             "warnings": self.warnings,
@@ -153,21 +160,47 @@ def _differs(trial: FitResult, p: str) -> bool:
     return bool(abs(write - read) > SEPARATION * float(np.hypot(se_r, se_w)))
 
 
+def _lost(base: FitResult, trial: FitResult) -> list[str]:
+    """Terms ``base`` identifies that ``trial`` does not: a new column must not be bought with them (seen on
+    a real node: e_write taken, the design's rank stayed 5 of 6 columns)."""
+    return [p for p in base.design.identified if p not in trial.design.identified]
+
+
+def _with_shared(five: FitResult, measurements: Measurements, *, variant: str, weighting: str) -> FitResult:
+    """The fit with ``e_shared`` when the measurements determine it (see the module's docstring), else ``five``;
+    ``shared_note`` says which and why."""
+    trial = _fit_global(measurements, variant=variant, weighting=weighting, shared=True)
+    name = "e_shared"
+    why = ("the grid does not identify it" if name not in trial.design.identified else
+           "the measurements give it no positive share" if name in trial.at_bound else
+           "poorly determined" if name in trial.poorly_determined else
+           f"{', '.join(lost)} would no longer be identified" if (lost := _lost(five, trial)) else
+           f"the design's rank is {trial.design.rank} of {len(trial.design.names)} columns"
+           if trial.design.rank < len(trial.design.names) else "")
+    if why:
+        five.shared_note = f"messages not charged for shared cores (e_shared: {why})"
+        return five
+    trial.shared_note = (f"every message of a round also costs e_shared = {trial.params.e_shared:.3g} s (clients and "
+                         "servers share cores)")
+    return trial
+
+
 def _fit_per_op(measurements: Measurements, *, variant: str, weighting: str) -> FitResult:
     five = _fit_global(measurements, variant=variant, weighting=weighting)
+    base = _with_shared(five, measurements, variant=variant, weighting=weighting)
+    shared = base.params.e_shared is not None
     ops = {c.op for c in measurements.cells}
     if ops != {"read", "write"}:
-        five.split_note = "one value per term for both operations: the cells measure only " + ", ".join(sorted(ops))
-        return five
+        base.split_note = "one value per term for both operations: the cells measure only " + ", ".join(sorted(ops))
+        return base
     rejected = []
     for split in SPLITS:
-        trial = _fit_global(measurements, variant=variant, weighting=weighting, split=split)
+        trial = _fit_global(measurements, variant=variant, weighting=weighting, split=split, shared=shared)
+        trial.shared_note = base.shared_note
         mine = [f"{p}_write" for p in split] + list(split)
         poor = set(trial.poorly_determined)
         bad = [p for p in mine if p not in trial.design.identified or p in poor or p in trial.at_bound]
-        # A split must not buy its write terms with a term the five-parameter form identifies (seen on a
-        # real node: e_write taken, the design's rank stayed 5 of 6 columns).
-        bad += [p for p in five.design.identified if p not in trial.design.identified and p not in bad]
+        bad += [p for p in _lost(base, trial) if p not in bad]
         # Nor with a rank-deficient design whose dependent direction the confounding search misses (seen
         # again on a loaded real node: e_write taken at rank 5 of 6, alpha_rand and beta then undetermined).
         deficient = trial.design.rank < len(trial.design.names)
@@ -181,12 +214,13 @@ def _fit_per_op(measurements: Measurements, *, variant: str, weighting: str) -> 
                f"the design's rank is {trial.design.rank} of {len(trial.design.names)} columns" if deficient else
                f"{', '.join(p + '_write' for p in same)} within {SEPARATION:g} standard errors of the read value")
         rejected.append(f"{'+'.join(split)}: {why}")
-    five.split_note = ("one value per term for both operations; per-operation fits rejected ("
+    base.split_note = ("one value per term for both operations; per-operation fits rejected ("
                        + "; ".join(rejected) + ")")
-    return five
+    return base
 
 
-def _fit_global(measurements: Measurements, *, variant: str, weighting: str, split: tuple[str, ...] = ()) -> FitResult:
+def _fit_global(measurements: Measurements, *, variant: str, weighting: str, split: tuple[str, ...] = (),
+                shared: bool = False) -> FitResult:
     if variant not in VARIANTS:
         raise InputError("--variant", f"unknown variant {variant!r}", f"use one of {', '.join(VARIANTS)}")
     if weighting not in WEIGHTINGS:
@@ -204,8 +238,8 @@ def _fit_global(measurements: Measurements, *, variant: str, weighting: str, spl
         w = 1.0 / y
     else:
         w = np.ones_like(y)
-    cols = columns(split)
-    A = design_matrix(cells, measurements.servers, variant, split)
+    cols = columns(split, shared)
+    A = design_matrix(cells, measurements.servers, variant, split, shared)
     Aw = A * w[:, None]
     design = identifiability(Aw, names=cols)
     scale = np.linalg.norm(Aw, axis=0)

@@ -73,11 +73,12 @@ def fit_server(index: int, base: CostParams, m: Measurements, *, variant: str = 
         w = 1.0 / y
     else:
         w = np.ones_like(y)
-    A = design_matrix(cells, 1, variant)
+    shared = base.e_shared is not None
+    A = design_matrix(cells, 1, variant, shared=shared)
     # with per-operation global parameters a write's messages cost e_write (the server's own fit below keeps
-    # one β for both operations)
+    # one β for both operations); with shared cores every message also costs the global e_shared
     e_of = np.array([base.for_op("write" if c.op == "write" else "read").e for c in cells])
-    network = A[:, 0] * e_of + A[:, 1] * base.v
+    network = A[:, 0] * e_of + A[:, 1] * base.v + (A[:, -1] * base.e_shared if base.e_shared is not None else 0.0)
     B = A[:, _COLS]
     Bw = B * w[:, None]
     warnings: list[str] = []

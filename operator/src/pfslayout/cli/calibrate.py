@@ -133,6 +133,8 @@ def _human(result: dict[str, Any]) -> None:
         reads["e_write"] = lambda x: f"{x * 1e3:.4g} ms per server message (writes)"
     if "beta_write" in result:
         reads["beta_write"] = lambda x: f"{1 / x / MIB:.4g} MiB/s per server (writes)" if x > 0 else "unbounded"
+    if "e_shared" in result:  # docs/calibration.md "Shared cores"
+        reads["e_shared"] = lambda x: f"{x * 1e3:.4g} ms per message of all ranks (shared cores)"
     poor = set(quality.get("poorly_determined", []))
     for name, show in reads.items():
         value = result[name]

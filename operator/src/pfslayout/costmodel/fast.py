@@ -2,7 +2,7 @@
 
 For a fixed (p, m, random) every term of 003 Table 2 is either a constant or proportional to s, so the
 trace total of a layout is exact from per-group request counts and byte sums: TC = Σ_groups
-count·(ce·e + ca·α) + Σs·(cv₁·v + cb₁·β), with cv₁, cb₁ the coefficients at s = 1. Grouping costs two
+count·(ce·e + cm·e_shared + ca·α) + Σs·(cv₁·v + cb₁·β), with cv₁, cb₁ the coefficients at s = 1. Grouping costs two
 ``bincount`` passes over the trace however many layouts (and 2-D group counts) are then compared.
 Per-request arrays, when needed (hybrid replica routing), are one gather and one fused multiply-add per
 layout from per-group tables, done in cache-sized chunks.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pfslayout.costmodel.formulas import Coefficients, CostBreakdown, unchecked_coefficients, validate
+from pfslayout.costmodel.formulas import Coefficients, CostBreakdown, message_time, unchecked_coefficients, validate
 from pfslayout.costmodel.params import CostParams
 
 _DENSE_LIMIT = 1 << 22  # largest dense (p, m, random) key table before falling back to np.unique
@@ -127,7 +127,7 @@ def layout_totals(layout: str, groups: Groups, n: int, g: int | None, params: Co
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
     cnt = groups.count.astype(np.float64)
     return Totals(
-        T_e=float(np.dot(cnt, c.ce)) * params.e,
+        T_e=float(message_time(np.dot(cnt, c.ce), np.dot(cnt, c.cm), params)),
         T_x=float(np.dot(groups.bytes, c.cv)) * params.v,
         T_s=float(np.dot(cnt, c.ca * alpha)),
         T_rw=float(np.dot(groups.bytes, c.cb)) * params.beta,
@@ -153,7 +153,7 @@ def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.
         raise ValueError("layout_totals_many: the sets' parameters may differ in e, v and beta only")
     c = _unit_coefficients(layout, rows, n, g, variant)
     ca_alpha = c.ca * np.where(rows.random, first.alpha_rand, first.alpha_seq)
-    ce, cv, cb, ca_alpha = c.ce[row_of], c.cv[row_of], c.cb[row_of], ca_alpha[row_of]
+    ce, cm, cv, cb, ca_alpha = c.ce[row_of], c.cm[row_of], c.cv[row_of], c.cb[row_of], ca_alpha[row_of]
     cnt = count.astype(np.float64)
     out = []
     lo = 0
@@ -163,7 +163,7 @@ def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.
             out.append(Totals(0.0, 0.0, 0.0, 0.0))
         else:
             out.append(Totals(
-                T_e=float(np.dot(cnt[lo:hi], ce[lo:hi])) * ps.e,
+                T_e=float(message_time(np.dot(cnt[lo:hi], ce[lo:hi]), np.dot(cnt[lo:hi], cm[lo:hi]), ps)),
                 T_x=float(np.dot(nbytes[lo:hi], cv[lo:hi])) * ps.v,
                 T_s=float(np.dot(cnt[lo:hi], ca_alpha[lo:hi])),
                 T_rw=float(np.dot(nbytes[lo:hi], cb[lo:hi])) * ps.beta,
@@ -179,7 +179,7 @@ def per_request_totals(layout: str, groups: Groups, s: np.ndarray, n: int, g: in
         raise ValueError("groups were built without with_key=True")
     c = _unit_coefficients(layout, groups, n, g, variant)
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
-    a = c.ce * params.e + c.ca * alpha
+    a = message_time(c.ce, c.cm, params) + c.ca * alpha
     b = c.cv * params.v + c.cb * params.beta
     if groups.dense is not None:
         # scatter the per-group values into the dense (p, m, random) table the keys index
@@ -212,7 +212,7 @@ def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: 
     groups = group_requests(p, m, s, random, with_key=True)
     c = _unit_coefficients(layout, groups, n, g, variant)
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
-    tables = [c.ce * params.e, c.cv * params.v, c.ca * alpha, c.cb * params.beta]
+    tables = [message_time(c.ce, c.cm, params), c.cv * params.v, c.ca * alpha, c.cb * params.beta]
     if groups.dense is not None:
         dense = []
         for tab in tables:

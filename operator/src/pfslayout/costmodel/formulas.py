@@ -31,12 +31,22 @@ ArrayLike = Any  # int/float scalar or numpy array
 
 @dataclass(frozen=True)
 class Coefficients:
-    """T_e = ce·e, T_x = cv·v, T_s = ca·α, T_rw = cb·β (arrays, float64; cv and cb carry the bytes)."""
+    """T_e = ce·e + cm·e_shared, T_x = cv·v, T_s = ca·α, T_rw = cb·β (arrays, float64; cv and cb carry the
+    bytes). ``cm`` = p·nt counts the messages all p processes send in one round of requests (nt = servers one
+    request touches): the term of ``e_shared``, which is set only where clients and servers share cores
+    (docs/cost-model.md "Shared cores")."""
 
     ce: np.ndarray
     cv: np.ndarray
     ca: np.ndarray
     cb: np.ndarray
+    cm: np.ndarray
+
+
+def message_time(ce: Any, cm: Any, params: Any) -> Any:
+    """T_e of coefficients ``ce``, ``cm`` under ``params`` (a CostParams): ce·e, plus cm·e_shared when set."""
+    shared = params.e_shared
+    return ce * params.e if shared is None else ce * params.e + cm * shared
 
 
 @dataclass(frozen=True)
@@ -158,7 +168,7 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
         # Table and max form agree exactly for 1-DV (docs/seeds.md §2.2).
         q = _ceil_div(p, n).astype(np.float64)
         k = np.maximum(mf, q)
-        return Coefficients(ce=k, cv=k * s, ca=q, cb=q * s)
+        return Coefficients(ce=k, cv=k * s, ca=q, cb=q * s, cm=pf)
     if layout == "1-DH":
         ca = pf
         cb = pf * s / n
@@ -170,7 +180,7 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
         else:
             ce = np.maximum(pf, mf * n)
             cv = np.maximum(pf * s / n, mf * s)
-        return Coefficients(ce=ce, cv=cv, ca=ca, cb=cb)
+        return Coefficients(ce=ce, cv=cv, ca=ca, cb=cb, cm=pf * n)
     assert g is not None
     G = _ceil_div(p, g).astype(np.float64)
     kc_int = _ceil_div(np.asarray(n, dtype=np.int64), g)
@@ -186,4 +196,4 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
         kp = (n // g).astype(np.float64)  # smallest group's width bounds the parallel transfer (docs/seeds.md §6 A1)
         ce = np.maximum(G, mf * kc)
         cv = np.maximum(G * s / kp, mf * s)
-    return Coefficients(ce=ce, cv=cv, ca=G, cb=G * s / kp)
+    return Coefficients(ce=ce, cv=cv, ca=G, cb=G * s / kp, cm=pf * kc)

@@ -23,6 +23,9 @@ _PARAM_NAMES = ("e", "v", "alpha_seq", "alpha_rand", "beta")
 # Per-operation terms (issue 13, docs/cost-model.md "Reads and writes"): when set, e and beta are the read
 # values and these the write values; unset, e and beta serve both operations (the five-parameter form).
 WRITE_PARAM_NAMES = ("e_write", "beta_write")
+# Shared cores (docs/cost-model.md "Shared cores"): when set, every message of a round — p processes, each
+# request touching nt servers — also costs e_shared, because clients and servers run on the same cores.
+SHARED_PARAM_NAMES = ("e_shared",)
 OPS = ("read", "write")
 
 
@@ -79,8 +82,11 @@ class CostParams(BaseModel):
     e_write: float | None = Field(default=None, ge=0, description="e of a write when writes cost differently, s")
     beta_write: float | None = Field(default=None, ge=0,
                                      description="beta of a write when writes cost differently, s/byte")
+    e_shared: float | None = Field(default=None, ge=0, description="per message of all processes' round when "
+                                   "clients and servers share cores, s")
 
-    _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write")(_check_finite)
+    _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write",
+                              "e_shared")(_check_finite)
 
     @property
     def per_op(self) -> bool:
@@ -113,7 +119,7 @@ class CostParams(BaseModel):
 
     def for_server(self, index: int) -> CostParams:
         """The effective parameters of server ``index`` (global values with its overrides applied)."""
-        base: dict[str, Any] = {k: getattr(self, k) for k in _PARAM_NAMES + WRITE_PARAM_NAMES}
+        base: dict[str, Any] = {k: getattr(self, k) for k in _PARAM_NAMES + WRITE_PARAM_NAMES + SHARED_PARAM_NAMES}
         if self.servers is not None and 0 <= index < len(self.servers):
             override = self.servers[index]
             given = {k: getattr(override, k) for k in _PARAM_NAMES if getattr(override, k) is not None}
@@ -138,9 +144,9 @@ class CostParams(BaseModel):
         return b_a, b_e, given.gamma if given.gamma is not None else self.e
 
     def scalars(self) -> dict[str, float]:
-        """The five parameters, plus e_write/beta_write when set."""
+        """The five parameters, plus e_write/beta_write and e_shared when set."""
         out = {k: float(getattr(self, k)) for k in _PARAM_NAMES}
-        out |= {k: float(v) for k in WRITE_PARAM_NAMES if (v := getattr(self, k)) is not None}
+        out |= {k: float(v) for k in WRITE_PARAM_NAMES + SHARED_PARAM_NAMES if (v := getattr(self, k)) is not None}
         return out
 
 

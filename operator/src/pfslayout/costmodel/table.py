@@ -19,6 +19,7 @@ from pfslayout.costmodel.formulas import (
     CostBreakdown,
     check_layout,
     check_variant,
+    message_time,
     unchecked_coefficients,
     validate,
 )
@@ -34,7 +35,8 @@ _FAST_MIN = 1 << 14  # arrays at least this long go through costmodel.fast
 
 def coefficients(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: ArrayLike | None = None,
                  variant: str = "corrected") -> Coefficients:
-    """Coefficients of e, v, α, β for each request (see module doc). p, m, s, g broadcast together."""
+    """Coefficients of e, v, α, β (and e_shared) for each request (see module doc). p, m, s, g broadcast
+    together."""
     p_arr, n, m_arr, s_arr, g_arr = validate(layout, p, n, m, s, g, variant)
     return unchecked_coefficients(layout, p_arr, n, m_arr, s_arr, g_arr, variant)
 
@@ -58,7 +60,7 @@ def cost(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: Array
     c = unchecked_coefficients(layout, p_arr, n, m_arr, s_arr, g_arr, variant)
     alpha = np.where(rnd, params.alpha_rand, params.alpha_seq) if rnd.ndim else (
         params.alpha_rand if bool(rnd) else params.alpha_seq)
-    T_e = c.ce * params.e
+    T_e = message_time(c.ce, c.cm, params)
     T_x = c.cv * params.v
     T_s = c.ca * alpha
     T_rw = c.cb * params.beta

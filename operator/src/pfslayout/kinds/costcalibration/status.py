@@ -40,7 +40,7 @@ def _finite(x: float | None) -> float | None:
 
 def params_block(result: FitResult) -> dict[str, Any]:
     doc = result.to_dict()
-    out = {p: doc[p] for p in result.columns}  # the five, and e_write/beta_write when writes got their own
+    out = {p: doc[p] for p in result.columns}  # the five, e_write/beta_write and e_shared when fitted
     if doc.get("servers"):
         out["servers"] = [{k: v for k, v in s.items() if v is not None} for s in doc["servers"]]
     return out

@@ -9,7 +9,8 @@
 * `rules` for every rule whose decision is a replica set (`hybrid`): the rule's directory becomes the
   shim's replica set, each copy in `<path>/.replica-<name>` with the layout the hint Job gave that
   directory, and the router costs each request against the calibrated `params` on `servers` servers
-  (a write with `e_write`/`beta_write` when the parameters have them).
+  (a write with `e_write`/`beta_write` when the parameters have them; every message with
+  `e_shared` when set).
 
 Paths carry the `pvfs2:` prefix, so the shim reaches OrangeFS through ROMIO's pvfs2 driver whatever
 path form the job uses (the shim matches rules on the bare path). The text is validated by the model
@@ -62,7 +63,8 @@ def shim_config(spec: dict[str, Any], mount_path: str, namespace: str, params: C
     config = ShimConfig(
         trace=trace, stats=StatsSettings(dir=where) if trace else None, rules=replica_sets or None,
         params=ShimParams(e=params.e, v=params.v, alpha_seq=params.alpha_seq, alpha_rand=params.alpha_rand,
-                          beta=params.beta, e_write=params.e_write, beta_write=params.beta_write)
+                          beta=params.beta, e_write=params.e_write, beta_write=params.beta_write,
+                          e_shared=params.e_shared)
         if replica_sets else None,
         servers=servers if replica_sets else None,
         route=Route(path=mount_path.rstrip("/") or "/", prefix=PREFIX)
