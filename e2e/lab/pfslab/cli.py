@@ -160,7 +160,8 @@ def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration 
         (out / "calibration.json").write_text(json.dumps(fit, indent=1))
     stats = fit.get("fit", {})
     typer.echo(f"lab: calibrated from {stats.get('cells')} cells, R² {stats.get('r2', float('nan')):.3f}: "
-               + ", ".join(f"{k}={fit[k]:.3g}" for k in ("e", "v", "alpha_seq", "alpha_rand", "beta")))
+               + ", ".join(f"{k}={fit[k]:.3g}" for k in ("e", "v", "alpha_seq", "alpha_rand", "beta", "e_write",
+                                                         "beta_write", "e_shared") if k in fit))
 
 
 @app.command()

@@ -237,7 +237,8 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
         *section_head("Does the model pick the measured best layout?", command, setup),
         *_calibration_line(setup.get("calibration")),
         "Fitted parameters: " + ", ".join(f"{k} = {params[k]:.4g}" for k in ("e", "v", "alpha_seq", "alpha_rand",
-                                                                             "beta", "e_write", "beta_write")
+                                                                             "beta", "e_write", "beta_write",
+                                                                             "e_shared")
                                           if k in params) + ".",
         "",
         f"{report['cells']} configurations scored, {report['decisive']} with a decisive winner (more than "
