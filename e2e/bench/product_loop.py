@@ -44,13 +44,14 @@ sys.path.insert(0, str(REPO / "e2e" / "lab"))
 from real import place
 
 from pfslab import loop
-from pfslab.grids import parse_sizes
 from pfslab.net import BURST, GSO_MAX, validate_rate
 from pfslab.report import build_report, replace_marked, results_markdown
 from pfslab.score import Config, group_cells, score
 from pfslayout.calibration import design_grid, merge_measurements, parse_probe
 from pfslayout.calibration.profiles import get_profile
 from pfslayout.costmodel import CostParams
+from pfslayout.errors import InputError
+from pfslayout.units import parse_size, parse_sizes
 
 NS = "pfsbench-loop"  # served by the e2e installs (crd_release.WATCH)
 OFS_NAME = "loop"
@@ -168,9 +169,9 @@ def measurements(c: Cluster, status: dict[str, Any], servers: int) -> Any:
 
 def sizes_arg(text: str, option: str = "--holdout-sizes") -> list[int]:
     try:
-        return parse_sizes(text)
-    except ValueError as err:
-        fail(f"{option}: {err}")
+        return parse_sizes(text, option)
+    except InputError as err:
+        fail(str(err))
         raise  # unreachable: fail exits
 
 
@@ -196,7 +197,11 @@ def main() -> None:
     holdout = sizes_arg(args.holdout_sizes)
     if set(holdout) & set(profile.sizes):
         fail(f"--holdout-sizes share {sorted(set(holdout) & set(profile.sizes))} with the calibration's")
-    min_bytes = sizes_arg(args.min_bytes, "--min-bytes")[0]  # "0": requests per rank alone
+    try:
+        min_bytes = parse_size(args.min_bytes, "--min-bytes", minimum=0)  # "0": requests per rank alone
+    except InputError as err:
+        fail(str(err))
+        raise  # unreachable: fail exits
     configs = holdout_configs(args.servers, holdout, args.ranks, args.requests, args.repetitions, min_bytes)
     veths: list[str] = []
     t0 = time.monotonic()

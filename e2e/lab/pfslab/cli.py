@@ -19,6 +19,8 @@ import typer
 from pfslab import grids, lifecycle, runs
 from pfslab.net import LabError
 from pfslab.product import pfslayout_json
+from pfslayout.errors import InputError
+from pfslayout.units import parse_size, parse_sizes
 
 if TYPE_CHECKING:
     from pfslayout.costmodel import CostParams
@@ -37,17 +39,18 @@ def _fail(message: str, code: int = 2) -> None:
 
 def _sizes(text: str, flag: str = "--sizes") -> list[int]:
     try:
-        return grids.parse_sizes(text)
-    except ValueError as err:
-        _fail(f"{flag}: {err}")
+        return parse_sizes(text, flag)
+    except InputError as err:
+        _fail(str(err))
         raise  # unreachable: _fail exits
 
 
 def _min_bytes(text: str) -> int:
-    values = _sizes(text, "--min-bytes")
-    if len(values) != 1 or values[0] < 0:
-        _fail(f"--min-bytes {text}: give one byte count (e.g. 4M; 0 for none)")
-    return values[0]
+    try:
+        return parse_size(text, "--min-bytes", minimum=0)
+    except InputError as err:
+        _fail(f"{err} (one byte count; 0 for none)")
+        raise  # unreachable: _fail exits
 
 
 def _ints(flag: str, text: str) -> list[int]:

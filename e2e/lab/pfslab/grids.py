@@ -92,15 +92,3 @@ def disjoint(calibration_grids: Sequence[dict[str, Any]], validation_grids: Sequ
         shared.append(f"process counts {sorted(both)}")
     return shared
 
-
-def parse_sizes(text: str) -> list[int]:
-    """"16K,256K,4M" → byte counts (K, M, G are powers of 2); ValueError naming the bad item."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    out = []
-    for item in text.split(","):
-        item = item.strip().upper()
-        try:
-            out.append(int(item[:-1]) * units[item[-1]] if item[-1:] in units else int(item))
-        except (ValueError, KeyError):
-            raise ValueError(f"{item!r} is not a byte count (e.g. 16K,256K,4M)") from None
-    return out

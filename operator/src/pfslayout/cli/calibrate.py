@@ -17,6 +17,7 @@ from rich.table import Table
 
 from pfslayout.cli._output import console, print_json
 from pfslayout.errors import InputError
+from pfslayout.units import parse_size, parse_sizes
 
 MIB = float(1 << 20)
 
@@ -43,16 +44,6 @@ def run(measurements: list[str], fmt: str | None, servers: int | None, layout: s
     return fit(data, variant=variant, weighting=weighting, per_server=per_server or None).to_dict()
 
 
-def _size(text: str, option: str = "--sizes", minimum: int = 1) -> int:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    raw = text.strip().upper().removesuffix("IB").removesuffix("B")
-    scale = units.get(raw[-1:], 1)
-    digits = raw[:-1] if raw[-1:] in units else raw
-    if not digits.isdigit() or int(digits) < minimum:
-        raise InputError(option, f"{text!r} is not a size", "give bytes or K/M/G, e.g. 4K,64K,1M")
-    return int(digits) * scale
-
-
 def _targets(specs: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for spec in specs:
@@ -72,8 +63,8 @@ def design(servers: int | None, nodes: int, ranks_per_node: int, sizes: str | No
 
     if servers is None:
         raise InputError("--servers", "is required with --design", "pass the number of data servers")
-    size_list = [_size(s) for s in sizes.split(",")] if sizes else None
-    floor = _size(min_bytes, "--min-bytes", minimum=0) if min_bytes is not None else None
+    size_list = parse_sizes(sizes) if sizes else None
+    floor = parse_size(min_bytes, "--min-bytes", minimum=0) if min_bytes is not None else None
     if profile is not None:
         # a named grid (OrangeFSCluster spec.calibration.profile); --sizes/--max-configs/--min-bytes still
         # override it
