@@ -109,6 +109,16 @@ class CustomObjects:
             raise
         return _json(resp)
 
+    def replace_status(self, resource: CustomResource, namespace: str, name: str, old: dict[str, Any],
+                       new: dict[str, Any]) -> bool:
+        """Make the status ``new`` where ``old`` is the stored one: one merge patch of the difference, with
+        nulls for the nested keys ``new`` no longer has (``merge_patch``); nothing sent when they agree.
+        True when a patch was sent. The reconcilers' status writers all go through here."""
+        change = merge_patch(old, new)
+        if change:
+            self.patch_status(resource, namespace, name, change)
+        return bool(change)
+
     def patch(self, resource: CustomResource, namespace: str, name: str,
               body: dict[str, Any] | builtins.list[dict[str, Any]]) -> dict[str, Any] | None:
         """A JSON Patch (a list of RFC 6902 operations) or a merge patch (a dict); None when a `test`

@@ -19,7 +19,6 @@ from typing import Any
 
 from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube
-from pfslayout.k8s.custom import merge_patch
 from pfslayout.k8s.meta import Owner, owner_of, selector_string
 from pfslayout.k8s.workloads import Failure, pod_failure, tail
 from pfslayout.kinds import COST_CALIBRATION as CC
@@ -88,8 +87,7 @@ class _Reconcile:
 
     def write(self, status: dict[str, Any]) -> dict[str, Any]:
         status = {**status, "observedGeneration": self.generation}
-        if change := merge_patch(self.old, status):
-            self.kube.custom.patch_status(CC, self.owner.namespace, self.owner.name, change)
+        self.kube.custom.replace_status(CC, self.owner.namespace, self.owner.name, self.old, status)
         post_all(self.post, self.body, st.events(self.old, status))
         merged = {**self.old, **status}
         self.old = merged

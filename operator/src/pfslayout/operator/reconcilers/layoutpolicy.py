@@ -19,7 +19,6 @@ from pydantic import ValidationError
 from pfslayout.costmodel import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube
-from pfslayout.k8s.custom import merge_patch
 from pfslayout.k8s.meta import owner_of
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import LAYOUT_POLICY as LP
@@ -88,8 +87,7 @@ def _write(kube: Kube, post: Post, body: dict[str, Any], status: dict[str, Any])
     meta = body["metadata"]
     old = dict(body.get("status") or {})
     status = {**status, "observedGeneration": int(meta.get("generation") or 0)}
-    if change := merge_patch(old, status):
-        kube.custom.patch_status(LP, meta["namespace"], meta["name"], change)
+    kube.custom.replace_status(LP, meta["namespace"], meta["name"], old, status)
     post_all(post, body, st.events(old, status))
     return {**old, **status}
 

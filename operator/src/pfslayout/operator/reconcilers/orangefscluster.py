@@ -14,7 +14,6 @@ from typing import Any
 from pfslayout import metrics
 from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube
-from pfslayout.k8s.custom import merge_patch
 from pfslayout.k8s.meta import Owner, owner_of, selector_string
 from pfslayout.k8s.workloads import job_state, pods_ready_by_ordinal
 from pfslayout.kinds import COST_CALIBRATION as CC
@@ -80,8 +79,7 @@ def _post_transitions(post: Post, body: dict[str, Any], old: dict[str, Any], new
 def _write_status(kube: Kube, post: Post, body: dict[str, Any], status: dict[str, Any]) -> None:
     meta = body["metadata"]
     old = body.get("status") or {}
-    if change := merge_patch(old, status):
-        kube.custom.patch_status(OFS, meta["namespace"], meta["name"], change)
+    kube.custom.replace_status(OFS, meta["namespace"], meta["name"], old, status)
     _post_transitions(post, body, old, status)
     metrics.set_phase(meta["namespace"], meta["name"], status["phase"], st.PHASES)
     metrics.READY_SERVERS.labels(meta["namespace"], meta["name"]).set(status.get("readyServers", 0))
