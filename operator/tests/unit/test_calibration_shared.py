@@ -5,6 +5,12 @@ down above 0."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -72,3 +78,14 @@ def test_writes_keep_their_own_terms_beside_it() -> None:
     assert result.columns[-3:] == ("e_write", "beta_write", "e_shared")
     for name in ("e", "e_write", "beta", "beta_write", "e_shared"):
         assert getattr(result.params, name) == pytest.approx(getattr(truth, name), rel=0.15), name
+
+
+def test_the_cli_table_shows_the_term_and_why(tmp_path: Path) -> None:
+    doc = tmp_path / "shared.json"
+    doc.write_text(json.dumps(simulate_probe(design_grid(8, 2, 4), SHARED, noise=0.02, seed=3)))
+    script = Path(sys.executable).with_name("pfslayout")
+    command = [str(script)] if script.exists() else [sys.executable, "-c", "from pfslayout.cli import main; main()"]
+    out = subprocess.run([*command, "calibrate", "--measurements", str(doc)], capture_output=True, text=True,
+                         check=True, timeout=120, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "ms per message of all ranks (shared cores)" in out
+    assert "shared cores: every message of a round also costs e_shared" in out

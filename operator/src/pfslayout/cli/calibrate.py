@@ -141,6 +141,8 @@ def _human(result: dict[str, Any]) -> None:
     )
     if quality.get("per_operation"):
         out.print(f"per operation: {quality['per_operation']}")
+    if quality.get("shared_cores"):
+        out.print(f"shared cores: {quality['shared_cores']}")
     worst = sorted(result["cells"], key=lambda c: -abs(c["relative_error"] or 0.0))[:5]
     cells = Table(title="Largest relative residuals")
     for col in ("cell", "layout", "op", "p", "m", "bytes", "measured s", "model s", "rel.err"):
