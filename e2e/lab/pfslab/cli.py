@@ -137,6 +137,8 @@ def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration 
                   help="bytes each rank moves per repetition at least (more requests for small sizes)")] = "4M",
               ) -> None:
     """Run the probe over the core's designed grid (one launch per p), then fit the model."""
+    from pfslayout.costmodel import CostParams
+
     floor = _min_bytes(min_bytes)
     state, tools = _state_and_tools()
     work = lifecycle.STATE_DIR / "calibrate"
@@ -163,8 +165,7 @@ def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration 
         (out / "calibration.json").write_text(json.dumps(fit, indent=1))
     stats = fit.get("fit", {})
     typer.echo(f"lab: calibrated from {stats.get('cells')} cells, R² {stats.get('r2', float('nan')):.3f}: "
-               + ", ".join(f"{k}={fit[k]:.3g}" for k in ("e", "v", "alpha_seq", "alpha_rand", "beta", "e_write",
-                                                         "beta_write", "e_shared") if k in fit))
+               + ", ".join(f"{k}={v:.3g}" for k, v in CostParams.model_validate(fit).scalars().items()))
 
 
 @app.command()

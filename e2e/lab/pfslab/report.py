@@ -236,10 +236,8 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
     lines = [
         *section_head("Does the model pick the measured best layout?", command, setup),
         *_calibration_line(setup.get("calibration")),
-        "Fitted parameters: " + ", ".join(f"{k} = {params[k]:.4g}" for k in ("e", "v", "alpha_seq", "alpha_rand",
-                                                                             "beta", "e_write", "beta_write",
-                                                                             "e_shared")
-                                          if k in params) + ".",
+        # the fitted terms as build_report stored them (CostParams.scalars), in its order
+        "Fitted parameters: " + ", ".join(f"{k} = {v:.4g}" for k, v in params.items() if k != "variant") + ".",
         "",
         f"{report['cells']} configurations scored, {report['decisive']} with a decisive winner (more than "
         f"{MARGIN:.0%} ahead of the runner-up); {report['left_out']} measured for one layout only "

@@ -118,6 +118,13 @@ def _unit_coefficients(layout: str, groups: Groups, n: int, g: int | None, varia
     return unchecked_coefficients(layout, groups.p, n, groups.m, ones, gg, variant)
 
 
+def _message_total(cnt: np.ndarray, ce: np.ndarray, cm: np.ndarray | None, params: CostParams) -> float:
+    """T_e of a set of groups: Σ count·ce·e, plus Σ count·cm·e_shared — that second dot product only when
+    e_shared is set (the planner's hot path costs every target of every candidate layout)."""
+    shared = np.dot(cnt, cm) if params.e_shared is not None and cm is not None else 0.0
+    return float(message_time(np.dot(cnt, ce), shared, params))
+
+
 def layout_totals(layout: str, groups: Groups, n: int, g: int | None, params: CostParams,
                   variant: str = "corrected") -> Totals:
     """Exact trace totals of one layout from grouped requests."""
@@ -127,7 +134,7 @@ def layout_totals(layout: str, groups: Groups, n: int, g: int | None, params: Co
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
     cnt = groups.count.astype(np.float64)
     return Totals(
-        T_e=float(message_time(np.dot(cnt, c.ce), np.dot(cnt, c.cm), params)),
+        T_e=_message_total(cnt, c.ce, c.cm, params),
         T_x=float(np.dot(groups.bytes, c.cv)) * params.v,
         T_s=float(np.dot(cnt, c.ca * alpha)),
         T_rw=float(np.dot(groups.bytes, c.cb)) * params.beta,
@@ -153,7 +160,8 @@ def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.
         raise ValueError("layout_totals_many: the sets' parameters may differ in e, v and beta only")
     c = _unit_coefficients(layout, rows, n, g, variant)
     ca_alpha = c.ca * np.where(rows.random, first.alpha_rand, first.alpha_seq)
-    ce, cm, cv, cb, ca_alpha = c.ce[row_of], c.cm[row_of], c.cv[row_of], c.cb[row_of], ca_alpha[row_of]
+    ce, cv, cb, ca_alpha = c.ce[row_of], c.cv[row_of], c.cb[row_of], ca_alpha[row_of]
+    cm = c.cm[row_of] if any(q.e_shared is not None for q in per_set) else None  # gathered only when costed
     cnt = count.astype(np.float64)
     out = []
     lo = 0
@@ -163,7 +171,7 @@ def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.
             out.append(Totals(0.0, 0.0, 0.0, 0.0))
         else:
             out.append(Totals(
-                T_e=float(message_time(np.dot(cnt[lo:hi], ce[lo:hi]), np.dot(cnt[lo:hi], cm[lo:hi]), ps)),
+                T_e=_message_total(cnt[lo:hi], ce[lo:hi], None if cm is None else cm[lo:hi], ps),
                 T_x=float(np.dot(nbytes[lo:hi], cv[lo:hi])) * ps.v,
                 T_s=float(np.dot(cnt[lo:hi], ca_alpha[lo:hi])),
                 T_rw=float(np.dot(nbytes[lo:hi], cb[lo:hi])) * ps.beta,
