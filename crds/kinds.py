@@ -575,6 +575,11 @@ def chosen_layout() -> Schema:
                            if k not in ("default", "x-kubernetes-validations")}
     return obj("A layout the operator applied.", fields | {
         "name": string("Replica name (hybrid only)."),
+        "slots": integer("Hybrid, files per process, a copy of fewer datafiles than servers: its files spread "
+                         "over this many pinned directories `.replica-<name>/slot-<j>` (layout LIST over "
+                         "servers j·d to (j+1)·d − 1, d = the copy's datafiles), the slot given by the number "
+                         "in the file's name, instead of OrangeFS's random start per file.", minimum=2,
+                         maximum=MAX_SERVERS),
     })
 
 

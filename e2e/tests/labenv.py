@@ -45,6 +45,11 @@ def lab_env(prefix: str, net: str, tmp_prefix: str) -> Iterator[dict[str, str]]:
     shutil.rmtree(parent, ignore_errors=True)
 
 
+def server_ip(env: dict[str, str], i: int) -> str:
+    """Server i's address in that lab (pfslab.net: NET.(11 + i))."""
+    return f"{env['PFSLAYOUT_LAB_NET']}.{11 + i}"
+
+
 def lab(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """`e2e/lab/lab ARGS` in that environment."""
     return subprocess.run([str(LAB), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)

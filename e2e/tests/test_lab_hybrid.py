@@ -106,6 +106,41 @@ def test_plan_realises_layouts_as_the_planner_does() -> None:
 
 
 @pytest.mark.unit
+def test_pinned_layouts_put_rank_files_and_replica_copies_in_the_same_slots() -> None:
+    params = CostParams(e=1.2e-4, v=4e-9, alpha_seq=0, alpha_rand=0, beta=2.6e-8)
+    urls = [f"tcp://10.0.0.{11 + i}:3334" for i in range(4)]
+    plan = hy.make_plan(4, 3, 32 << 20, PHASES, params, ["1-DV", "1-DH"], addresses=urls)
+    assert {s.key: s.slots for s in plan.layouts} == {"1-DH": 0, "1-DV": 4, "2-D:2": 2}
+    root = "/pfslab/hybrid"
+    # IOR gives rank k the (k mod names)-th -o name; the shim's slots give the copy the slot of its name
+    assert hy.ior_targets(plan, "1-DV", root) == "@".join(f"pvfs2:{root}/1-DV/slot-{j}/data" for j in range(4))
+    assert hy.ior_targets(plan, "1-DH", root) == f"pvfs2:{root}/1-DH/data"
+    assert hy.ior_targets(plan, "hybrid", root) == f"pvfs2:{root}/hybrid/data"
+    assert [hy.rank_file(plan, "2-D:2", root, k) for k in range(3)] == [
+        f"{root}/2-D-g2/slot-{k % 2}/data.{k:08d}" for k in range(3)]
+    assert hy.rank_file(plan, "replica 1-DV", root, 2) == f"{root}/.replica-1-DV/slot-2/data.00000002"
+    assert hy.rank_file(plan, "replica 1-DH", root, 2) == f"{root}/.replica-1-DH/data.00000002"
+    assert [x["user.pvfs2.server_list"] for x in plan.layout("2-D:2").slot_xattrs(urls)] == [
+        f"00002 {urls[0]} {urls[1]}", f"00002 {urls[2]} {urls[3]}"]
+    shim = json.loads(hy.shim_config(plan, params, root))
+    reps = shim["rules"][-1]["replicas"]
+    assert [(r["layout"], r.get("slots")) for r in reps] == [("1-DV", 4), ("1-DH", None)]
+    # unpinned (no addresses): no slots anywhere, and the addresses must match the servers
+    assert all(s.slots == 0 for s in hy.make_plan(4, 3, 32 << 20, PHASES, params).layouts)
+    with pytest.raises(ValueError, match="addresses: 2 given for 4 servers"):
+        hy.make_plan(4, 3, 32 << 20, PHASES, params, addresses=urls[:2])
+
+
+@pytest.mark.unit
+def test_read_passes_repeat_both_read_patterns() -> None:
+    names = [p.name for p in hy.default_phases(16 << 10, 4 << 20, passes=2)]
+    assert names == ["write", "small-random-read-1", "large-sequential-read-1", "small-random-read-2",
+                     "large-sequential-read-2"]
+    with pytest.raises(ValueError, match="read passes 0"):
+        hy.default_phases(passes=0)
+
+
+@pytest.mark.unit
 def test_replicas_are_the_models_picks_per_read_phase() -> None:
     # e dominates small requests (one message beats four), β large requests over 3 ranks on 4 servers
     params = CostParams(e=1.2e-4, v=4e-9, alpha_seq=0, alpha_rand=0, beta=2.6e-8)
@@ -212,6 +247,12 @@ def test_hybrid_smoke_routes_by_phase_and_keeps_replicas_identical(lab_env: dict
     assert (real["replica 1-DH"]["datafiles"], real["replica 1-DH"]["strip"]) == (2, 8192)
     assert (real["default"]["datafiles"], real["default"]["strip"]) == (2, 65536)
     assert [len(r) for r in doc["placement"]["1-DV"]] == [procs]  # one round, a server list per rank file
+    # pinned (the default): rank k's one-datafile file on server k mod 2, the 1-DV replica's copy too —
+    # OrangeFS alone would put each on a random server
+    assert doc["pinned"] is True
+    servers = [labenv.server_ip(lab_env, i) for i in range(2)]
+    assert real["1-DV"]["servers"] == [[servers[0]], [servers[1]]]
+    assert real["replica 1-DV"]["servers"] == [[servers[0]], [servers[1]]]
     # The shim's own counters: every byte written once directly and replayed once to the other copy; every
     # read phase's bytes served by the replicas, each read by one of them
     route = doc["routing"]
@@ -226,8 +267,9 @@ def test_hybrid_smoke_routes_by_phase_and_keeps_replicas_identical(lab_env: dict
     assert doc["sync_cost"]["bytes_written"] == {"hybrid": 2 * procs * block, "static": procs * block}
     # after the close, both copies of every rank's file hold the same bytes
     for rank in range(procs):
-        sums = {_sha256(lab_env, f"/pfslab/hybrid/.replica-{k}/data.{rank:08d}", tmp_path / f"{k}-{rank}")
-                for k in ("1-DV", "1-DH")}
+        copies = {"1-DV": f"/pfslab/hybrid/.replica-1-DV/slot-{rank}/data.{rank:08d}",
+                  "1-DH": f"/pfslab/hybrid/.replica-1-DH/data.{rank:08d}"}
+        sums = {_sha256(lab_env, path, tmp_path / f"{k}-{rank}") for k, path in copies.items()}
         assert len(sums) == 1, (rank, sums)
         assert (tmp_path / f"1-DV-{rank}").stat().st_size == block
     md = results_md.read_text()

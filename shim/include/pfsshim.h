@@ -62,6 +62,7 @@ typedef struct {
     long g;                /* 2-D groups (0 when not 2-D) */
     long strip_size;       /* bytes, 0 = unset */
     long datafiles;        /* 0 = unset */
+    long slots;            /* > 1: pinned, each file in <dir>/slot-<j> (pfs_replica_path); 0 = unset */
     int nhints;
     pfs_hint hints[PFS_MAX_HINTS];
 } pfs_replica_cfg;
@@ -104,6 +105,16 @@ void pfs_config_free(pfs_config *cfg);
 /* Longest-prefix rule for an absolute path (component-wise: "/a/b" matches "/a/b" and "/a/b/c", not
  * "/a/bc"). *tail gets the rest of the path after the prefix (starting with '/' or empty). */
 const pfs_rule *pfs_config_match(const pfs_config *cfg, const char *path, const char **tail);
+/* Which of `slots` pinned directories a replica file lives in (docs/shim-config.md, "slots"): the last
+ * decimal number in the file's name (its extension left out unless all digits) mod slots, so
+ * rank-numbered files (IOR's data.00000003, out_0042.h5) spread over the slots as the ranks do; a name
+ * without one: its FNV-1a hash mod slots. A function of
+ * the name alone, so every process that opens or deletes the file finds the same copy. The twin of
+ * pfslayout.shimconfig.slot_of. */
+long pfs_slot_of(const char *tail, long slots);
+/* The replica's path for the logical path's tail below the rule: <dir><tail>, or with slots
+ * <dir>/slot-<j><tail>. 0, or -1 when it does not fit in n bytes. */
+int pfs_replica_path(const pfs_replica_cfg *rep, const char *tail, char *out, size_t n);
 /* Strip a ROMIO file-system prefix ("ufs:", "nfs:") and return the POSIX path, or NULL if the prefix
  * names a backend that is not reachable through POSIX (e.g. "pvfs2:"). */
 const char *pfs_posix_path(const char *path);

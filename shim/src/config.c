@@ -4,6 +4,7 @@
  * pass-through. Every error is one line naming the JSON field and the fix; the caller prints it (rank 0)
  * and runs the job unchanged.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -140,10 +141,10 @@ static int set_hint(pfs_hint *hints, int *n, const char *key, long value)
 
 static int parse_replica(errbuf *eb, const char *where, json_t *obj, long servers, pfs_replica_cfg *rep)
 {
-    static const char *const keys[] = {"dir", "layout", "g", "strip_size", "datafiles", "hints", NULL};
+    static const char *const keys[] = {"dir", "layout", "g", "strip_size", "datafiles", "slots", "hints", NULL};
     char field[256];
     if (!json_is_object(obj))
-        return fail(eb, where, "must be an object with dir, layout and optional g, strip_size, datafiles, hints");
+        return fail(eb, where, "must be an object with dir, layout and optional g, strip_size, datafiles, slots, hints");
     if (check_keys(eb, where, obj, keys))
         return -1;
     snprintf(field, sizeof field, "%s.dir", where);
@@ -172,6 +173,14 @@ static int parse_replica(errbuf *eb, const char *where, json_t *obj, long server
         snprintf(field, sizeof field, "%s.datafiles", where);
         if (get_int(eb, field, v, 1, servers, &rep->datafiles))
             return -1;
+    }
+    if ((v = json_object_get(obj, "slots"))) {
+        snprintf(field, sizeof field, "%s.slots", where);
+        if (get_int(eb, field, v, 1, servers, &rep->slots))
+            return -1;
+        if (rep->datafiles && rep->slots * rep->datafiles > servers)
+            return fail(eb, field, "slots x datafiles (%ld x %ld) exceeds servers (%ld): each slot pins its own "
+                                   "datafiles servers", rep->slots, rep->datafiles, servers);
     }
     if (rep->layout == PFS_L_AUTO && rep->strip_size == 0) {
         snprintf(field, sizeof field, "%s.strip_size", where);
@@ -555,4 +564,49 @@ const pfs_rule *pfs_config_match(const pfs_config *cfg, const char *path, const 
         }
     }
     return best;
+}
+
+long pfs_slot_of(const char *tail, long slots)
+{
+    if (slots <= 1)
+        return 0;
+    const char *slash = strrchr(tail, '/');
+    const char *name = slash ? slash + 1 : tail;
+    /* the number is searched in the stem: an extension (".h5", ".nc4") is not a rank, unless the whole
+     * suffix after the last dot is digits (IOR's data.00000003) */
+    const char *stop = name + strlen(name);
+    const char *dot = strrchr(name, '.');
+    if (dot && dot[1]) {
+        int digits = 1;
+        for (const char *c = dot + 1; *c; c++)
+            digits = digits && isdigit((unsigned char)*c);
+        if (!digits)
+            stop = dot;
+    }
+    const char *end = NULL; /* the last digit of the last run before stop */
+    for (const char *c = name; c < stop; c++)
+        if (isdigit((unsigned char)*c))
+            end = c;
+    if (end) {
+        const char *start = end;
+        while (start > name && isdigit((unsigned char)start[-1]))
+            start--;
+        long v = 0; /* mod slots digit by digit: exact for any length */
+        for (const char *c = start; c <= end; c++)
+            v = (v * 10 + (*c - '0')) % slots;
+        return v;
+    }
+    uint32_t h = 2166136261u; /* FNV-1a, 32 bit, over the whole name */
+    for (const char *c = name; *c; c++) {
+        h ^= (unsigned char)*c;
+        h *= 16777619u;
+    }
+    return (long)(h % (uint32_t)slots);
+}
+
+int pfs_replica_path(const pfs_replica_cfg *rep, const char *tail, char *out, size_t n)
+{
+    int w = rep->slots > 1 ? snprintf(out, n, "%s/slot-%ld%s", rep->dir, pfs_slot_of(tail, rep->slots), tail)
+                           : snprintf(out, n, "%s%s", rep->dir, tail);
+    return w < 0 || (size_t)w >= n ? -1 : 0;
 }

@@ -93,13 +93,20 @@ static int open_hybrid(MPI_Comm comm, const char *filename, const pfs_rule *rule
     f->writable = (amode & MPI_MODE_RDONLY) == 0;
     pthread_mutex_init(&f->mu, NULL);
     for (int r = 0; r < f->nrep; r++) {
-        size_t n = strlen(rule->replicas[r].dir) + strlen(tail) + 1;
-        f->rep_path[r] = malloc(n);
-        snprintf(f->rep_path[r], n, "%s%s", rule->replicas[r].dir, tail);
+        char path[PATH_MAX + 32];
         f->fd[r] = -1;
+        f->rep[r] = MPI_FILE_NULL;
+        if (pfs_replica_path(&rule->replicas[r], tail, path, sizeof path) != 0 || !(f->rep_path[r] = strdup(path))) {
+            say("%s: replica %d's path is too long", filename, r);
+            for (int q = 0; q < r; q++)
+                free(f->rep_path[q]);
+            pthread_mutex_destroy(&f->mu);
+            free(f->logical);
+            free(f);
+            return file_error(MPI_FILE_NULL, MPI_ERR_BAD_FILE);
+        }
         if (!rep_posix(f, r))
             f->all_posix = 0;
-        f->rep[r] = MPI_FILE_NULL;
     }
     PMPI_Comm_dup(comm, &f->comm);
     PMPI_Comm_rank(f->comm, &f->comm_rank);
@@ -354,8 +361,9 @@ int MPI_File_delete(const char *filename, MPI_Info info)
     }
     int rc = MPI_ERR_NO_SUCH_FILE, any = 0;
     for (int r = 0; r < rule->nreplicas; r++) {
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s%s", rule->replicas[r].dir, tail);
+        char path[PATH_MAX + 32];
+        if (pfs_replica_path(&rule->replicas[r], tail, path, sizeof path) != 0)
+            continue;
         if (PMPI_File_delete(path, info) == MPI_SUCCESS)
             any = 1;
         const char *pp = pfs_posix_path(path);

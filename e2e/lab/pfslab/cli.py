@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pfslab import grids, lifecycle, runs
+from pfslab import grids, lifecycle, net, runs
 from pfslab.net import LabError
 from pfslab.product import pfslayout_json
+from pfslab.servers import PORT
 from pfslayout.errors import InputError
 from pfslayout.units import parse_size, parse_sizes
 
@@ -262,6 +263,12 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
            small: Annotated[str, typer.Option(help="request size of the small random reads")] = "16K",
            large: Annotated[str, typer.Option(help="request size of the write and the large sequential reads")] = "4M",
            rounds: Annotated[int, typer.Option(help="repetitions, each a round over every variant")] = 5,
+           read_passes: Annotated[int, typer.Option(
+               help="how many times the files are read back, each pass small random then large sequential")] = 1,
+           pin: Annotated[bool, typer.Option(
+               help="pin layouts of fewer datafiles than servers: rank k's file in slot k mod (n / datafiles), "
+                    "a directory with layout LIST (as the operator does); --no-pin: OrangeFS places them at "
+                    "random")] = True,
            replicas: Annotated[str | None, typer.Option(
                help="the replica set's layouts, e.g. 1-DV,1-DH (default: the model's picks per read phase)")] = None,
            calibration: Annotated[Path | None, typer.Option(
@@ -277,13 +284,14 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
     from pfslab import hybrid as hy
 
     state, tools = _state_and_tools()
-    if rounds < 1 or procs < 1:
-        _fail(f"--rounds {rounds} / --procs {procs}: at least 1")
+    if rounds < 1 or procs < 1 or read_passes < 1:
+        _fail(f"--rounds {rounds} / --procs {procs} / --read-passes {read_passes}: at least 1")
     params, params_from = _params_for_hybrid(calibration)
     try:
-        phases = hy.default_phases(_sizes(small)[0], _sizes(large)[0])
+        phases = hy.default_phases(_sizes(small)[0], _sizes(large)[0], read_passes)
+        addresses = [f"tcp://{net.server(i).ip}:{PORT}" for i in range(state.servers)] if pin else []
         plan = hy.make_plan(state.servers, procs, _sizes(block)[0], phases, params,
-                            [k.strip() for k in replicas.split(",")] if replicas else None)
+                            [k.strip() for k in replicas.split(",")] if replicas else None, addresses=addresses)
         run_tools = hy.RunTools.from_env(tools)
     except (ValueError, LabError) as e:
         _fail(str(e))

@@ -45,9 +45,9 @@ from pfslayout.calibration.design import CellConfig
 from pfslayout.calibration.grid import layout_key, useful_groups
 from pfslayout.calibration.synthetic import model_time
 from pfslayout.costmodel import CostParams
-from pfslayout.planner.hints import hints_for
-from pfslayout.planner.models import Sharing
-from pfslayout.shimconfig import Replica, Rule, ShimConfig, ShimParams, render_shim_config
+from pfslayout.planner.hints import SLOT_PREFIX, hints_for, pinned_slots, slot_count
+from pfslayout.planner.models import Hints, Sharing
+from pfslayout.shimconfig import Replica, Rule, ShimConfig, ShimParams, render_shim_config, replica_path
 
 DEFAULT = "default"
 HYBRID = "hybrid"
@@ -72,22 +72,31 @@ class Phase:
             raise ValueError(f"phase {self.name}: transfer must be positive")
 
 
-def default_phases(small: int = 16 << 10, large: int = 4 << 20) -> tuple[Phase, ...]:
-    """Written once in large sequential blocks, then read: small random, then large sequential."""
-    return (Phase("write", "write", "sequential", large),
-            Phase("small-random-read", "read", "random", small),
-            Phase("large-sequential-read", "read", "sequential", large))
+def default_phases(small: int = 16 << 10, large: int = 4 << 20, passes: int = 1) -> tuple[Phase, ...]:
+    """Written once in large sequential blocks, then read ``passes`` times: small random, then large
+    sequential (one pass: phase names without a number; more: ``-1``, ``-2``, ... per pass)."""
+    if passes < 1:
+        raise ValueError(f"read passes {passes}: at least 1")
+    reads: list[Phase] = []
+    for k in range(1, passes + 1):
+        suffix = f"-{k}" if passes > 1 else ""
+        reads += [Phase(f"small-random-read{suffix}", "read", "random", small),
+                  Phase(f"large-sequential-read{suffix}", "read", "sequential", large)]
+    return (Phase("write", "write", "sequential", large), *reads)
 
 
 @dataclass(frozen=True)
 class StaticLayout:
-    """A static layout as the planner realises it (``hints_for``): what ROMIO is given at create."""
+    """A static layout as the planner realises it (``hints_for``): what ROMIO is given at create, the
+    directory xattrs, and — pinned — how many slot directories (``pinned_slots``) its files spread over."""
 
     key: str  # layout_key: 1-DH, 1-DV, 2-D:g
     layout: str
     g: int | None
     num_dfiles: int
     strip_size: int | None
+    xattrs: dict[str, str] = field(default_factory=dict)
+    slots: int = 0  # > 1: rank k's file in <dir>/slot-<k mod slots>, pinned to that slot's servers
 
     def romio_hints(self) -> dict[str, str | int]:
         out: dict[str, str | int] = {"striping_factor": self.num_dfiles}
@@ -97,7 +106,15 @@ class StaticLayout:
 
     def describe(self) -> str:
         strip = f", strip {human_size(self.strip_size)}" if self.strip_size else ""
-        return f"{self.num_dfiles} datafile(s){strip}"
+        pinned = f", pinned over {self.slots} slots" if self.slots > 1 else ""
+        return f"{self.num_dfiles} datafile(s){strip}{pinned}"
+
+    def slot_xattrs(self, addresses: Sequence[str]) -> list[dict[str, str]]:
+        """Each slot directory's xattrs (empty when not pinned)."""
+        if self.slots < 2:
+            return []
+        return pinned_slots(Hints(xattrs=dict(self.xattrs), num_dfiles=self.num_dfiles, dist_name="simple_stripe",
+                                  strip_size=self.strip_size), addresses)
 
 
 @dataclass(frozen=True)
@@ -113,6 +130,7 @@ class Plan:
     replicas: tuple[str, ...]  # layout keys, in replica order
     picks: dict[str, str] = field(default_factory=dict)  # read phase → the model's layout for it
     static_pick: str | None = None  # the model's one layout for the whole workload
+    addresses: tuple[str, ...] = ()  # the servers' BMI addresses in fs.conf order (what pinning lists)
 
     def __post_init__(self) -> None:
         if self.procs < 1 or self.servers < 1:
@@ -149,11 +167,12 @@ def common_size(phases: Sequence[Phase], block: int) -> int:
     return max(counts, key=lambda s: (counts[s], s))
 
 
-def static_layouts(servers: int, s_common: int) -> tuple[StaticLayout, ...]:
+def static_layouts(servers: int, s_common: int, pin: bool = False) -> tuple[StaticLayout, ...]:
     out = []
     for layout, g in [("1-DH", None), ("1-DV", None)] + [("2-D", g) for g in useful_groups(servers)]:
         h = hints_for(layout, g, servers, SHARING, s_common)
-        out.append(StaticLayout(layout_key(layout, g), layout, g, h.num_dfiles, h.strip_size))
+        out.append(StaticLayout(layout_key(layout, g), layout, g, h.num_dfiles, h.strip_size, dict(h.xattrs),
+                                slot_count(h.num_dfiles, servers) if pin else 0))
     return tuple(out)
 
 
@@ -180,15 +199,21 @@ def model_picks(phases: Sequence[Phase], layouts: Sequence[StaticLayout], server
 
 
 def make_plan(servers: int, procs: int, block: int, phases: Sequence[Phase], params: CostParams,
-              replicas: Sequence[str] | None = None, variant: str = "corrected") -> Plan:
+              replicas: Sequence[str] | None = None, variant: str = "corrected",
+              addresses: Sequence[str] = ()) -> Plan:
     """The plan: static layouts from ``hints_for``, replicas = the model's distinct picks for the read
-    phases in phase order (or ``replicas`` as given)."""
+    phases in phase order (or ``replicas`` as given). With ``addresses`` (one per server) the layouts of
+    fewer datafiles than servers are pinned: their files spread over slot directories, as the operator
+    pins them (``planner.hints.pinned_slots``); without, OrangeFS places each file at random."""
+    if addresses and len(addresses) != servers:
+        raise ValueError(f"addresses: {len(addresses)} given for {servers} servers")
     s_common = common_size(phases, block)
-    layouts = static_layouts(servers, s_common)
+    layouts = static_layouts(servers, s_common, pin=bool(addresses))
     picks = model_picks(phases, layouts, servers, procs, block, params, variant)
     chosen = list(replicas) if replicas else list(dict.fromkeys(picks.values()))
     static = model_static(phases, layouts, servers, procs, block, params, variant)
-    return Plan(servers, procs, block, tuple(phases), s_common, layouts, tuple(chosen), picks, static)
+    return Plan(servers, procs, block, tuple(phases), s_common, layouts, tuple(chosen), picks, static,
+                tuple(addresses))
 
 
 # ------------------------------------------------------------------------------------------------ scoring
@@ -290,14 +315,33 @@ def replica_dir(root: str, key: str) -> str:
     return f"{root}/.replica-{key.replace(':', '-g')}"
 
 
+def slot_dir(directory: str, j: int) -> str:
+    return f"{directory}/{SLOT_PREFIX}{j}"
+
+
+def rank_file(plan: Plan, variant: str, root: str, rank: int) -> str:
+    """Where rank ``rank``'s file of ``variant`` (or of ``replica <key>``) is: IOR's ``<dir>/data.<rank>``,
+    in slot ``slot_of(name)`` of a pinned layout (IOR's ``-o a@b@...`` gives rank k the k mod count-th name;
+    the shim's ``slots`` gives a replica the same slot by name)."""
+    name = f"/data.{rank:08d}"
+    if variant.startswith("replica "):
+        key = variant.split(" ", 1)[1]
+        return replica_path(replica_dir(root, key), name, plan.layout(key).slots)
+    if variant in (DEFAULT, HYBRID):
+        return variant_dir(root, variant) + name
+    return replica_path(variant_dir(root, variant), name, plan.layout(variant).slots)
+
+
 def shim_config(plan: Plan, params: CostParams, root: str, variant: str = "corrected") -> str:
-    """One config for every variant: a hints rule per static layout's directory, the replica set on the
-    hybrid's (the operator's mapping: layout, g, strip as striping_unit, num_dfiles as striping_factor),
-    nothing on the default's."""
+    """One config for every variant: a hints rule per static layout's directory (its slot directories
+    included: a rule covers what is below it), the replica set on the hybrid's (the operator's mapping:
+    layout, g, strip as striping_unit, num_dfiles as striping_factor, slots when pinned), nothing on the
+    default's."""
     rules = [Rule(path=f"pvfs2:{variant_dir(root, s.key)}", hints=s.romio_hints()) for s in plan.layouts]
     replicas = [Replica.model_validate({"dir": f"pvfs2:{replica_dir(root, k)}", "layout": plan.layout(k).layout,
                                         "g": plan.layout(k).g, "strip_size": plan.layout(k).strip_size,
-                                        "datafiles": plan.layout(k).num_dfiles})
+                                        "datafiles": plan.layout(k).num_dfiles,
+                                        "slots": plan.layout(k).slots if plan.layout(k).slots > 1 else None})
                 for k in plan.replicas]
     rules.append(Rule(path=f"pvfs2:{variant_dir(root, HYBRID)}", replicas=replicas))
     config = ShimConfig.model_validate({
@@ -333,8 +377,17 @@ class RunTools:
         return str(self.lab.orangefs / "bin" / name)
 
 
+def ior_targets(plan: Plan, variant: str, root: str) -> str:
+    """IOR's ``-o``: ``<dir>/data``, or for a pinned static layout one name per slot joined by ``@``."""
+    directory = variant_dir(root, variant)
+    slots = plan.layout(variant).slots if variant not in (DEFAULT, HYBRID) else 0
+    if slots > 1:
+        return "@".join(f"pvfs2:{slot_dir(directory, j)}/data" for j in range(slots))
+    return f"pvfs2:{directory}/data"
+
+
 def ior_argv(plan: Plan, phase: Phase, target: str, summary: Path) -> list[str]:
-    argv = ["-a", "MPIIO", "-F", "-k", "-b", str(plan.block), "-t", str(phase.transfer), "-o", f"pvfs2:{target}/data",
+    argv = ["-a", "MPIIO", "-F", "-k", "-b", str(plan.block), "-t", str(phase.transfer), "-o", target,
             "-O", "summaryFormat=JSON", "-O", f"summaryFile={summary}"]
     argv.insert(0, "-w" if phase.op == "write" else "-r")
     if phase.pattern == "random":
@@ -376,19 +429,32 @@ def _ofs(tools: RunTools, pvfs2tab: Path, *argv: str, check: bool = True) -> str
 
 
 def prepare(tools: RunTools, plan: Plan, root: str, pvfs2tab: Path) -> None:
-    """The directories of every variant and replica (plain directories: layouts come from the hints)."""
+    """The directories of every variant and replica (layouts come from the create hints), and the slot
+    directories of the pinned ones with their xattrs (layout LIST over the slot's servers)."""
     _ofs(tools, pvfs2tab, "pvfs2-mkdir", root, check=False)
-    for d in [variant_dir(root, v) for v in plan.variants] + [replica_dir(root, k) for k in plan.replicas]:
-        _ofs(tools, pvfs2tab, "pvfs2-mkdir", d, check=False)
-        _ofs(tools, pvfs2tab, "pvfs2-ls", d)  # exists now (mkdir of an existing directory only complains)
+    dirs = [variant_dir(root, v) for v in plan.variants] + [replica_dir(root, k) for k in plan.replicas]
+    pinned = [(variant_dir(root, s.key), s) for s in plan.layouts if s.slots > 1]
+    pinned += [(replica_dir(root, k), plan.layout(k)) for k in plan.replicas if plan.layout(k).slots > 1]
+    for d in dirs:
+        _mkdir(tools, pvfs2tab, d)
+    for d, layout in pinned:
+        for j, xattrs in enumerate(layout.slot_xattrs(plan.addresses)):
+            _mkdir(tools, pvfs2tab, slot_dir(d, j))
+            for key, value in xattrs.items():
+                _ofs(tools, pvfs2tab, "pvfs2-xattr", "-s", "-k", key, "-v", value, slot_dir(d, j))
 
 
-def realised(tools: RunTools, directory: str, procs: int, pvfs2tab: Path) -> dict[str, Any]:
-    """What OrangeFS made of the rank files in ``directory`` (``pvfs2-viewdist``): datafiles, strip and the
-    servers (last address byte) each file's datafiles are on — placement is part of what a layout is."""
+def _mkdir(tools: RunTools, pvfs2tab: Path, d: str) -> None:
+    _ofs(tools, pvfs2tab, "pvfs2-mkdir", d, check=False)
+    _ofs(tools, pvfs2tab, "pvfs2-ls", d)  # exists now (mkdir of an existing directory only complains)
+
+
+def realised(tools: RunTools, files: Sequence[str], pvfs2tab: Path) -> dict[str, Any]:
+    """What OrangeFS made of the rank files (``pvfs2-viewdist``): datafiles, strip and the servers (last
+    address byte) each file's datafiles are on — placement is part of what a layout is."""
     out: dict[str, Any] = {"datafiles": None, "strip": None, "servers": []}
-    for rank in range(procs):
-        text = _ofs(tools, pvfs2tab, "pvfs2-viewdist", "-f", f"{directory}/data.{rank:08d}")
+    for path in files:
+        text = _ofs(tools, pvfs2tab, "pvfs2-viewdist", "-f", path)
         servers = []
         for line in text.splitlines():
             if line.startswith("Number of datafiles/servers"):
@@ -422,13 +488,12 @@ def run(tools: RunTools, plan: Plan, params: CostParams, rounds: int, work: Path
     config.write_text(shim_config(plan, params, root, variant))
     times: dict[str, dict[str, list[float]]] = {v: {p.name: [] for p in plan.phases} for v in plan.variants}
     route: dict[str, Any] = {}
-    dirs = {v: variant_dir(root, v) for v in plan.variants if v != HYBRID}
-    dirs.update({f"replica {k}": replica_dir(root, k) for k in plan.replicas})
+    kept = [v for v in plan.variants if v != HYBRID] + [f"replica {k}" for k in plan.replicas]
     made: dict[str, dict[str, Any]] = {}
-    placement: dict[str, list[list[list[str]]]] = {k: [] for k in dirs}
+    placement: dict[str, list[list[list[str]]]] = {k: [] for k in kept}
     for r in range(rounds):
         for v in plan.variants:
-            target = variant_dir(root, v)  # IOR's write phase deletes the previous round's files first
+            target = ior_targets(plan, v, root)  # IOR's write phase deletes the previous round's files first
             for ph in plan.phases:
                 t, stats = run_phase(tools, plan, ph, target, work, f"r{r}-{v.replace(':', '-g')}-{ph.name}", pvfs2tab,
                                      clients, config)
@@ -437,8 +502,8 @@ def run(tools: RunTools, plan: Plan, params: CostParams, rounds: int, work: Path
                     route[ph.name] = routing(stats)
                 if log:
                     log(f"round {r + 1}/{rounds} {v} {ph.name}: {t:.3f} s")
-            for key in [key for key in dirs if key == v or (v == HYBRID and key.startswith("replica "))]:
-                made[key] = realised(tools, dirs[key], plan.procs, pvfs2tab)
+            for key in [key for key in kept if key == v or (v == HYBRID and key.startswith("replica "))]:
+                made[key] = realised(tools, [rank_file(plan, key, root, k) for k in range(plan.procs)], pvfs2tab)
                 placement[key].append(made[key]["servers"])
     return Measured(times, route, made, placement)
 
@@ -456,6 +521,7 @@ def build_report(plan: Plan, measured: Measured, setup: Mapping[str, Any]) -> di
         "layouts": {**{s.key: {**asdict(s), "romio_hints": s.romio_hints()} for s in plan.layouts},
                     DEFAULT: {"description": "no hints: the file system's default distribution (simple_stripe, "
                                              "64 KiB strip, a datafile on every server)"}},
+        "pinned": bool(plan.addresses),
         "realised": measured.realised,
         "placement": measured.placement,
         "replicas": list(plan.replicas),
@@ -469,15 +535,21 @@ def build_report(plan: Plan, measured: Measured, setup: Mapping[str, Any]) -> di
 def results_markdown(doc: Mapping[str, Any], command: str) -> str:
     setup, work = doc["setup"], doc["workload"]
     phases = [p["name"] for p in work["phases"]]
+    passes = sum(1 for p in work["phases"] if p["op"] == "read") // 2
+    pinned = doc.get("pinned", False)
     pct = _pct
     lines = [
         *section_head("Hybrid replicas on a mixed workload:", command, setup),
         f"Workload: {work['procs']} ranks, a file per rank of {human_size(work['block_per_rank'])} written once, "
-        "then read twice: " + ", ".join(
+        f"then read in {passes} pass(es) of two patterns: " + ", ".join(
             f"{p['name']} ({p['op']}, {p['pattern']}, {human_size(p['transfer'])} × {p['requests_per_rank']})"
             for p in work["phases"]) + f". Layouts realised by `hints_for` for the most common request size "
         f"({human_size(work['common_request_size'])}); default = no hints (64 KiB strip over every server). "
-        f"Replicas: {', '.join(doc['replicas'])} (the model's picks: "
+        + ("Layouts of fewer datafiles than servers pinned: rank k's file in slot k mod (servers / datafiles), a "
+           "directory with layout LIST over that slot's servers (`pinned_slots`; replicas through the shim's "
+           "`slots`). " if pinned else "Not pinned: OrangeFS places each file of a layout of fewer datafiles "
+                                          "than servers at random. ")
+        + f"Replicas: {', '.join(doc['replicas'])} (the model's picks: "
         + ", ".join(f"{k} → {v}" for k, v in doc["model_picks"].items()) + ").",
         "",
         "| variant | " + " | ".join(phases) + " | total |",
@@ -514,8 +586,9 @@ def results_markdown(doc: Mapping[str, Any], command: str) -> str:
         def where(files: list[list[str]]) -> str:
             return "/".join("+".join(a.rsplit(".", 1)[-1] for a in f) for f in files)
 
+        how = "pinned by slot" if pinned else "the planner's hints do not pin them"
         lines += ["", "Where OrangeFS put the rank files of the layouts with fewer datafiles than servers, round by "
-                  "round (last address byte of each file's datafiles; the planner's hints do not pin them): "
+                  f"round (last address byte of each file's datafiles; {how}): "
                   + "; ".join(f"{k}: " + ", ".join(where(r) for r in doc.get("placement", {}).get(k)
                                                     or [doc["realised"][k]["servers"]])
                               for k in partial) + "."]

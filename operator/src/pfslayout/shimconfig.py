@@ -113,6 +113,9 @@ class Replica(_Strict):
     g: StrictInt | None = Field(default=None, ge=1)
     strip_size: StrictInt | None = Field(default=None, ge=1, le=MAX_STRIP)
     datafiles: StrictInt | None = Field(default=None, ge=1)
+    # > 1: pinned placement — each file's copy in <dir>/slot-<slot_of(name)>, a directory the operator
+    # pins to its own servers (planner.hints.slot_dirs)
+    slots: StrictInt | None = Field(default=None, ge=1)
     hints: dict[str, HintValue] | None = None
 
     @model_validator(mode="after")
@@ -251,6 +254,11 @@ class ShimConfig(_Strict):
                     raise ValueError(f"{where}.g: must be 1..servers ({self.servers})")
                 if rep.datafiles is not None and rep.datafiles > self.servers:
                     raise ValueError(f"{where}.datafiles: must be 1..servers ({self.servers})")
+                if rep.slots is not None and rep.slots > self.servers:
+                    raise ValueError(f"{where}.slots: must be 1..servers ({self.servers})")
+                if rep.slots is not None and rep.datafiles is not None and rep.slots * rep.datafiles > self.servers:
+                    raise ValueError(f"{where}.slots: slots x datafiles ({rep.slots} x {rep.datafiles}) exceeds "
+                                     f"servers ({self.servers}): each slot pins its own datafiles servers")
         return self
 
 
@@ -263,3 +271,30 @@ def render_shim_config(config: ShimConfig) -> str:
 def parse_shim_config(text: str) -> ShimConfig:
     """Read a rendered (or hand-written) config back; pydantic's ValidationError names the field."""
     return ShimConfig.model_validate_json(text)
+
+
+def slot_of(tail: str, slots: int) -> int:
+    """Which of ``slots`` pinned directories a replica file lives in: the last decimal number in the file's
+    name (its extension left out unless all digits) mod ``slots`` — rank-numbered files (IOR's
+    ``data.00000003``, ``out_0042.h5``) spread over the slots as the ranks do — else the name's 32-bit
+    FNV-1a hash mod ``slots``. A function of the name alone, so every process finds the same copy. The twin
+    of the shim's ``pfs_slot_of`` (the same table of cases in both test suites)."""
+    if slots <= 1:
+        return 0
+    name = tail.rsplit("/", 1)[-1]
+    stem = name
+    dot = name.rfind(".")
+    if 0 <= dot < len(name) - 1 and not re.fullmatch(r"[0-9]+", name[dot + 1:]):
+        stem = name[:dot]
+    runs = re.findall(r"[0-9]+", stem)
+    if runs:
+        return int(runs[-1]) % slots
+    h = 2166136261
+    for byte in name.encode():
+        h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
+    return h % slots
+
+
+def replica_path(directory: str, tail: str, slots: int | None) -> str:
+    """A replica's copy of the file at ``tail`` below its rule (the shim's ``pfs_replica_path``)."""
+    return f"{directory}/slot-{slot_of(tail, slots)}{tail}" if slots and slots > 1 else f"{directory}{tail}"

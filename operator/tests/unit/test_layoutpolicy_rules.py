@@ -80,3 +80,22 @@ def test_trace_rules_wait_and_decision_changes_are_events() -> None:
     new = {"rules": [{"path": "/a", "decision": "static", "layout": {"layout": "1-DH"}, "message": "m2"}]}
     assert [e.reason for e in events(old, new)] == ["DecisionChanged"]
     assert events(new, new) == []
+
+
+def test_file_per_process_replicas_of_few_datafiles_are_pinned_by_slot() -> None:
+    rule = {"path": "/pp", "mode": "hybrid", "fileSharing": "perProcess", "hybrid": {"replicas": [
+        {"name": "wide", "layout": "1-DH", "stripSize": 4096}, {"name": "deep", "layout": "1-DV"},
+        {"name": "two", "layout": "2-D", "groups": 2, "stripSize": 8192}]}}
+    d = decide_rule(rule, 0, PLATFORM, SEED_ETHERNET, "corrected", 0.1)
+    assert d.error is None
+    slots = {x.path: x.xattrs for x in d.dirs if "/slot-" in x.path}
+    base = "/mnt/orangefs/pp/.replica-"
+    assert sorted(slots) == [f"{base}deep/slot-{j}" for j in range(4)] + [f"{base}two/slot-{j}" for j in range(2)]
+    assert slots[f"{base}deep/slot-2"]["user.pvfs2.server_list"] == "00001 tcp://s2:3334"
+    assert slots[f"{base}two/slot-1"]["user.pvfs2.server_list"] == "00002 tcp://s2:3334 tcp://s3:3334"
+    assert all(x["user.pvfs2.layout"] == "4" for x in slots.values())
+    assert [r.get("slots") for r in d.status["replicas"]] == [None, 4, 2]
+    # a shared file's copies stripe over every server: nothing to pin
+    shared = decide_rule(rule | {"fileSharing": "shared"}, 0, PLATFORM, SEED_ETHERNET, "corrected", 0.1)
+    assert not [x for x in shared.dirs if "/slot-" in x.path]
+    assert all("slots" not in r for r in shared.status["replicas"])

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.unit
 
 PARAMS = CostParams(e=1e-4, v=1e-9, alpha_seq=1e-3, alpha_rand=5e-3, beta=2e-9)
 HYBRID = {"path": "/hy", "decision": "hybrid", "applied": True,
-          "replicas": [{"layout": "1-DH", "name": "wide", "servers": 4, "stripSize": 65536},
+          "replicas": [{"layout": "1-DH", "name": "wide", "servers": [0, 1, 2, 3], "stripSize": 65536},
                        {"layout": "2-D", "groups": 2, "name": "grouped", "stripSize": 1048576}]}
 STATIC = {"path": "/out", "decision": "static", "layout": {"layout": "1-DV"}}
 
@@ -65,3 +65,12 @@ def test_route_paths_sends_plain_paths_under_the_mount_through_pvfs2() -> None:
                                                  []))
     assert cfg.route is not None and (cfg.route.path, cfg.route.prefix) == ("/mnt/orangefs", "pvfs2:")
     assert parse_shim_config(shimconf.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, [])).route is None
+
+
+def test_pinned_slots_of_a_file_per_process_copy_reach_the_shim() -> None:
+    per_process = {"path": "/pp", "decision": "hybrid", "applied": True,
+                   "replicas": [{"layout": "1-DH", "name": "wide", "stripSize": 4096},
+                                {"layout": "1-DV", "name": "deep", "slots": 4}]}
+    cfg = parse_shim_config(shimconf.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, [per_process]))
+    wide, deep = (cfg.rules or [])[0].replicas or []
+    assert (wide.slots, deep.slots, deep.dir) == (None, 4, "pvfs2:/mnt/orangefs/pp/.replica-deep")

@@ -13,6 +13,7 @@ import pytest
 from pfslayout.costmodel import MIB, SEED_ETHERNET, CostParams, ServerParams, cost
 from pfslayout.errors import InputError
 from pfslayout.planner import Plan, WorkloadDescription, load_workloads, plan_trace, plan_workload, useful_groups
+from pfslayout.planner.hints import hints_for, pinned_slots, slot_count
 from pfslayout.traces import OP_READ, OP_WRITE, Trace, load_trace
 
 pytestmark = pytest.mark.unit
@@ -226,3 +227,18 @@ def test_heterogeneous_file_per_process_placement() -> None:
     assert sum(counts) == 64 and counts[0] == counts[1] > counts[2] > counts[3]
     # speeds 1/(beta_j + v): 1/2 : 1/2 : 1/3 : 1/5 of 1/beta → shares 0.32, 0.32, 0.21, 0.13
     assert counts == [21, 21, 14, 8]
+
+
+def test_pinned_slots_spread_file_per_process_layouts_over_their_own_servers() -> None:
+
+
+    urls = [f"tcp://ofs-{i}:3334" for i in range(4)]
+    one = pinned_slots(hints_for("1-DV", None, 4, "file-per-process", 16384), urls)
+    assert [x["user.pvfs2.server_list"] for x in one] == [f"00001 {u}" for u in urls]
+    assert all(x["user.pvfs2.layout"] == "4" and x["user.pvfs2.num_dfiles"] == "1" for x in one)
+    two = pinned_slots(hints_for("2-D", 2, 4, "file-per-process", 16384), urls)
+    assert [x["user.pvfs2.server_list"] for x in two] == [f"00002 {urls[0]} {urls[1]}", f"00002 {urls[2]} {urls[3]}"]
+    assert all(x["user.pvfs2.dist_params"] == "strip_size:8192" for x in two)
+    # a layout over every server has nothing to pin; 2-D with n/g not dividing n leaves servers over
+    assert pinned_slots(hints_for("1-DH", None, 4, "file-per-process", 16384), urls) == []
+    assert slot_count(2, 5) == 2 and slot_count(3, 4) == 0 and slot_count(1, 8) == 8

@@ -25,6 +25,8 @@ from pfslayout.shimconfig import (
     normalise_path,
     parse_shim_config,
     render_shim_config,
+    replica_path,
+    slot_of,
 )
 
 pytestmark = pytest.mark.unit
@@ -141,3 +143,30 @@ def test_replica_sets_need_params_and_servers_and_fit_the_servers() -> None:
 def test_rendering_leaves_unset_fields_to_the_shim_defaults() -> None:
     doc = json.loads(render_shim_config(ShimConfig(trace=TraceSettings(enabled=False))))
     assert doc == {"format": "pfsshim-config/1", "trace": {"enabled": False}}
+
+
+# the same table as shim/tests/c/test_config.c's test_slots (the shim's pfs_slot_of)
+SLOT_CASES = [("/data.00000000", 4, 0), ("/data.00000001", 4, 1), ("/data.00000006", 4, 2),
+              ("/sub/data.00000011", 3, 2), ("/out_0042.h5", 4, 2), ("/rank3.dat", 4, 3), ("/a.b.7.nc4", 8, 7),
+              ("/x/data.123456789012345678901", 7, 4), ("/data.00000005", 1, 0), ("/plain", 4, 3),
+              ("/9/plain", 4, 3), ("/ckpt", 3, 2)]
+
+
+@pytest.mark.parametrize(("tail", "slots", "want"), SLOT_CASES)
+def test_a_pinned_copy_lands_in_the_slot_its_name_gives(tail: str, slots: int, want: int) -> None:
+    assert slot_of(tail, slots) == want
+
+
+def test_rank_numbered_files_spread_over_the_slots_and_paths_match_the_shim() -> None:
+    assert [slot_of(f"/data.{rank:08d}", 4) for rank in range(8)] == [0, 1, 2, 3, 0, 1, 2, 3]
+    tail = "/d/data.00000003"
+    assert replica_path("pvfs2:/m/.replica-1-DV", tail, 4) == "pvfs2:/m/.replica-1-DV/slot-3" + tail
+    assert replica_path("pvfs2:/m/.replica-1-DH", tail, None) == "pvfs2:/m/.replica-1-DH" + tail
+
+
+def test_slots_must_fit_the_servers() -> None:
+    rule = Rule(path="/d", replicas=[Replica(dir="/r", layout="2-D", g=2, datafiles=2, slots=3)])
+    with pytest.raises(ValidationError, match=r"replicas\[0\].slots: slots x datafiles \(3 x 2\) exceeds servers"):
+        ShimConfig(params=PRM, servers=4, rules=[rule])
+    with pytest.raises(ValidationError, match=r"replicas\[0\].slots: must be 1..servers \(2\)"):
+        ShimConfig(params=PRM, servers=2, rules=[Rule(path="/d", replicas=[Replica(dir="/r", layout="1-DV", slots=4)])])

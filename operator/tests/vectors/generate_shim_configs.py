@@ -153,6 +153,11 @@ def accepted() -> list[tuple[str, ShimConfig]]:
         ("write-e-zero", ShimConfig(params=ETHERNET.model_copy(update={"e_write": 0}), servers=2)),
         # shared cores: every message of a round also costs e_shared, alone and with the write terms
         ("shared-cores", ShimConfig(params=ETHERNET.model_copy(update={"e_shared": 2e-5}), servers=8)),
+        # pinned copies of file-per-process files: 1-DV over four slots (one server each), 2-D over two
+        ("pinned-replicas", ShimConfig(params=ETHERNET, servers=4, rules=[Rule(path="/p", replicas=[
+            Replica(dir="/p/.replica-1-DH", layout="1-DH", strip_size=16384, datafiles=4),
+            Replica(dir="/p/.replica-1-DV", layout="1-DV", datafiles=1, slots=4),
+            Replica(dir="/p/.replica-2-D-g2", layout="2-D", g=2, strip_size=8192, datafiles=2, slots=2)])])),
         ("shared-cores-and-writes", ShimConfig(
             params=ETHERNET.model_copy(update={"e_shared": 1.3e-5, "e_write": 0.0005}), servers=4)),
     ]
@@ -193,6 +198,9 @@ def refused() -> list[dict[str, Any]]:
          "doc": replica_set({"dir": "/r", "layout": "auto"})},
         {"name": "unknown-replica-key", "field": f"{r0}.stripe",
          "doc": replica_set({"dir": "/r", "layout": "1-DV", "stripe": 1})},
+        {"name": "slots-zero", "field": f"{r0}.slots", "doc": replica_set({"dir": "/r", "layout": "1-DV", "slots": 0})},
+        {"name": "slots-times-datafiles-above-servers", "field": f"{r0}.slots",
+         "doc": replica_set({"dir": "/r", "layout": "2-D", "g": 2, "datafiles": 2, "slots": 3})},
         {"name": "duplicate-replica-dir", "field": "rules[0].replicas[1]",
          "doc": replica_set({"dir": "/r/", "layout": "1-DV"}, {"dir": "/r", "layout": "1-DH"})},
         {"name": "nine-replicas", "field": "rules[0].replicas",

@@ -132,6 +132,9 @@ static const struct bad BAD[] = {
     {HDR PRM "\"rules\": [{\"path\": \"/a\", \"replicas\": [{\"dir\": \"/r\", \"layout\": \"auto\"}]}]}", "rules[0].replicas[0].strip_size"},
     {HDR PRM "\"rules\": [{\"path\": \"/a\", \"replicas\": [{\"dir\": \"/r\", \"layout\": \"1-DV\", \"datafiles\": 9}]}]}", "rules[0].replicas[0].datafiles"},
     {HDR PRM "\"rules\": [{\"path\": \"/a\", \"replicas\": [{\"dir\": \"/r\", \"layout\": \"1-DV\", \"stripe\": 9}]}]}", "rules[0].replicas[0].stripe"},
+    {HDR PRM "\"rules\": [{\"path\": \"/a\", \"replicas\": [{\"dir\": \"/r\", \"layout\": \"1-DV\", \"slots\": 0}]}]}", "rules[0].replicas[0].slots"},
+    {HDR PRM "\"rules\": [{\"path\": \"/a\", \"replicas\": [{\"dir\": \"/r\", \"layout\": \"2-D\", \"g\": 2, \"datafiles\": 2, \"slots\": 3}]}]}",
+     "rules[0].replicas[0].slots"},
     {HDR PRM "\"rules\": [{\"path\": \"/a\", \"replicas\": [{\"dir\": \"/r\", \"layout\": \"1-DV\"}, {\"dir\": \"/r/\", \"layout\": \"1-DH\"}]}]}",
      "rules[0].replicas[1]"},
     {HDR "\"rules\": [{\"path\": \"/a\", \"collective\": {}}]}", "rules[0].collective"},
@@ -234,8 +237,36 @@ static void test_collective(void)
     pfs_config_free(&c);
 }
 
+/* pinned replicas: the slot is a function of the file's name (docs/shim-config.md, "slots"); the same
+ * table is in operator/tests/unit/test_shimconfig.py for pfslayout.shimconfig.slot_of */
+static void test_slots(void)
+{
+    static const struct {
+        const char *tail;
+        long slots, want;
+    } cases[] = {
+        {"/data.00000000", 4, 0}, {"/data.00000001", 4, 1}, {"/data.00000006", 4, 2}, {"/sub/data.00000011", 3, 2},
+        {"/out_0042.h5", 4, 2},   {"/rank3.dat", 4, 3},     {"/a.b.7.nc4", 8, 7},      {"/x/data.123456789012345678901", 7, 4},
+        {"/data.00000005", 1, 0}, {"/plain", 4, 3},         {"/9/plain", 4, 3},        {"/ckpt", 3, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        long got = pfs_slot_of(cases[i].tail, cases[i].slots);
+        CHECK(got == cases[i].want, "slot of %s over %ld: %ld, want %ld", cases[i].tail, cases[i].slots, got,
+              cases[i].want);
+    }
+    pfs_replica_cfg rep = {.dir = "pvfs2:/m/.replica-1-DV", .slots = 4};
+    char path[64];
+    CHECK(pfs_replica_path(&rep, "/d/data.00000003", path, sizeof path) == 0 &&
+              strcmp(path, "pvfs2:/m/.replica-1-DV/slot-3/d/data.00000003") == 0, "slot path: %s", path);
+    rep.slots = 0;
+    CHECK(pfs_replica_path(&rep, "/d/data.00000003", path, sizeof path) == 0 &&
+              strcmp(path, "pvfs2:/m/.replica-1-DV/d/data.00000003") == 0, "unpinned path: %s", path);
+    CHECK(pfs_replica_path(&rep, "/d/data.00000003", path, 10) == -1, "a path that does not fit is refused");
+}
+
 int main(void)
 {
+    test_slots();
     test_valid();
     test_collective();
     test_defaults();

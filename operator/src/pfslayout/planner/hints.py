@@ -13,6 +13,8 @@ emitted together.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from pfslayout.costmodel.params import CostParams
@@ -29,11 +31,44 @@ KEY_DIST = "user.pvfs2.dist_name"
 KEY_PARAMS = "user.pvfs2.dist_params"
 KEY_LAYOUT = "user.pvfs2.layout"
 KEY_LIST = "user.pvfs2.server_list"
+SLOT_PREFIX = "slot-"  # <dir>/slot-<j>: the pinned directories of a layout (pinned_slots)
 
 
 def _align(size: float, lo: int = ALIGN, hi: int | None = None) -> int:
     value = max(lo, int(size) // ALIGN * ALIGN)
     return min(value, hi) if hi is not None else value
+
+
+def server_list(addresses: Sequence[str]) -> str:
+    """``user.pvfs2.server_list``'s value: the count (the server reads it with strtol), then the BMI
+    addresses, e.g. ``00001 tcp://10.0.0.3:3334``."""
+    return f"{len(addresses):05d} " + " ".join(addresses)
+
+
+def slot_count(num_dfiles: int, n: int) -> int:
+    """How many pinned directories a file-per-process layout of ``num_dfiles`` datafiles over ``n`` servers
+    gets: ``n // num_dfiles`` when that is 2 or more (1-DV: n, 2-D: g), else 0 — a layout over every
+    server has nothing to pin."""
+    slots = n // max(num_dfiles, 1)
+    return slots if slots >= 2 else 0
+
+
+def pinned_slots(hints: Hints, addresses: Sequence[str]) -> list[dict[str, str]]:
+    """The directory xattrs of each of a layout's pinned slots (``<dir>/slot-<j>``): the layout's own keys
+    plus layout LIST over servers ``[j·w, (j+1)·w)`` of ``addresses`` (w = the layout's datafiles), so the
+    files of a file-per-process layout spread evenly instead of starting on random servers (OrangeFS's
+    ROUND_ROBIN draws ``rand() % n`` per file: of three 1-DV files on four servers, two or more share a
+    server 62% of the time). Which slot a file goes to is ``shimconfig.slot_of`` of its name. Empty when the layout
+    covers every server."""
+    n = len(addresses)
+    w = hints.num_dfiles
+    out = []
+    for j in range(slot_count(w, n)):
+        xattrs = dict(hints.xattrs)
+        xattrs[KEY_LAYOUT] = LAYOUT_LIST
+        xattrs[KEY_LIST] = server_list(addresses[j * w:(j + 1) * w])
+        out.append(xattrs)
+    return out
 
 
 def _varstrip(params: CostParams, n: int, strip: int) -> tuple[dict[str, str], list[int], list[str]]:
@@ -45,7 +80,7 @@ def _varstrip(params: CostParams, n: int, strip: int) -> tuple[dict[str, str], l
     names = [s.name for s in (params.servers or [])][:n]
     if len(names) == n and all(names):
         xattrs[KEY_LAYOUT] = LAYOUT_LIST
-        xattrs[KEY_LIST] = f"{n:05d} " + " ".join(names)  # type: ignore[arg-type]
+        xattrs[KEY_LIST] = server_list(names)  # type: ignore[arg-type]
         notes.append("pinned with layout LIST so datafile i is on servers[i]")
     else:
         xattrs[KEY_LAYOUT] = LAYOUT_NONE
@@ -78,8 +113,8 @@ def hints_for(layout: str, g: int | None, n: int, sharing: Sharing, s_common: in
         if sharing == "file-per-process":
             dfiles, strip = 1, None
             notes.append("one datafile per file; ROUND_ROBIN starts each file on a random server, so the spread "
-                         "over servers is only even on average — pin per-rank subdirectories with layout LIST "
-                         "and a one-server server_list when an exact spread matters")
+                         "over servers is only even on average — pinned_slots gives per-server subdirectories "
+                         "(layout LIST) for an exact spread")
         else:
             dfiles, strip = n, _align(s_common)
             notes.append(f"strip = the common request size {strip} B, so each request stays on one server")

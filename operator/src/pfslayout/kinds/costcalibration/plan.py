@@ -23,7 +23,7 @@ from pfslayout.calibration.grid import layout_key
 from pfslayout.errors import InputError
 from pfslayout.k8s.meta import content_hash
 from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec
-from pfslayout.planner.hints import KEY_DIST, KEY_LAYOUT, KEY_LIST, KEY_NUM, LAYOUT_LIST, hints_for
+from pfslayout.planner.hints import KEY_DIST, KEY_LAYOUT, KEY_LIST, KEY_NUM, LAYOUT_LIST, hints_for, server_list
 
 # The measurements of a run live in one ConfigMap (1 MiB); a measured cell takes ~400 bytes of compact
 # pfsprobe/1 JSON with 5 repetitions, so 1500 cells leave room for the per-server probes and the index.
@@ -191,8 +191,8 @@ def make_plan(spec: CostCalibrationSpec, name: str, servers: int, mount_path: st
     if per_server is not None:
         for j in range(servers):
             path = f"{root}/server-{j}"
-            dirs.append(ProbeDir(f"server-{j}", path, {KEY_NUM: "1", KEY_DIST: "simple_stripe",
-                                                      KEY_LAYOUT: LAYOUT_LIST, KEY_LIST: f"00001 {server_urls[j]}"}))
+            pin = {KEY_LAYOUT: LAYOUT_LIST, KEY_LIST: server_list([server_urls[j]])}
+            dirs.append(ProbeDir(f"server-{j}", path, {KEY_NUM: "1", KEY_DIST: "simple_stripe", **pin}))
             for chunk in _chunks([replace(c, placement="packed") for c in per_server.cells],
                                  spec.batch.cells_per_job):
                 index = len(jobs)

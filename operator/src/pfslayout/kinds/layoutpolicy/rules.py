@@ -24,8 +24,19 @@ from pfslayout.costmodel.params import CostParams
 from pfslayout.errors import InputError
 from pfslayout.orangefs.dirhints import DirectoryHints
 from pfslayout.planner import plan_workload
-from pfslayout.planner.hints import KEY_DIST, KEY_LAYOUT, KEY_LIST, KEY_NUM, KEY_PARAMS, LAYOUT_LIST, hints_for
-from pfslayout.planner.models import CandidateCost, Decision
+from pfslayout.planner.hints import (
+    KEY_DIST,
+    KEY_LAYOUT,
+    KEY_LIST,
+    KEY_NUM,
+    KEY_PARAMS,
+    LAYOUT_LIST,
+    SLOT_PREFIX,
+    hints_for,
+    pinned_slots,
+    server_list,
+)
+from pfslayout.planner.models import CandidateCost, Decision, Hints
 from pfslayout.planner.policy import SHARING, workload_from_rule
 from pfslayout.planner.summary import TraceSummary, plan_summary
 
@@ -75,6 +86,22 @@ def _check_path(path: str, platform: Platform, where: str) -> None:
                         "probes and traces", "lay out a directory outside it")
 
 
+def replica_dirs(target: str, name: str, xattrs: dict[str, str], platform: Platform,
+                 sharing: str) -> tuple[list[DirectoryHints], int | None]:
+    """A replica's directory, and — files per process, fewer datafiles than servers, not pinned by the
+    rule already — its pinned slot directories (``planner.hints.pinned_slots``) with their count, which
+    the shim's ``slots`` uses to put each file's copy in the slot its name gives."""
+    where = f"{target}/.replica-{name}"
+    dirs = [DirectoryHints(where, dict(xattrs))]
+    if sharing != "file-per-process" or KEY_LAYOUT in xattrs or len(platform.server_urls) != platform.servers:
+        return dirs, None
+    hints = Hints(xattrs=dict(xattrs), num_dfiles=int(xattrs.get(KEY_NUM, platform.servers)),
+                  dist_name=xattrs.get(KEY_DIST, "simple_stripe"))
+    slots = pinned_slots(hints, platform.server_urls)
+    dirs += [DirectoryHints(f"{where}/{SLOT_PREFIX}{j}", x) for j, x in enumerate(slots)]
+    return dirs, len(slots) or None
+
+
 def explicit_hints(lay: dict[str, Any], platform: Platform, sharing: str, where: str) -> dict[str, str]:
     """The xattrs of an explicit layout (`layout`, `groups`, `stripSize`, `servers` of the CRD)."""
     n = platform.servers
@@ -102,7 +129,7 @@ def explicit_hints(lay: dict[str, Any], platform: Platform, sharing: str, where:
     xattrs = {KEY_NUM: str(dfiles), KEY_DIST: "simple_stripe", KEY_PARAMS: f"strip_size:{strip}"}
     if pins:
         xattrs[KEY_LAYOUT] = LAYOUT_LIST
-        xattrs[KEY_LIST] = f"{len(pins):05d} " + " ".join(platform.server_urls[s] for s in pins)
+        xattrs[KEY_LIST] = server_list([platform.server_urls[s] for s in pins])
     return xattrs
 
 
@@ -198,9 +225,11 @@ def _auto(rule: dict[str, Any], d: RuleDecision, platform: Platform, params: Cos
         replicas = []
         for r in reps:
             name = r.suffix.lstrip(".")
-            d.dirs.append(DirectoryHints(f"{target}/.replica-{name}", dict(r.hints.xattrs)))
+            dirs, slots = replica_dirs(target, name, dict(r.hints.xattrs), platform, sharing)
+            d.dirs += dirs
             replicas.append({"layout": r.label.split("(")[0], "name": name,
-                             **({"stripSize": s} if (s := _strip(r.hints.xattrs)) else {})})
+                             **({"stripSize": s} if (s := _strip(r.hints.xattrs)) else {}),
+                             **({"slots": slots} if slots else {})})
         d.status.update(decision="hybrid", replicas=replicas, hints=dict(reps[0].hints.xattrs),
                         message=f"{decision.explanation}; hybrid: {decision.hybrid.reason}")
         return
@@ -238,8 +267,12 @@ def decide_rule(rule: dict[str, Any], index: int, platform: Platform, params: Co
             sets = [explicit_hints(r, platform, sharing, f"{d.where}.hybrid.replicas[{j}]")
                     for j, r in enumerate(replicas)]
             d.dirs.append(DirectoryHints(target, sets[0]))
-            d.dirs += [DirectoryHints(f"{target}/.replica-{r['name']}", x) for r, x in zip(replicas, sets)]
-            d.status.update(decision="hybrid", replicas=[chosen(r, r["name"]) for r in replicas], hints=sets[0],
+            applied = []
+            for r, x in zip(replicas, sets):
+                dirs, slots = replica_dirs(target, r["name"], x, platform, sharing)
+                d.dirs += dirs
+                applied.append(chosen(r, r["name"]) | ({"slots": slots} if slots else {}))
+            d.status.update(decision="hybrid", replicas=applied, hints=sets[0],
                             message=f"replica set of {len(replicas)}: {', '.join(r['name'] for r in replicas)}; "
                                     f"{path} holds {replicas[0]['name']}'s layout, each copy in .replica-<name>")
         else:

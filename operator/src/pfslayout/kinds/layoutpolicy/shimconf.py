@@ -38,8 +38,11 @@ PREFIX = "pvfs2:"
 
 
 def _replica(target: str, r: dict[str, Any]) -> Replica:
+    # status `servers` is the list of pinned ordinals: OrangeFS gives a LIST-pinned file one datafile per
+    # listed server (it forces num_dfiles to the list's length), so that is the copy's datafile count
+    pins = r.get("servers")
     return Replica(dir=f"{PREFIX}{target}/.replica-{r['name']}", layout=r["layout"], g=r.get("groups"),
-                   strip_size=r.get("stripSize"), datafiles=r.get("servers"))
+                   strip_size=r.get("stripSize"), datafiles=len(pins) if pins else None, slots=r.get("slots"))
 
 
 def replica_rules(rules: list[dict[str, Any]], mount_path: str) -> list[Rule]:
