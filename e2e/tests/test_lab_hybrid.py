@@ -65,6 +65,47 @@ def test_scores_by_hand() -> None:
 
 
 @pytest.mark.unit
+def test_break_even_extrapolates_the_read_passes_each_goal_needs() -> None:
+    # a + N·ra ≥ f·(b + N·rb): N ≥ (f·b − a) / (ra − f·rb)
+    assert hy.passes_needed(0.0, 3.5, 4.0, 3.0, 1.0) == 8
+    assert hy.passes_needed(1.0, 4.0, 2.0, 3.0, 1.0) == 1
+    assert hy.passes_needed(5.0, 1.0, 1.0, 1.0, 1.0) == 1  # already there without reading
+    assert hy.passes_needed(0.0, 1.0, 1.0, 2.0, 1.0) is None  # every pass loses ground
+    be = hy.score(_times(), PHASES, procs=3, block=32 << 20, replicas=2)["break_even"]
+    # hybrid: write 2.5, a pass 1.2 + 2.1; default: 1.5, 3.0 + 2.5; oracle: 1.0, 1.0 + 2.0
+    assert be["passes"] == 1
+    assert be["per_pass"] == pytest.approx({"hybrid": 3.3, "default": 5.5, "oracle": 3.0})
+    # gain: 1.5 + 5.5 N ≥ 1.2 (2.5 + 3.3 N) from N = 1; distance: 1.05 (1 + 3 N) ≥ 2.5 + 3.3 N never
+    assert (be["passes_for_gain"], be["passes_for_distance"]) == (1, None)
+    two = hy.default_phases(16 << 10, 4 << 20, passes=2)
+    names = [p.name for p in two]
+    times = {v: {n: [1.0] for n in names} for v in ("1-DH", "default", "hybrid")}
+    times["hybrid"]["write"] = [3.0]
+    assert hy.score(times, two, procs=1, block=4 << 20, replicas=2)["break_even"]["passes"] == 2
+
+
+@pytest.mark.unit
+def test_several_read_passes_read_as_one_column_per_kind_of_phase() -> None:
+    two = hy.default_phases(16 << 10, 4 << 20, passes=2)
+    names = [p.name for p in two]
+    assert [hy.phase_kind(n) for n in names] == ["write"] + ["small-random-read", "large-sequential-read"] * 2
+    times = {v: {n: [1.0, 1.0] for n in names} for v in ("1-DH", "1-DV", "default", "hybrid")}
+    times["1-DV"]["small-random-read-2"] = [0.5, 0.5]
+    times["hybrid"]["write"] = [2.0, 2.0]
+    doc = hy.score(times, two, procs=1, block=4 << 20, replicas=2) | {
+        "setup": {"servers": 4, "rate": "200mbit", "client_namespaces": 1},
+        "workload": {"procs": 1, "block_per_rank": 4 << 20, "common_request_size": 16 << 10,
+                     "phases": [{"name": p.name, "op": p.op, "pattern": p.pattern, "transfer": p.transfer,
+                                 "requests_per_rank": (4 << 20) // p.transfer} for p in two]},
+        "replicas": ["1-DV", "1-DH"], "model_picks": dict.fromkeys(names[1:], "1-DV"), "pinned": True}
+    md = hy.results_markdown(doc, "e2e/lab/lab hybrid --read-passes 2")
+    assert "| variant | write | small-random-read | large-sequential-read | total |" in md
+    assert "read back 2 times" in md and "16 KiB × 256, × 2 passes" in md
+    # the oracle's small reads: 1.0 (pass 1, 1-DH first in order) + 0.5 (pass 2, 1-DV) — both layouts named
+    assert "| per-phase oracle | 1.000 s (1-DH) | 1.500 s (1-DH/1-DV) | 2.000 s (1-DH) | 4.500 s |" in md
+
+
+@pytest.mark.unit
 def test_oracle_can_be_the_default_and_ties_prefer_planner_layouts() -> None:
     t = _times()
     t["default"][SMALL] = [0.5, 0.5, 0.5]
@@ -253,12 +294,13 @@ def test_hybrid_smoke_routes_by_phase_and_keeps_replicas_identical(lab_env: dict
     servers = [labenv.server_ip(lab_env, i) for i in range(2)]
     assert real["1-DV"]["servers"] == [[servers[0]], [servers[1]]]
     assert real["replica 1-DV"]["servers"] == [[servers[0]], [servers[1]]]
-    # The shim's own counters: every byte written once directly and replayed once to the other copy; every
-    # read phase's bytes served by the replicas, each read by one of them
+    # The shim's own counters: every byte written once directly and once more to the other copy at the
+    # same time (alongside: pvfs2: copies have no POSIX path, so nothing is left to replay); every read
+    # phase's bytes served by the replicas, each read by one of them
     route = doc["routing"]
     w = route["write"]
     assert sum(r["write_bytes"] for r in w["replicas"]) == procs * block
-    assert w["deferred_bytes"] == procs * block and w["sync_errors"] == 0
+    assert w["alongside_bytes"] == procs * block and w["deferred_bytes"] == 0 and w["sync_errors"] == 0
     for phase, size in (("small-random-read", small), ("large-sequential-read", large)):
         reps = route[phase]["replicas"]
         assert [r["layout"] for r in reps] == ["1-DV", "1-DH"]
@@ -273,7 +315,9 @@ def test_hybrid_smoke_routes_by_phase_and_keeps_replicas_identical(lab_env: dict
         assert len(sums) == 1, (rank, sums)
         assert (tmp_path / f"1-DV-{rank}").stat().st_size == block
     md = results_md.read_text()
-    assert "kept text" in md and "<!-- lab-hybrid: begin -->" in md and "e2e/lab/lab hybrid --procs 2" in md
+    # not the headline setup (4 servers, 200 Mbit/s): a section of its own, named by the setup
+    assert "kept text" in md and "<!-- lab-hybrid 2s-400mbit-1c: begin -->" in md
+    assert "e2e/lab/lab hybrid --procs 2" in md
     assert "e2e/lab/lab up --servers 2 --rate 400mbit" in md
     done = lab(lab_env, "down")
     assert done.returncode == 0, done.stderr

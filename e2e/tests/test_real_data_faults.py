@@ -261,7 +261,9 @@ def test_a_server_kept_down_past_the_retry_budget_fails_the_write_and_loses_noth
           "data written before intact after the restart; writes succeed again")
 
 
-HYBRID = {"path": "/hy", "mode": "hybrid", "hybrid": {"replicas": [
+# IOR writes one shared file here: declared so, the 2-D copy stripes over every server (a per-process
+# rule would pin its files into slot directories, docs/shim-config.md "slots")
+HYBRID = {"path": "/hy", "mode": "hybrid", "fileSharing": "shared", "hybrid": {"replicas": [
     {"name": "wide", "layout": "1-DH", "stripSize": 65536},
     {"name": "grouped", "layout": "2-D", "groups": 2, "stripSize": 1048576}]}}
 REPLICAS = (f"{MOUNT}/hy/.replica-wide/crash.dat", f"{MOUNT}/hy/.replica-grouped/crash.dat")

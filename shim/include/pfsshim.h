@@ -93,6 +93,8 @@ typedef struct {
     long queue_limit_bytes; /* lazy-sync backlog that forces a drain */
     int lazy_background;    /* apply POSIX updates from a helper thread (default 1) */
     int lazy_posix;         /* may use POSIX I/O on replicas (updates, markers, repair; default 1) */
+    int lazy_alongside;     /* MPI-only replicas: write the other copies with the write itself (iwrite_at,
+                               overlapped) rather than replay them at the next drain (default 1) */
     char *route_path;       /* plain paths a program opens under this one ... */
     char *route_prefix;     /* ... are opened with this ROMIO prefix ("pvfs2:"); NULL = no routing */
 } pfs_config;

@@ -405,11 +405,13 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
     cfg->queue_limit_bytes = 64L << 20;
     cfg->lazy_background = 1;
     cfg->lazy_posix = 1;
+    cfg->lazy_alongside = 1;
     if ((v = json_object_get(root, "lazy_sync"))) {
-        static const char *const lkeys[] = {"queue_limit_bytes", "background", "posix", NULL};
+        static const char *const lkeys[] = {"queue_limit_bytes", "background", "posix", "alongside", NULL};
         if (!json_is_object(v) || check_keys(eb, "lazy_sync", v, lkeys))
             return eb->failed ? -1
-                              : fail(eb, "lazy_sync", "must be an object {\"queue_limit_bytes\": N, \"background\": BOOL, \"posix\": BOOL}");
+                              : fail(eb, "lazy_sync", "must be an object {\"queue_limit_bytes\": N, \"background\": BOOL, "
+                                                      "\"posix\": BOOL, \"alongside\": BOOL}");
         json_t *x = json_object_get(v, "queue_limit_bytes");
         if (x && get_int(eb, "lazy_sync.queue_limit_bytes", x, 0, (long)1 << 40, &cfg->queue_limit_bytes))
             return -1;
@@ -422,6 +424,12 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
             if (!json_is_boolean(x))
                 return fail(eb, "lazy_sync.posix", "must be true (POSIX I/O on replicas where possible) or false (MPI-IO only)");
             cfg->lazy_posix = json_is_true(x);
+        }
+        if ((x = json_object_get(v, "alongside"))) {
+            if (!json_is_boolean(x))
+                return fail(eb, "lazy_sync.alongside", "must be true (write every copy with the write, overlapped) or "
+                                                       "false (replay the other copies at the next drain)");
+            cfg->lazy_alongside = json_is_true(x);
         }
     }
 

@@ -141,9 +141,40 @@ static int hybrid_io(pfs_file *f, int op, int kind, MPI_Offset off, void *buf, i
         for (int i = 0; i < f->nrep; i++)
             if (i != r && !f->marker_made[i])
                 marker_create(f, i);
+    /* MPI-only replicas (no POSIX path: pvfs2:) would be replayed one after another at the next drain;
+     * an independent blocking write instead starts the other copies' writes first (iwrite_at, progressed
+     * while this rank waits on its own write) so all copies move at once and nothing is owed after it */
+    const int alongside = op == OP_WRITE && f->nrep > 1 && bytes && !f->all_posix && g_cfg.lazy_alongside &&
+                          !(kind & (K_COLL | K_NB));
+    MPI_Request others[PFS_MAX_REPLICAS];
+    int nothers = 0;
+    if (alongside) {
+        for (int i = 0; i < f->nrep; i++)
+            if (i != r && pfs_syncq_dirty(&f->q, i, lo, hi)) {
+                drain(f); /* an older update to that copy overlaps: it must land first */
+                f->forced_drains++;
+                break;
+            }
+        for (int i = 0; i < f->nrep; i++)
+            if (i != r && PMPI_File_iwrite_at(f->rep[i], o, buf, count, dt, &others[nothers]) == MPI_SUCCESS)
+                nothers++;
+            else if (i != r) {
+                f->sync_errors++;
+                say("%s: writing replica %d alongside failed (MPI_File_iwrite_at)", f->logical, i);
+            }
+    }
     int rc = call_pmpi(op, kind | K_EXPLICIT, f->rep[r], o, buf, count, dt, st, req);
+    if (alongside) {
+        MPI_Status sts[PFS_MAX_REPLICAS];
+        if (PMPI_Waitall(nothers, others, sts) != MPI_SUCCESS) {
+            f->sync_errors++;
+            say("%s: a replica written alongside failed", f->logical);
+        }
+        f->alongside++;
+        f->alongside_bytes += bytes * (uint64_t)nothers;
+    }
     if (rc == MPI_SUCCESS) {
-        if (op == OP_WRITE && f->nrep > 1 && bytes) {
+        if (op == OP_WRITE && f->nrep > 1 && bytes && !alongside) {
             pfs_qentry *e = make_entry(f, buf, count, dt, o, bytes, lo, hi);
             if (e) {
                 e->mask = all & ~(1u << r);

@@ -287,13 +287,14 @@ static void stats_append(const pfs_file *f)
                                               pfs_layout_name(f->router.layout[r]), "reads", (json_int_t)f->reads[r],
                                               "read_bytes", (json_int_t)f->read_bytes[r], "writes",
                                               (json_int_t)f->writes[r], "write_bytes", (json_int_t)f->write_bytes[r]));
-    json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path", f->logical,
+    json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path", f->logical,
                           "replicas", reps, "p", (json_int_t)f->router.p, "m", (json_int_t)f->router.m, "n",
                           (json_int_t)f->router.n, "deferred_updates", (json_int_t)f->deferred, "deferred_bytes",
                           (json_int_t)f->deferred_bytes, "applied_by_thread", (json_int_t)f->q.applied_thread,
                           "applied_by_drain", (json_int_t)f->q.applied_drain, "drains", (json_int_t)f->q.drains,
                           "forced_drains", (json_int_t)f->forced_drains, "coalesced", (json_int_t)f->q.coalesced,
-                          "sync_errors", (json_int_t)f->sync_errors);
+                          "sync_errors", (json_int_t)f->sync_errors, "alongside_writes", (json_int_t)f->alongside,
+                          "alongside_bytes", (json_int_t)f->alongside_bytes);
     if (o)
         json_array_append_new(g_stats, o);
 }

@@ -50,8 +50,8 @@ typedef struct pfs_file {
     /* counters (stats file) */
     unsigned long reads[PFS_MAX_REPLICAS], writes[PFS_MAX_REPLICAS];
     uint64_t read_bytes[PFS_MAX_REPLICAS], write_bytes[PFS_MAX_REPLICAS];
-    unsigned long deferred, forced_drains, sync_errors;
-    uint64_t deferred_bytes;
+    unsigned long deferred, forced_drains, sync_errors, alongside;
+    uint64_t deferred_bytes, alongside_bytes;
 } pfs_file;
 
 

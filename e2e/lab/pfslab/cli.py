@@ -274,10 +274,13 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
            calibration: Annotated[Path | None, typer.Option(
                help="fitted parameters for the router (default: the lab's last `lab calibrate`, else "
                     "docs/results/lab-validate.json's)")] = None,
-           report: Annotated[Path, typer.Option(
-               help="the JSON report")] = REPO / "docs" / "results" / "lab-hybrid.json",
+           report: Annotated[Path | None, typer.Option(
+               help="the JSON report (default: docs/results/lab-hybrid.json, lab-hybrid-reads-N.json with N > 1 "
+                    "read passes; under docs/results/setups/<setup>/ for a setup other than 4 servers at "
+                    "200mbit with one client namespace)")] = None,
            results_md: Annotated[Path, typer.Option(
-               help="the Markdown summary's file (its lab-hybrid section is replaced)")] = REPO / "docs" / "results.md",
+               help="the Markdown summary's file (its lab-hybrid section — lab-hybrid-reads-N with N > 1 "
+                    "read passes — is replaced)")] = REPO / "docs" / "results.md",
            ) -> None:
     """A mixed workload (written once, then small random and large sequential reads) on every static
     layout, the default and the shim's replica routing: gain, distance to the per-phase oracle, sync cost."""
@@ -308,6 +311,14 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
              "orangefs_version": state.orangefs_version, "commit": _commit(), "rounds": rounds,
              "params_from": params_from, "params": params.scalars()}
     doc = hy.build_report(plan, measured, setup)
+    # one report and one results.md section per workload and setup; the headline setup's sit at the top
+    name = "lab-hybrid" if read_passes == 1 else f"lab-hybrid-reads-{read_passes}"
+    where = REPO / "docs" / "results"
+    if (state.servers, state.rate, state.client_namespaces) != (4, "200mbit", 1):
+        setup_dir = f"{state.servers}s-{state.rate}-{state.client_namespaces}c"
+        where = where / "setups" / setup_dir
+        name += f" {setup_dir}"
+    report = report or where / f"{name.split(' ')[0]}.json"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(json.dumps(doc, indent=2) + "\n")
     up_command = (f"e2e/lab/lab up --servers {state.servers} --rate {state.rate} "
@@ -315,7 +326,7 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
     commands = [up_command, *([params_from] if params_from.startswith("e2e/lab/lab ") else []), _command("hybrid")]
     from pfslab.report import replace_marked
 
-    replace_marked(results_md, "<!-- lab-hybrid: begin -->", "<!-- lab-hybrid: end -->",
+    replace_marked(results_md, f"<!-- {name}: begin -->", f"<!-- {name}: end -->",
                     hy.results_markdown(doc, "\n".join(commands)))
     typer.echo(f"lab: hybrid {doc['total']['hybrid']:.2f} s, default {doc['total']['default']:.2f} s, oracle "
                f"{doc['oracle']['total']:.2f} s: gain {doc['gain']:+.1%}, distance to the oracle "

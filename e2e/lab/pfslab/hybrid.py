@@ -29,6 +29,8 @@ replicas against without them (the default's and the fastest static write), with
 from __future__ import annotations
 
 import json
+import math
+import re
 import statistics
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -275,6 +277,46 @@ def score(times: Mapping[str, Mapping[str, Sequence[float]]], phases: Sequence[P
         "goals": {"gain_at_least": GOAL_GAIN, "distance_at_most": GOAL_DISTANCE,
                   "gain_met": total[default] / total[hybrid] - 1 >= GOAL_GAIN,
                   "distance_met": total[hybrid] / oracle - 1 <= GOAL_DISTANCE},
+        "break_even": break_even(phases, median, oracle_phase, default=default, hybrid=hybrid),
+    }
+
+
+def passes_needed(write_a: float, per_pass_a: float, write_b: float, per_pass_b: float,
+                  factor: float) -> int | None:
+    """The fewest read passes N ≥ 1 with write_a + N·per_pass_a ≥ factor·(write_b + N·per_pass_b), or None
+    when more passes never get there (each pass gains nothing on the factor)."""
+    slope = per_pass_a - factor * per_pass_b
+    need = factor * write_b - write_a
+    if need <= 0:
+        return 1
+    if slope <= 0:
+        return None
+    return max(1, math.ceil(need / slope))
+
+
+def break_even(phases: Sequence[Phase], median: Mapping[str, Mapping[str, float]], oracle_phase: Mapping[str, float],
+               *, default: str = DEFAULT, hybrid: str = HYBRID) -> dict[str, Any]:
+    """How many read passes per write this run's medians say the goals need — an extrapolation that
+    assumes every further pass costs what this run's passes did on average: the hybrid pays its extra
+    copy once, at the write, and gains (or loses) a little on every read pass."""
+    writes = [p.name for p in phases if p.op == "write"]
+    reads = [p for p in phases if p.op == "read"]
+    if not writes or not reads:
+        return {"passes": 0, "passes_for_gain": None, "passes_for_distance": None}
+    first = reads[0]
+    passes = sum(1 for p in reads if (p.pattern, p.transfer) == (first.pattern, first.transfer))
+
+    def split(times: Mapping[str, float]) -> tuple[float, float]:
+        return sum(times[n] for n in writes), sum(times[p.name] for p in reads) / passes
+
+    (w_h, r_h), (w_d, r_d), (w_o, r_o) = split(median[hybrid]), split(median[default]), split(oracle_phase)
+    return {
+        "passes": passes,
+        "per_pass": {"hybrid": r_h, "default": r_d, "oracle": r_o},
+        "write": {"hybrid": w_h, "default": w_d, "oracle": w_o},
+        # default ≥ (1 + gain)·hybrid, and (1 + distance)·oracle ≥ hybrid
+        "passes_for_gain": passes_needed(w_d, r_d, w_h, r_h, 1 + GOAL_GAIN),
+        "passes_for_distance": passes_needed((1 + GOAL_DISTANCE) * w_o, (1 + GOAL_DISTANCE) * r_o, w_h, r_h, 1.0),
     }
 
 
@@ -288,10 +330,11 @@ def _variant_order(v: str) -> tuple[int, int, int]:
 
 def routing(stats_docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The shim's per-replica counters summed over the ranks' ``pfsshim-stats/1`` documents of one phase:
-    reads, writes and their bytes per replica (by index), deferred updates and drains."""
+    reads, writes and their bytes per replica (by index), deferred updates and drains, writes made to
+    every copy at once (alongside)."""
     reps: dict[int, dict[str, Any]] = {}
     totals = {"deferred_updates": 0, "deferred_bytes": 0, "applied_by_drain": 0, "applied_by_thread": 0,
-              "forced_drains": 0, "sync_errors": 0}
+              "forced_drains": 0, "sync_errors": 0, "alongside_writes": 0, "alongside_bytes": 0}
     for doc in stats_docs:
         for f in doc.get("files", []):
             for i, r in enumerate(f.get("replicas", [])):
@@ -532,36 +575,56 @@ def build_report(plan: Plan, measured: Measured, setup: Mapping[str, Any]) -> di
     }
 
 
+def phase_kind(name: str) -> str:
+    """A phase's name without its pass number (``small-random-read-3`` → ``small-random-read``)."""
+    return re.sub(r"-[0-9]+$", "", name)
+
+
 def results_markdown(doc: Mapping[str, Any], command: str) -> str:
     setup, work = doc["setup"], doc["workload"]
     phases = [p["name"] for p in work["phases"]]
     passes = sum(1 for p in work["phases"] if p["op"] == "read") // 2
+    # one column per kind of phase, its passes summed: 33 columns would not read
+    kinds: dict[str, list[str]] = {}
+    for n in phases:
+        kinds.setdefault(phase_kind(n) if passes > 1 else n, []).append(n)
+    described = {phase_kind(p["name"]) if passes > 1 else p["name"]: p for p in work["phases"]}
     pinned = doc.get("pinned", False)
     pct = _pct
+    times = f"{passes} times" if passes > 1 else "once"
     lines = [
-        *section_head("Hybrid replicas on a mixed workload:", command, setup),
+        *section_head("Hybrid replicas on a mixed workload:" if passes == 1 else
+                      f"Hybrid replicas on a mixed workload read back {passes} times:", command, setup),
         f"Workload: {work['procs']} ranks, a file per rank of {human_size(work['block_per_rank'])} written once, "
-        f"then read in {passes} pass(es) of two patterns: " + ", ".join(
-            f"{p['name']} ({p['op']}, {p['pattern']}, {human_size(p['transfer'])} × {p['requests_per_rank']})"
-            for p in work["phases"]) + f". Layouts realised by `hints_for` for the most common request size "
+        f"then read back {times}, each pass small random then large sequential reads: " + ", ".join(
+            f"{k} ({p['op']}, {p['pattern']}, {human_size(p['transfer'])} × {p['requests_per_rank']}"
+            + (f", × {len(kinds[k])} passes" if len(kinds[k]) > 1 else "") + ")"
+            for k, p in described.items()) + f". Layouts realised by `hints_for` for the most common request size "
         f"({human_size(work['common_request_size'])}); default = no hints (64 KiB strip over every server). "
         + ("Layouts of fewer datafiles than servers pinned: rank k's file in slot k mod (servers / datafiles), a "
            "directory with layout LIST over that slot's servers (`pinned_slots`; replicas through the shim's "
            "`slots`). " if pinned else "Not pinned: OrangeFS places each file of a layout of fewer datafiles "
                                           "than servers at random. ")
         + f"Replicas: {', '.join(doc['replicas'])} (the model's picks: "
-        + ", ".join(f"{k} → {v}" for k, v in doc["model_picks"].items()) + ").",
+        + ", ".join(f"{k} → {v}" for k, v in {phase_kind(a) if passes > 1 else a: b
+                                               for a, b in doc["model_picks"].items()}.items()) + ").",
         "",
-        "| variant | " + " | ".join(phases) + " | total |",
-        "|---|" + "---|" * (len(phases) + 1),
+        ("Each cell: the phase's median over the rounds (± spread)" if passes == 1 else
+         "Each cell: the sum over the passes of each phase's median over the rounds (± the largest spread "
+         "among them)") + "; the oracle takes the fastest static layout of every phase.",
+        "",
+        "| variant | " + " | ".join(kinds) + " | total |",
+        "|---|" + "---|" * (len(kinds) + 1),
     ]
     for v in doc["variants"]:
-        cells = [f"{doc['median'][v][n]:.3f} s (±{doc['spread'][v][n]:.0%})" for n in phases]
+        cells = [f"{sum(doc['median'][v][n] for n in ns):.3f} s (±{max(doc['spread'][v][n] for n in ns):.0%})"
+                 for ns in kinds.values()]
         name = f"**{v}**" if v == HYBRID else v
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {doc['total'][v]:.3f} s |")
     o = doc["oracle"]
-    lines.append("| per-phase oracle | " + " | ".join(f"{o['per_phase'][n]:.3f} s ({o['layout'][n]})" for n in phases)
-                 + f" | {o['total']:.3f} s |")
+    lines.append("| per-phase oracle | " + " | ".join(
+        f"{sum(o['per_phase'][n] for n in ns):.3f} s ({'/'.join(dict.fromkeys(o['layout'][n] for n in ns))})"
+        for ns in kinds.values()) + f" | {o['total']:.3f} s |")
     sc = doc["sync_cost"]
     reads = doc.get("reads") or {}
     goals = doc["goals"]
@@ -592,18 +655,49 @@ def results_markdown(doc: Mapping[str, Any], command: str) -> str:
                   + "; ".join(f"{k}: " + ", ".join(where(r) for r in doc.get("placement", {}).get(k)
                                                     or [doc["realised"][k]["servers"]])
                               for k in partial) + "."]
+    be = doc.get("break_even") or {}
+    if be.get("per_pass"):
+        def needed(n: int | None) -> str:
+            return "never (each pass loses ground)" if n is None else f"{n}"
+
+        lines += ["", f"* **Break-even, extrapolated** from this run's medians (a write, then passes of "
+                  f"{be['per_pass']['hybrid']:.3f} s on the hybrid against {be['per_pass']['oracle']:.3f} s for the "
+                  f"oracle and {be['per_pass']['default']:.3f} s on the default): the gain goal needs "
+                  f"{needed(be['passes_for_gain'])} read pass(es) per write, the distance goal "
+                  f"{needed(be['passes_for_distance'])}; this run had {be['passes']}."]
     static = doc.get("model_static_pick")
     if static in doc["total"]:
         lines += ["", f"The model's single static layout for the whole workload would be {static}: "
                   f"{doc['total'][static]:.3f} s measured, a gain over the default of "
                   f"{pct(doc['total'][DEFAULT] / doc['total'][static] - 1)}."]
     if doc.get("routing"):
-        lines += ["", "Routing (the shim's counters, last round, all ranks):", ""]
-        for name, r in doc["routing"].items():
+        lines += ["", "Routing (the shim's counters, last round, all ranks"
+                  + (", summed over the passes" if passes > 1 else "") + "):", ""]
+        for name, r in _routing_by_kind(doc["routing"], passes > 1).items():
             reps = "; ".join(f"{x['layout']}: {x['reads']} reads, {x['writes']} direct writes" for x in r["replicas"])
+            along = (f", {r['alongside_writes']} written to every copy at once "
+                     f"({human_size(r['alongside_bytes'])} to the others)") if r.get("alongside_writes") else ""
             lines.append(f"* {name}: {reps}; {r['deferred_updates']} updates replayed to other copies"
-                         f" ({human_size(r['deferred_bytes'])})")
+                         f" ({human_size(r['deferred_bytes'])}){along}")
     return "\n".join(lines) + "\n"
+
+
+def _routing_by_kind(routing: Mapping[str, Any], by_kind: bool) -> dict[str, Any]:
+    """The routing counters per phase, or summed per kind of phase over the passes."""
+    if not by_kind:
+        return dict(routing)
+    out: dict[str, Any] = {}
+    for name, r in routing.items():
+        into = out.setdefault(phase_kind(name), {k: 0 for k in r if k != "replicas"} | {
+            "replicas": [{**x, **dict.fromkeys(("reads", "read_bytes", "writes", "write_bytes"), 0)}
+                         for x in r["replicas"]]})
+        for k, v in r.items():
+            if k != "replicas":
+                into[k] += v
+        for mine, theirs in zip(into["replicas"], r["replicas"]):
+            for k in ("reads", "read_bytes", "writes", "write_bytes"):
+                mine[k] += theirs[k]
+    return out
 
 
 def _pct(x: float | None) -> str:

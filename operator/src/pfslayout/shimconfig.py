@@ -200,6 +200,7 @@ class LazySync(_Strict):
     queue_limit_bytes: StrictInt | None = Field(default=None, ge=0, le=MAX_QUEUE_LIMIT)
     background: StrictBool | None = None
     posix: StrictBool | None = None
+    alongside: StrictBool | None = None  # MPI-only copies written with the write (default) or replayed later
 
 
 class Route(_Strict):

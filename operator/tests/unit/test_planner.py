@@ -97,6 +97,20 @@ def test_hybrid_for_mixed_read_mostly_trace() -> None:
     assert all(r.hints.xattrs["user.pvfs2.dist_name"] for r in d.hybrid.replicas)
 
 
+def test_a_replica_set_pays_for_writing_every_copy() -> None:
+    # the read-mostly mixed trace with 13 of its 68 requests turned into writes: still above the
+    # read-mostly gate, but each write would go to all three copies — more than the reads save
+    t = _mixed_trace(read=True)
+    t.op[: t.op.size // 5] = OP_WRITE
+    d = plan_trace(t, 16, delta=10.0).decisions[0]
+    assert d.read_fraction >= 0.5 and d.mode == "static" and d.hybrid is None
+    assert "writing every copy (19% writes)" in d.explanation
+    # all reads: the same trace gets its replica set, and its prediction counts no write
+    d = plan_trace(_mixed_trace(read=True), 16, delta=10.0).decisions[0]
+    assert d.mode == "hybrid" and d.hybrid is not None and d.hybrid.predicted_total < min(c.total for c in d.candidates)
+    assert "each write to every copy" in d.hybrid.reason
+
+
 def test_no_hybrid_for_write_heavy_or_when_clear() -> None:
     d = plan_trace(_mixed_trace(read=False), 16, delta=10.0).decisions[0]
     assert d.mode == "static" and "read" in d.explanation

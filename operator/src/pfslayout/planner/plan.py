@@ -223,8 +223,9 @@ def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float
                             f"recommended; the shim routes each request to the cheapest copy (predicted "
                             f"{hybrid.predicted_total:.6g} s vs {best.total:.6g} s static).")
         elif w.read_fraction >= HYBRID_MIN_READ_FRACTION:
-            explanation += (f"The best two are within {delta:.0%} ({margin:.1%}) but every request is cheapest "
-                            f"under the same layout, so replicas would never be used; {best.label} is kept static.")
+            explanation += (f"The best two are within {delta:.0%} ({margin:.1%}) but no replica set is cheaper "
+                            f"than {best.label} alone: the reads would not use a second copy enough to pay for "
+                            f"writing every copy ({1 - w.read_fraction:.0%} writes); {best.label} is kept static.")
         else:
             explanation += (f"The best two are within {delta:.0%} ({margin:.1%}) but only {w.read_fraction:.0%} of "
                             f"requests are reads; replicas suit read-mostly data, so {best.label} is kept static.")
@@ -241,18 +242,28 @@ def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float
 def _hybrid(w: _Workload, n: int, params: CostParams, variant: str, close: list[CandidateCost],
             realised: dict[Candidate, Candidate]) -> HybridRecommendation | None:
     """Pick replicas among the close candidates greedily: start from the best static layout and add the
-    copy that lowers Σ_i min_replica T_i the most, up to MAX_REPLICAS. None when no second copy helps
-    (e.g. identical requests all prefer one layout: extra copies would never be read)."""
+    copy that lowers the set's cost the most, up to MAX_REPLICAS. A request is a read with the workload's
+    read fraction f (the same blend its costs use) and then costs min over the copies; a write costs the
+    sum — every copy is written (the lab measured the copies' writes adding up: they share the servers'
+    links, docs/results.md "Hybrid replicas"). So a copy is added only when what the reads save exceeds
+    what keeping it in sync costs. None when no second copy helps (identical requests all prefer one
+    layout, or the writes outweigh the reads' gain)."""
     groups, sizes = w.per_request()
     mixed = params.mixed(w.read_fraction)
     per = np.vstack([per_request_totals(layout, groups, sizes, n, g, mixed, variant)
                      for layout, g in (realised[(c.layout, c.g)] for c in close)])
     weight = w.weights if w.weights is not None else np.ones(per.shape[1])
+    f = w.read_fraction
     chosen = [0]  # close is sorted by total: index 0 is the static best
     cheapest = per[0].copy()
-    current = float(cheapest @ weight)
+    written = per[0].copy()  # Σ over the chosen copies: what a write costs
+
+    def cost(cheap: np.ndarray, every: np.ndarray) -> float:
+        return float((f * cheap + (1 - f) * every) @ weight)
+
+    current = cost(cheapest, written)
     while len(chosen) < MAX_REPLICAS:
-        gains = [(current - float(np.minimum(cheapest, per[i]) @ weight), i)
+        gains = [(current - cost(np.minimum(cheapest, per[i]), written + per[i]), i)
                  for i in range(len(close)) if i not in chosen]
         if not gains:
             break
@@ -261,7 +272,8 @@ def _hybrid(w: _Workload, n: int, params: CostParams, variant: str, close: list[
             break
         chosen.append(i)
         np.minimum(cheapest, per[i], out=cheapest)
-        current = float(cheapest @ weight)
+        written += per[i]
+        current = cost(cheapest, written)
     if len(chosen) < 2:
         return None
     replicas = [Replica(label=close[i].label,
@@ -272,8 +284,8 @@ def _hybrid(w: _Workload, n: int, params: CostParams, variant: str, close: list[
                 for i in chosen]
     return HybridRecommendation(replicas=replicas, predicted_total=current, storage_factor=len(replicas),
                                 reason="best layouts within delta of each other on read-mostly, mixed requests "
-                                       "(docs/seeds.md §6 B3); each request goes to the cheapest copy, "
-                                       "writes sync lazily")
+                                       "(docs/seeds.md §6 B3); each read goes to the cheapest copy, each write "
+                                       "to every copy (its cost counted in the prediction)")
 
 
 def _plan(workloads: list[_Workload], n: int, params: CostParams, variant: str, delta: float,
