@@ -315,8 +315,9 @@ def test_hybrid_smoke_routes_by_phase_and_keeps_replicas_identical(lab_env: dict
         assert len(sums) == 1, (rank, sums)
         assert (tmp_path / f"1-DV-{rank}").stat().st_size == block
     md = results_md.read_text()
-    # not the headline setup (4 servers, 200 Mbit/s): a section of its own, named by the setup
-    assert "kept text" in md and "<!-- lab-hybrid 2s-400mbit-1c: begin -->" in md
+    # not the headline setup (4 servers, 200 Mbit/s, one client namespace): a section of its own, named by
+    # the setup (clients in the root namespace: 0c)
+    assert "kept text" in md and "<!-- lab-hybrid 2s-400mbit-0c: begin -->" in md
     assert "e2e/lab/lab hybrid --procs 2" in md
     assert "e2e/lab/lab up --servers 2 --rate 400mbit" in md
     done = lab(lab_env, "down")
