@@ -111,6 +111,17 @@ def test_a_replica_set_pays_for_writing_every_copy() -> None:
     assert "each write to every copy" in d.hybrid.reason
 
 
+def test_a_trace_charges_each_write_where_it_is() -> None:
+    # the same read fraction (64 of 68 requests read), different writes: four 64 MiB requests written to
+    # every copy cost more than the small reads save; four 4 KiB writes do not
+    big, small = _mixed_trace(read=True), _mixed_trace(read=True)
+    big.op[:4] = OP_WRITE
+    small.op[4:8] = OP_WRITE
+    d_big, d_small = (plan_trace(t, 16, delta=10.0).decisions[0] for t in (big, small))
+    assert d_big.read_fraction == d_small.read_fraction == 64 / 68
+    assert d_big.mode == "static" and d_small.mode == "hybrid"
+
+
 def test_no_hybrid_for_write_heavy_or_when_clear() -> None:
     d = plan_trace(_mixed_trace(read=False), 16, delta=10.0).decisions[0]
     assert d.mode == "static" and "read" in d.explanation

@@ -175,15 +175,18 @@ class _Workload:
     weights: np.ndarray | None = None  # expected request count per row (workload descriptions)
     files: int | None = None  # files the layout will hold (file per process: one per rank)
     call: CollectiveCall | None = None  # a representative collective call, when the target has any
-    # the fast trace path keeps no per-request data: this builds (groups with keys, sizes) on demand
-    expand: Callable[[], tuple[Groups, np.ndarray]] | None = None
+    writes: np.ndarray | None = None  # per request 1.0 for a write (traces); None: each is one by 1 − read_fraction
+    # the fast trace path keeps no per-request data: this builds (groups with keys, sizes, writes) on demand
+    expand: Callable[[], tuple[Groups, np.ndarray, np.ndarray]] | None = None
 
-    def per_request(self) -> tuple[Groups, np.ndarray]:
-        """Groups with each request's key, and the request sizes: what hybrid routing costs per request."""
+    def per_request(self) -> tuple[Groups, np.ndarray, np.ndarray]:
+        """Groups with each request's key, the request sizes and each request's chance of being a write:
+        what hybrid routing costs per request."""
         if self.expand is not None:
             return self.expand()
         assert self.sizes is not None and self.groups.key is not None
-        return self.groups, self.sizes
+        writes = self.writes if self.writes is not None else np.full(self.sizes.shape[0], 1.0 - self.read_fraction)
+        return self.groups, self.sizes, writes
 
 
 def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float,
@@ -242,24 +245,24 @@ def _decide(w: _Workload, n: int, params: CostParams, variant: str, delta: float
 def _hybrid(w: _Workload, n: int, params: CostParams, variant: str, close: list[CandidateCost],
             realised: dict[Candidate, Candidate]) -> HybridRecommendation | None:
     """Pick replicas among the close candidates greedily: start from the best static layout and add the
-    copy that lowers the set's cost the most, up to MAX_REPLICAS. A request is a read with the workload's
-    read fraction f (the same blend its costs use) and then costs min over the copies; a write costs the
-    sum — every copy is written (the lab measured the copies' writes adding up: they share the servers'
-    links, docs/results.md "Hybrid replicas"). So a copy is added only when what the reads save exceeds
-    what keeping it in sync costs. None when no second copy helps (identical requests all prefer one
-    layout, or the writes outweigh the reads' gain)."""
-    groups, sizes = w.per_request()
+    copy that lowers the set's cost the most, up to MAX_REPLICAS. A read costs the min over the copies,
+    a write the sum — every copy is written (the lab measured the copies' writes adding up: they share
+    the servers' links, docs/results.md "Hybrid replicas"); a trace says which requests write, a
+    description only its read fraction. So a copy is added only when what the reads save exceeds what
+    keeping it in sync costs. None when no second copy helps (identical requests all prefer one layout,
+    or the writes outweigh the reads' gain)."""
+    groups, sizes, writes = w.per_request()
     mixed = params.mixed(w.read_fraction)
     per = np.vstack([per_request_totals(layout, groups, sizes, n, g, mixed, variant)
                      for layout, g in (realised[(c.layout, c.g)] for c in close)])
     weight = w.weights if w.weights is not None else np.ones(per.shape[1])
-    f = w.read_fraction
     chosen = [0]  # close is sorted by total: index 0 is the static best
     cheapest = per[0].copy()
     written = per[0].copy()  # Σ over the chosen copies: what a write costs
 
     def cost(cheap: np.ndarray, every: np.ndarray) -> float:
-        return float((f * cheap + (1 - f) * every) @ weight)
+        # a trace knows each request's operation; a description or summary, only the read fraction
+        return float(((1 - writes) * cheap + writes * every) @ weight)
 
     current = cost(cheapest, written)
     while len(chosen) < MAX_REPLICAS:
@@ -318,7 +321,8 @@ def _trace_workload(trace: Trace, sel: np.ndarray, target: str, kind: TargetKind
     return _Workload(target=target, kind=kind, sharing=sharing, groups=groups, sizes=size.astype(np.float64),
                      requests=int(size.size), nbytes=int(size.sum()),
                      read_fraction=float(np.mean(trace.op[sel] == OP_READ)) if size.size else 0.0,
-                     random_fraction=float(np.mean(rnd)) if size.size else 0.0, dominant_size=dominant)
+                     random_fraction=float(np.mean(rnd)) if size.size else 0.0, dominant_size=dominant,
+                     writes=(trace.op[sel] != OP_READ).astype(np.float64))
 
 
 def _target_workloads(trace: Trace, fid: np.ndarray, keys: list[str], kind: TargetKind,
@@ -481,13 +485,14 @@ def _index_dtype(n: int) -> type[np.signedinteger]:
 
 
 def _expand(trace: Trace, requests: _RequestOrder, kind: int, target_of_file: np.ndarray, n_targets: int,
-            t: int) -> tuple[Groups, np.ndarray]:
-    """Target t's groups with per-request keys and its request sizes, as the reference builds them."""
+            t: int) -> tuple[Groups, np.ndarray, np.ndarray]:
+    """Target t's groups with per-request keys, its request sizes and which are writes, as the reference
+    builds them."""
     assert trace.p is not None and trace.m is not None and trace.sequential is not None
     sel = requests.select(kind, target_of_file, n_targets, t)
     size = trace.size[sel]
     groups = group_requests(trace.p[sel], trace.m[sel], size, ~trace.sequential[sel], with_key=True)
-    return groups, size.astype(np.float64)
+    return groups, size.astype(np.float64), (trace.op[sel] != OP_READ).astype(np.float64)
 
 
 def _fast_workloads(trace: Trace, per: str) -> list[_Workload] | None:
