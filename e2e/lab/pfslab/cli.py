@@ -282,8 +282,9 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
                help="the Markdown summary's file (its lab-hybrid section — lab-hybrid-reads-N with N > 1 "
                     "read passes — is replaced)")] = REPO / "docs" / "results.md",
            ) -> None:
-    """A mixed workload (written once, then small random and large sequential reads) on every static
-    layout, the default and the shim's replica routing: gain, distance to the per-phase oracle, sync cost."""
+    """A mixed workload (written once, then read back in passes of small random and large sequential
+    reads) on every static layout, the default and the shim's replica routing: gain, distance to the
+    per-phase oracle, sync cost, break-even."""
     from pfslab import hybrid as hy
 
     state, tools = _state_and_tools()

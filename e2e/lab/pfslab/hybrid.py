@@ -2,28 +2,31 @@
 routing, on the lab's real OrangeFS servers.
 
 **The workload** (``default_phases``): p ranks, each with a file of its own (file per process, IOR
-``-F``), written once in large sequential blocks and then read back in two phases — small random reads
-(a random permutation of the file's 16 KiB blocks, IOR ``-z``), then large sequential reads (4 MiB).
-A checkpoint or a per-rank output file that an analysis first samples and then streams is this shape.
-Each phase is one ``mpiexec`` of IOR through ROMIO's ``pvfs2:`` driver; a phase's time is IOR's
-``totalTime`` (open, I/O and close, slowest rank), so the hybrid's extra opens and the replay of the
-replicas' writes at close are inside it.
+``-F``), written once in large sequential blocks and then read back in one or more passes, each two
+phases — small random reads (a random permutation of the file's 16 KiB blocks, IOR ``-z``), then large
+sequential reads (4 MiB). A checkpoint or a per-rank output file that an analysis samples and then
+streams, once or many times, is this shape. Each phase is one ``mpiexec`` of IOR through ROMIO's
+``pvfs2:`` driver; a phase's time is IOR's ``totalTime`` (open, I/O and close, slowest rank), so the
+hybrid's extra opens and the writes of its other copies are inside it.
 
 **The variants.** Every static layout of the server count (1-DH, 1-DV, 2-D for each divisor g),
 realised as the planner realises it — ``pfslayout.planner.hints.hints_for`` with the workload's most
 common request size (by count, ties: the larger), passed as ROMIO's ``striping_factor`` (= num_dfiles)
-and ``striping_unit`` (= strip) at create through a shim hints rule; ``default``: no hints, so OrangeFS
+and ``striping_unit`` (= strip) at create through a shim hints rule, and — pinned, the default — the
+files of a layout of fewer datafiles than servers spread over its slot directories (layout LIST,
+``pinned_slots``) as the operator places them; ``default``: no hints, so OrangeFS
 gives the file its file system's default distribution — ``simple_stripe`` with a 64 KiB strip over
 every server (the lab's fs.conf sets no default datafile count); and ``hybrid``: a replica set of the
-layouts the model picks for the read phases (each a static layout above, with the same hints), every
-write going to all copies (one directly, the rest replayed by the shim) and each read routed to the
-cheapest clean copy. All variants run with the shim preloaded (pass-through where no rule matches).
+layouts the model picks for the read phases (each a static layout above, with the same hints and the
+shim's ``slots``), every write going to all copies at once (``lazy_sync.alongside``) and each read routed
+to the cheapest clean copy. All variants run with the shim preloaded (pass-through where no rule matches).
 
 **The scores** (``score``, pure): per variant per phase the median and spread over the rounds; a
 variant's total is the sum of its phase medians; the per-phase *oracle* is Σ over phases of the fastest
 static variant's median (default included: it is a static layout too); *gain* = default / hybrid − 1;
 *distance* to the oracle = hybrid / oracle − 1; the *sync cost* is the write phase's time with the
-replicas against without them (the default's and the fastest static write), with the bytes written.
+replicas against without them (the default's and the fastest static write), with the bytes written;
+the *break-even* (``break_even``) is how many read passes per write each goal needs by the run's medians.
 """
 
 from __future__ import annotations
