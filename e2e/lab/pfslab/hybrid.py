@@ -51,7 +51,7 @@ from pfslayout.calibration.grid import layout_key, useful_groups
 from pfslayout.calibration.synthetic import model_time
 from pfslayout.costmodel import CostParams
 from pfslayout.planner.hints import SLOT_PREFIX, hints_for, pinned_slots, slot_count
-from pfslayout.planner.models import Hints, Sharing
+from pfslayout.planner.models import Sharing
 from pfslayout.shimconfig import Replica, Rule, ShimConfig, ShimParams, render_shim_config, replica_path
 
 DEFAULT = "default"
@@ -118,8 +118,7 @@ class StaticLayout:
         """Each slot directory's xattrs (empty when not pinned)."""
         if self.slots < 2:
             return []
-        return pinned_slots(Hints(xattrs=dict(self.xattrs), num_dfiles=self.num_dfiles, dist_name="simple_stripe",
-                                  strip_size=self.strip_size), addresses)
+        return pinned_slots(self.xattrs, addresses)
 
 
 @dataclass(frozen=True)

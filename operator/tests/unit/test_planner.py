@@ -258,12 +258,12 @@ def test_pinned_slots_spread_file_per_process_layouts_over_their_own_servers() -
 
 
     urls = [f"tcp://ofs-{i}:3334" for i in range(4)]
-    one = pinned_slots(hints_for("1-DV", None, 4, "file-per-process", 16384), urls)
+    one = pinned_slots(hints_for("1-DV", None, 4, "file-per-process", 16384).xattrs, urls)
     assert [x["user.pvfs2.server_list"] for x in one] == [f"00001 {u}" for u in urls]
     assert all(x["user.pvfs2.layout"] == "4" and x["user.pvfs2.num_dfiles"] == "1" for x in one)
-    two = pinned_slots(hints_for("2-D", 2, 4, "file-per-process", 16384), urls)
+    two = pinned_slots(hints_for("2-D", 2, 4, "file-per-process", 16384).xattrs, urls)
     assert [x["user.pvfs2.server_list"] for x in two] == [f"00002 {urls[0]} {urls[1]}", f"00002 {urls[2]} {urls[3]}"]
     assert all(x["user.pvfs2.dist_params"] == "strip_size:8192" for x in two)
     # a layout over every server has nothing to pin; 2-D with n/g not dividing n leaves servers over
-    assert pinned_slots(hints_for("1-DH", None, 4, "file-per-process", 16384), urls) == []
+    assert pinned_slots(hints_for("1-DH", None, 4, "file-per-process", 16384).xattrs, urls) == []
     assert slot_count(2, 5) == 2 and slot_count(3, 4) == 0 and slot_count(1, 8) == 8

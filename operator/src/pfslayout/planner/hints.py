@@ -13,7 +13,7 @@ emitted together.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def slot_count(num_dfiles: int, n: int) -> int:
     return slots if slots >= 2 else 0
 
 
-def pinned_slots(hints: Hints, addresses: Sequence[str]) -> list[dict[str, str]]:
+def pinned_slots(xattrs: Mapping[str, str], addresses: Sequence[str]) -> list[dict[str, str]]:
     """The directory xattrs of each of a layout's pinned slots (``<dir>/slot-<j>``): the layout's own keys
     plus layout LIST over servers ``[j·w, (j+1)·w)`` of ``addresses`` (w = the layout's datafiles), so the
     files of a file-per-process layout spread evenly instead of starting on random servers (OrangeFS's
@@ -61,14 +61,9 @@ def pinned_slots(hints: Hints, addresses: Sequence[str]) -> list[dict[str, str]]
     server 62% of the time). Which slot a file goes to is ``shimconfig.slot_of`` of its name. Empty when the layout
     covers every server."""
     n = len(addresses)
-    w = hints.num_dfiles
-    out = []
-    for j in range(slot_count(w, n)):
-        xattrs = dict(hints.xattrs)
-        xattrs[KEY_LAYOUT] = LAYOUT_LIST
-        xattrs[KEY_LIST] = server_list(addresses[j * w:(j + 1) * w])
-        out.append(xattrs)
-    return out
+    w = int(xattrs.get(KEY_NUM, n))  # the layout's datafiles (a directory's xattrs always name them)
+    return [{**xattrs, KEY_LAYOUT: LAYOUT_LIST, KEY_LIST: server_list(addresses[j * w:(j + 1) * w])}
+            for j in range(slot_count(w, n))]
 
 
 def _varstrip(params: CostParams, n: int, strip: int) -> tuple[dict[str, str], list[int], list[str]]:

@@ -36,7 +36,7 @@ from pfslayout.planner.hints import (
     pinned_slots,
     server_list,
 )
-from pfslayout.planner.models import CandidateCost, Decision, Hints
+from pfslayout.planner.models import CandidateCost, Decision
 from pfslayout.planner.policy import SHARING, workload_from_rule
 from pfslayout.planner.summary import TraceSummary, plan_summary
 
@@ -95,9 +95,7 @@ def replica_dirs(target: str, name: str, xattrs: dict[str, str], platform: Platf
     dirs = [DirectoryHints(where, dict(xattrs))]
     if sharing != "file-per-process" or KEY_LAYOUT in xattrs or len(platform.server_urls) != platform.servers:
         return dirs, None
-    hints = Hints(xattrs=dict(xattrs), num_dfiles=int(xattrs.get(KEY_NUM, platform.servers)),
-                  dist_name=xattrs.get(KEY_DIST, "simple_stripe"))
-    slots = pinned_slots(hints, platform.server_urls)
+    slots = pinned_slots(xattrs, platform.server_urls)
     dirs += [DirectoryHints(f"{where}/{SLOT_PREFIX}{j}", x) for j, x in enumerate(slots)]
     return dirs, len(slots) or None
 
