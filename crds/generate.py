@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
 
 from kinds import GROUP, KINDS, VERSION, crd  # noqa: E402
 
@@ -133,7 +133,7 @@ def reference() -> str:
         "field below is validated by the API server (OpenAPI types, enums and bounds, plus CEL rules for",
         "cross-field checks and immutability), so a bad manifest is rejected at `kubectl apply` with the field",
         "named in the error. Defaults are filled in by the API server, so `kubectl get -o yaml` shows them.",
-        "Manifests using every field are in `e2e/invalid/accepted/` and `policies/`; `e2e/invalid/` holds",
+        "Manifests using every field are in `e2e/tests/invalid/accepted/` and `policies/`; `e2e/tests/invalid/` holds",
         "more than 50 refused ones, each saying what is wrong and which field the error names.",
         "",
         "| kind | short name | plural | what it is |",

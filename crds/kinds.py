@@ -8,15 +8,35 @@ Run `python crds/generate.py` after an edit; it rewrites `crds/*.yaml`, the char
 from __future__ import annotations
 
 from schema_parts import (
-    DNS_LABEL, LAYOUTS, MAX_SERVERS, Schema, array, boolean, conditions, immutable, integer, layout,
-    layout_fields, layout_rules, node_selector, number, obj, object_ref, observed_generation, quantity,
-    resources, rule, strip_size, string, tolerations,
+    DNS_LABEL,
+    LAYOUTS,
+    MAX_SERVERS,
+    Schema,
+    array,
+    boolean,
+    conditions,
+    immutable,
+    integer,
+    layout,
+    layout_fields,
+    layout_rules,
+    node_selector,
+    number,
+    obj,
+    object_ref,
+    observed_generation,
+    quantity,
+    resources,
+    rule,
+    string,
+    strip_size,
+    tolerations,
 )
 
 GROUP = "pfslayout.io"
 VERSION = "v1alpha1"
 
-# The images e2e/cluster.sh builds from images/ and loads into kind (docs/images.md); there is no registry.
+# The images e2e/harness/cluster.sh builds from images/ and loads into kind (docs/images.md); there is no registry.
 DEFAULT_ORANGEFS_IMAGE = "pfslayout/orangefs:dev"
 DEFAULT_MPI_IMAGE = "pfslayout/mpi:dev"
 

@@ -2,8 +2,8 @@
 # The README's demo: a test cluster with a real node, the Helm chart with the operator running in-cluster
 # from its image, the example OrangeFSClusters of policies/ as real pvfs2-server pods, then `kubectl get
 # ofs` and a `pvfs2-ping` from a client toolbox. On the local control plane the examples are placed on
-# the real node (e2e/tests/real.py adds its node selector and toleration); on kind every node is real.
-# The cluster is left running: `e2e/cluster.sh down` stops it.
+# the real node (e2e/testkit/pfstestkit/real.py adds its node selector and toleration); on kind every node is real.
+# The cluster is left running: `e2e/harness/cluster.sh down` stops it.
 set -euo pipefail
 
 RELEASE=${PFSLAYOUT_DEMO_RELEASE:-pfs-layout-operator}
@@ -13,25 +13,25 @@ READY_TIMEOUT=${PFSLAYOUT_DEMO_TIMEOUT:-300}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-. e2e/cluster/lib.sh   # STATE_DIR
+. e2e/harness/cluster/lib.sh   # STATE_DIR
 step() { printf '\n==> %s\n' "$*" >&2; }
 fail() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 step "host packages and Python environment"
-e2e/setup/host-packages.sh
-venv=$(e2e/setup/python-env.sh)
+e2e/harness/setup/host-packages.sh
+venv=$(e2e/harness/setup/python-env.sh)
 
 step "test cluster and images (built once, cached under ~/.cache; up returns at once when it already runs)"
-e2e/cluster.sh build
-e2e/cluster.sh up >/dev/null   # logs on stderr; stdout says started/already-running
-eval "$(e2e/cluster.sh env)"
+e2e/harness/cluster.sh build
+e2e/harness/cluster.sh up >/dev/null   # logs on stderr; stdout says started/already-running
+eval "$(e2e/harness/cluster.sh env)"
 mode=$(cat "$STATE_DIR/mode" 2>/dev/null || echo local)
 if [ "$mode" = local ] && ! grep -q '^REAL_NODE=1$' "$STATE_DIR/cluster.env"; then
-  fail "this cluster has no real node (PFSLAYOUT_E2E_REAL_NODE=0): the demo runs real OrangeFS pods; e2e/cluster.sh down, then run the demo again without that setting"
+  fail "this cluster has no real node (PFSLAYOUT_E2E_REAL_NODE=0): the demo runs real OrangeFS pods; e2e/harness/cluster.sh down, then run the demo again without that setting"
 fi
 k() { "$KUBECTL" --request-timeout=30s "$@"; }
-place() { "$venv/bin/python" e2e/tests/real.py place "$mode"; }
-mapfile -t placement < <("$venv/bin/python" -c 'import sys; sys.path.insert(0, "e2e/tests"); import real; print("\n".join(real.chart_values(sys.argv[1])))' "$mode")
+place() { "$venv/bin/python" -m pfstestkit.real place "$mode"; }
+mapfile -t placement < <("$venv/bin/python" -c 'import sys; from pfstestkit import real; print("\n".join(real.chart_values(sys.argv[1])))' "$mode")
 
 # The image's tag stays `dev` when it is rebuilt: its build key as a pod annotation rolls the operator.
 build_key=$(awk '$1 ~ /operator:dev$/ {n = split($2, p, "/"); sub(/\.tar$/, "", p[n]); print p[n]}' \
@@ -105,7 +105,7 @@ k -n "$DEMO_NAMESPACE" get mpijobs.kubeflow.org \
 echo "(kubectl -n $DEMO_NAMESPACE get lp learning -o yaml: the rule learns from the job once it succeeds)" >&2
 cat >&2 <<MSG
 
-The cluster is still running. Use it with:   eval "\$(e2e/cluster.sh env)"
+The cluster is still running. Use it with:   eval "\$(e2e/harness/cluster.sh env)"
 Operator log:                                kubectl -n $OPERATOR_NAMESPACE logs deployment/$RELEASE
-Stop everything:                             e2e/cluster.sh down
+Stop everything:                             e2e/harness/cluster.sh down
 MSG

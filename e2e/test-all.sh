@@ -1,63 +1,91 @@
 #!/usr/bin/env bash
-# The one test command: sets up a fresh Debian machine (packages, Python env, OrangeFS and MPICH with
-# ROMIO's pvfs2 driver built from source once, the C build, the Kubernetes binaries, the images) and runs
-# every tier — unit, MPI integration, OrangeFS on loopback servers, tooling lints and end to end on a
-# real API server with a real node — in one pytest session.
+# The one test command: sets up a fresh Debian machine (packages, the Python env, and what the selected
+# tiers need — OrangeFS and MPICH with ROMIO's pvfs2 driver, the C shim and probe, Helm, the Kubernetes
+# binaries and the real node's images, each built once and cached under ~/.cache by version and content)
+# and runs the tiers — unit, integration, orangefs, e2e, lab; a test's tier is its folder
+# (e2e/testkit/pfstestkit/tiers.py) — in one pytest session, tests that share nothing side by side.
+# Extra arguments go to pytest: `-m unit` (a tier expression) or test paths run just those and build
+# only what they need. An unknown tier or a missing path fails at once, before anything is installed.
 # Sources of OrangeFS/IOR: upstream by default, or PFSLAYOUT_SOURCE_MIRROR (docs/images.md).
-# Extra arguments go to pytest (e.g. `e2e/test-all.sh -m unit`, or test paths to run only those).
+# PFSLAYOUT_TEST_WORKERS sets the number of pytest-xdist workers (default 3: the end-to-end tests wait
+# on pods most of the time, so a worker more than the 2 cores keeps both busy).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+step() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)" >&2; }
+
+# The arguments first: plain Python, nothing installed yet.
+plan=$(PYTHONPATH="$root/e2e/testkit" python3 -m pfstestkit.tiers plan "$@") || exit 2
+eval "$plan"   # TIERS, STEPS, HAS_PATHS
+needs() { [[ " $STEPS " == *" $1 "* ]]; }
 
 step "host packages"
-e2e/setup/host-packages.sh
+e2e/harness/setup/host-packages.sh
 
 step "python environment"
-venv=$(e2e/setup/python-env.sh)
+venv=$(e2e/harness/setup/python-env.sh)
 export PATH="$venv/bin:$PATH"
-# The venv is shared by every checkout on the machine (keyed by pyproject.toml) and its editable install
-# points at whichever checkout linked it last; this checkout's sources come first for this run and every
-# process it starts.
-export PYTHONPATH="$root/operator/src${PYTHONPATH:+:$PYTHONPATH}"
+# The venv is shared by every checkout on the machine (keyed by the pyproject.toml files) and its editable
+# installs point at whichever checkout linked them last; this checkout's sources come first for this run
+# and every process it starts.
+export PYTHONPATH="$root/operator/src:$root/lab:$root/e2e/testkit${PYTHONPATH:+:$PYTHONPATH}"
 
-step "OrangeFS and MPICH (ROMIO ufs+pvfs2) from source, cached under ~/.cache by version and content hash"
-# Built once per machine; the OrangeFS tier and the images use the same trees. Without any source (no
-# mirror, upstream out of reach) the OrangeFS tier skips and says why; any other failure fails here.
-if [ -z "${ORANGEFS_PREFIX:-}" ]; then
-  if ORANGEFS_PREFIX=$(images/build/host.sh orangefs 2>"${TMPDIR:-/tmp}/pfslayout-orangefs-build.log"); then
+if needs orangefs && [ -z "${ORANGEFS_PREFIX:-}" ]; then
+  step "OrangeFS and MPICH (ROMIO ufs+pvfs2) from source"
+  # Without any source (no mirror, upstream out of reach) the OrangeFS tier skips and says why; any
+  # other failure fails here.
+  log=${TMPDIR:-/tmp}/pfslayout-orangefs-build.log
+  if ORANGEFS_PREFIX=$(images/build/host.sh orangefs 2>"$log"); then
     export ORANGEFS_PREFIX
-  elif grep -q '^fetch-source: ' "${TMPDIR:-/tmp}/pfslayout-orangefs-build.log"; then
-    PFSLAYOUT_ORANGEFS_UNAVAILABLE=$(grep '^fetch-source: ' "${TMPDIR:-/tmp}/pfslayout-orangefs-build.log" | tail -n 1)
+  elif grep -q '^fetch-source: ' "$log"; then
+    PFSLAYOUT_ORANGEFS_UNAVAILABLE=$(grep '^fetch-source: ' "$log" | tail -n 1)
     export PFSLAYOUT_ORANGEFS_UNAVAILABLE
     echo "OrangeFS tier will skip: $PFSLAYOUT_ORANGEFS_UNAVAILABLE" >&2
   else
-    tail -n 40 "${TMPDIR:-/tmp}/pfslayout-orangefs-build.log" >&2
+    tail -n 40 "$log" >&2
     exit 1
   fi
 fi
-if [ -n "${ORANGEFS_PREFIX:-}" ] && [ -z "${PFSLAYOUT_MPICH_PREFIX:-}" ]; then
+if needs orangefs && [ -n "${ORANGEFS_PREFIX:-}" ] && [ -z "${PFSLAYOUT_MPICH_PREFIX:-}" ]; then
   PFSLAYOUT_MPICH_PREFIX=$(images/build/host.sh mpich)
   export PFSLAYOUT_MPICH_PREFIX
 fi
 
-if [ -x shim/build.sh ]; then
+if needs shim; then
   step "C shim and probe (CMake, Open MPI and MPICH) + C unit tests"
   shim/build.sh --test
 fi
 
-step "Kubernetes binaries and the real node's images (cached under ~/.cache by version and content)"
-e2e/cluster.sh build
+if needs cluster; then
+  step "Kubernetes binaries and the real node's images"
+  e2e/harness/cluster.sh build
+elif needs helm; then
+  step "Helm"
+  e2e/harness/cluster.sh build helm
+fi
 
-step "pytest: every tier"
-# Test paths given (a path with a '/', e.g. e2e/tests/test_lab_smoke.py[::name]) replace every tier's;
-# options alone (-m, -k, -x) narrow every tier.
-paths=(operator/tests shim/tests e2e/tests)
-for arg in "$@"; do
-  case $arg in
-    -*) ;;
-    */*) [ -e "${arg%%::*}" ] && paths=() ;;
-  esac
-done
-exec python -m pytest -c operator/pyproject.toml --rootdir "$root" "${paths[@]}" "$@"
+paths=()
+[ "$HAS_PATHS" = 1 ] || paths=(operator/tests shim/tests lab/tests e2e/tests)
+workers=${PFSLAYOUT_TEST_WORKERS:-3}
+xdist=()
+# One worker is all a single tier of pure tests or a few named files need; xdist's start costs more.
+if [ "$workers" -gt 1 ] && [[ "$TIERS" == *" "* || "$TIERS" == e2e ]]; then
+  xdist=(-n "$workers" --dist loadgroup)
+fi
+
+if needs cluster; then
+  # The cluster is brought up once for every worker (they join it; the last one out leaves it to us)
+  # and stopped when the run ends, unless it was running before.
+  step "test cluster up"
+  if [ "$(e2e/harness/cluster.sh up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then
+    trap 'step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true' EXIT
+  fi
+fi
+
+step "pytest: ${TIERS// /, }"
+set +e
+python -m pytest "${xdist[@]}" "${paths[@]}" "$@"
+rc=$?
+set -e
+exit "$rc"

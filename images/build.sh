@@ -35,7 +35,7 @@ BUILDAH_DIR=$CACHE_ROOT/buildah
 TAG=${PFSLAYOUT_IMAGE_TAG:-dev}
 CA_BUNDLE=${PFSLAYOUT_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 # containerd's sandbox_image on the real node; pause.c comes from the k8s.io/kubernetes module the test
-# cluster builds (e2e/cluster/versions.env), read from the Go module cache.
+# cluster builds (e2e/harness/cluster/versions.env), read from the Go module cache.
 PAUSE_NAME=localhost/pfslayout/pause:3.10
 BASE_NAME=localhost/pfslayout/base:bookworm
 # Bump when the way this script turns a context into an image changes (buildah flags, archive format):
@@ -95,21 +95,21 @@ content_hash_of() {
   case $(source_of "$1") in orangefs) echo "$ORANGEFS_CONTENT_SHA256" ;; mpich) echo "$MPICH_CONTENT_SHA256" ;;
                             ior) echo "$IOR_CONTENT_SHA256" ;; esac
 }
-# The shim's sources as images/build/host.sh hashes them: all of shim/ but its build trees and
+# The shim's sources as images/build/host.sh hashes them: all of shim/ but its build trees, its Python tests and
 # shim/tools/ (standalone tools of other images: pfs-relayout is in the orangefs image's files).
 shim_files() {
-  (cd "$repo" && find shim \( -path shim/build -o -path shim/tools \) -prune -o -type f ! -name '*.pyc' \
+  (cd "$repo" && find shim \( -path shim/build -o -path shim/tools \) -prune -o -type f ! -name '*.py' ! -name '*.pyc' \
      ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z)
 }
 hash_files() { (cd "$repo" && xargs -0 sha256sum); }
 
 pause_source() {
   local k8s dir
-  k8s=$(sed -n 's/^K8S_VERSION=\([^[:space:]]*\).*/\1/p' "$repo/e2e/cluster/versions.env")
-  [ -n "$k8s" ] || die "no K8S_VERSION in e2e/cluster/versions.env"
+  k8s=$(sed -n 's/^K8S_VERSION=\([^[:space:]]*\).*/\1/p' "$repo/e2e/harness/cluster/versions.env")
+  [ -n "$k8s" ] || die "no K8S_VERSION in e2e/harness/cluster/versions.env"
   dir=${GOMODCACHE:-$CACHE_ROOT/go/mod}/k8s.io/kubernetes@$k8s
   if [ ! -f "$dir/build/pause/linux/pause.c" ]; then
-    command -v go >/dev/null || die "k8s.io/kubernetes@$k8s is not in the Go module cache and go is not installed (e2e/cluster.sh build fetches it)"
+    command -v go >/dev/null || die "k8s.io/kubernetes@$k8s is not in the Go module cache and go is not installed (e2e/harness/cluster.sh build fetches it)"
     dir=$(GOMODCACHE=${GOMODCACHE:-$CACHE_ROOT/go/mod} GOFLAGS=-mod=mod GOTOOLCHAIN=local \
           go mod download -json "k8s.io/kubernetes@$k8s" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   fi

@@ -8,11 +8,10 @@ import re
 from collections.abc import Iterator
 
 import pytest
-import rbac_matrix
 import yaml
-from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, crd_namespace
 
-pytestmark = pytest.mark.e2e
+from pfstestkit import rbac_matrix
+from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, crd_namespace
 
 # The chart ServiceAccount of the release every module shares (crd_release).
 SA = f"system:serviceaccount:{RELEASE_NS}:{RELEASE}"

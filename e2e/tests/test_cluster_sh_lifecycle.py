@@ -1,4 +1,4 @@
-"""`e2e/cluster.sh` lifecycle on a second, private cluster (own state directory and ports), so the
+"""`e2e/harness/cluster.sh` lifecycle on a second, private cluster (own state directory and ports), so the
 session's shared cluster is never touched: `up` from nothing, `up` again returns at once, `env`,
 `status`, and `down` leaves no process behind."""
 
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+from pfstestkit import CLUSTER_SH
 
-CLUSTER_SH = Path(__file__).resolve().parents[2] / "e2e" / "cluster.sh"
 PORTS = 10
 
 
@@ -145,7 +144,7 @@ def test_up_reports_a_leftover_bridge_and_starts_nothing(cluster: object, tmp_pa
 
 
 @pytest.mark.parametrize(("args", "env_extra", "expected"), [
-    (("frobnicate",), {}, "usage: e2e/cluster.sh build|up|down|env|status|leftovers|images"),
+    (("frobnicate",), {}, "usage: e2e/harness/cluster.sh build|up|down|env|status|leftovers|images"),
     (("status",), {"PFSLAYOUT_E2E_MODE": "docker"}, "PFSLAYOUT_E2E_MODE must be local or kind, not 'docker'"),
     (("build", "kubelet"), {"PFSLAYOUT_E2E_MODE": "local"}, "unknown component 'kubelet'"),
 ])

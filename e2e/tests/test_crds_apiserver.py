@@ -8,11 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from crd_release import CRDS, REPO, crd_namespace, install_crds
 
-pytestmark = pytest.mark.e2e
+from pfstestkit.crd_release import CRDS, REPO, crd_namespace, install_crds
 
-ACCEPTED = REPO / "e2e" / "invalid" / "accepted"
+ACCEPTED = REPO / "e2e" / "tests" / "invalid" / "accepted"
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_release import REPO, crd_namespace
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-from local_operator import Operator
 
-pytestmark = pytest.mark.e2e
+from pfstestkit.crd_release import REPO, crd_namespace
+from pfstestkit.local_operator import Operator
 
 EXAMPLES = {"OrangeFSCluster": "orangefs-small.yaml", "CostCalibration": "costcalibration.yaml",
             "LayoutPolicy": "layoutpolicy.yaml", "MPIJob": "learning.yaml"}

@@ -1,4 +1,4 @@
-"""Every manifest in e2e/invalid/ is refused by the real API server (OpenAPI schema or CEL rule) with an
+"""Every manifest in e2e/tests/invalid/ is refused by the real API server (OpenAPI schema or CEL rule) with an
 error that names the field its header promises; the accepted examples and policies/*.yaml pass."""
 
 from __future__ import annotations
@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from crd_release import REPO, crd_namespace, install_crds
 
-pytestmark = pytest.mark.e2e
+from pfstestkit.crd_release import REPO, crd_namespace, install_crds
 
-INVALID = sorted((REPO / "e2e" / "invalid").glob("*.yaml"))
-ACCEPTED = sorted((REPO / "e2e" / "invalid" / "accepted").glob("*.yaml"))
+INVALID = sorted((REPO / "e2e" / "tests" / "invalid").glob("*.yaml"))
+ACCEPTED = sorted((REPO / "e2e" / "tests" / "invalid" / "accepted").glob("*.yaml"))
 POLICIES = sorted((REPO / "policies").glob("*.yaml"))
 
 

@@ -1,5 +1,5 @@
 """The operator reconciling OrangeFSClusters on a real API server: the chart installed, the operator
-running as a local process (the `operator` fixture, e2e/tests/local_operator.py) with the chart
+running as a local process (the `operator` fixture, e2e/testkit/pfstestkit/local_operator.py) with the chart
 ServiceAccount's RBAC-limited token, `policies/orangefs-small.yaml` applied, every object and the status
 checked, scaled up, a refused scale-down and its confirmation, fields the API server refuses, Events,
 metrics, deletion and clean-up (PVCs kept with Retain, removed with Delete). On the local control plane
@@ -17,14 +17,13 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_release import NAMESPACE_ROLE, RELEASE_NS, SERVICE_ACCOUNT, enroll, served_namespace
-from local_operator import Operator
 
-pytestmark = pytest.mark.e2e
+from pfstestkit.crd_release import NAMESPACE_ROLE, RELEASE_NS, SERVICE_ACCOUNT, enroll, served_namespace
+from pfstestkit.kinds import OFS
+from pfstestkit.local_operator import Operator
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "policies" / "orangefs-small.yaml"
-OFS = "orangefsclusters.pfslayout.io"
 READY_TIMEOUT = 90
 
 

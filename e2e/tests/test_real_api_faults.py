@@ -1,6 +1,6 @@
 """The operator through API server faults (issue 14 item 2), on real OrangeFS server pods.
 
-* The API server and etcd restarted (`e2e/cluster.sh restart`, by PID, same arguments and state) five
+* The API server and etcd restarted (`e2e/harness/cluster.sh restart`, by PID, same arguments and state) five
   times at random moments while an OrangeFSCluster is provisioned and a LayoutPolicy applied: the
   operator, which keeps running, converges to the state of a run without faults, nothing is created
   twice, and a change made right after a restart is acted on within the watch timeout.
@@ -23,16 +23,17 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from crd_release import REPO, empty_namespace
-from local_operator import environment, local_operator
-from real import place
-from silent_proxy import silent_proxy
-from test_real_operator_kills import identity, lp_state, ofs, ofs_state, policy  # noqa: F401  (fixture)
-from watches import Watches
 
-pytestmark = [pytest.mark.e2e, pytest.mark.restarts_control_plane, pytest.mark.timeout(1800)]
+from pfstestkit import CLUSTER_SH
+from pfstestkit.crd_release import empty_namespace
+from pfstestkit.faults import edit_narrow, lp_state, narrow_strip, ofs, ofs_state, policy
+from pfstestkit.local_operator import environment, local_operator
+from pfstestkit.real import place
+from pfstestkit.silent_proxy import silent_proxy
+from pfstestkit.watches import Watches
 
-LP = "layoutpolicies.pfslayout.io"
+pytestmark = [pytest.mark.restarts_control_plane, pytest.mark.timeout(1800)]
+
 RESTARTS = ("kube-apiserver", "etcd", "kube-apiserver", "etcd", "kube-apiserver")
 # The silent-watch test's operator: short watch timeouts so the test takes a minute, not the defaults'
 # three (settings.py: server 120 s, client server + 30 s, requests 60 s).
@@ -52,23 +53,15 @@ def tolerant(probe: Callable[[], Any]) -> Callable[[], Any]:
 
 def restart(cluster: Any, component: str) -> float:
     start = time.monotonic()
-    cluster.run(str(REPO / "e2e" / "cluster.sh"), "restart", component, timeout=240)
+    cluster.run(str(CLUSTER_SH), "restart", component, timeout=240)
     return time.monotonic() - start
 
 
-def narrow_strip(cluster: Any, ns: str) -> int | None:
-    rules = (cluster.kubectl_json("get", LP, "kills", "-n", ns).get("status") or {}).get("rules") or []
-    rule = next((r for r in rules if r.get("path") == "/narrow" and r.get("applied")), None)
-    return int(rule["layout"]["stripSize"]) if rule and rule.get("layout") else None
 
 
-def edit_narrow(cluster: Any, ns: str, strip: int) -> None:
-    edited = policy()
-    edited["spec"]["rules"][1]["explicit"]["stripSize"] = strip
-    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(edited))
 
 
-def test_api_server_and_etcd_restarts_mid_reconcile_converge(cluster, identity: Path, namespace: str,  # noqa: ANN001, F811
+def test_api_server_and_etcd_restarts_mid_reconcile_converge(cluster, identity: Path, namespace: str,  # noqa: ANN001
                                                              tmp_path: Path) -> None:
     rng = random.Random(int(os.environ.get("PFSLAYOUT_E2E_SEED", "14")))
     watches = Watches(cluster, namespace, outages=True)
@@ -111,7 +104,7 @@ def test_api_server_and_etcd_restarts_mid_reconcile_converge(cluster, identity: 
     assert not watches.created_twice(), f"created more than once: {watches.created_twice()}"
 
 
-def test_a_silent_watch_is_abandoned_and_the_change_is_seen(cluster, identity: Path, namespace: str,  # noqa: ANN001, F811
+def test_a_silent_watch_is_abandoned_and_the_change_is_seen(cluster, identity: Path, namespace: str,  # noqa: ANN001
                                                             tmp_path: Path) -> None:
     config = yaml.safe_load(identity.read_text())
     server = urlsplit(config["clusters"][0]["cluster"]["server"])

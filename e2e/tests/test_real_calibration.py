@@ -15,19 +15,16 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-import pytest
 import yaml
-from crd_release import REPO
-from real import assert_real_pods, place
-from test_real_orangefs import incluster_operator, operator_log, wait_ofs_ready  # noqa: F401  (fixture)
 
 from pfslayout.kinds.costcalibration.plan import make_plan
 from pfslayout.kinds.costcalibration.spec import parse_spec
+from pfstestkit.crd_release import REPO
+from pfstestkit.ofs_pods import operator_log, wait_ofs_ready
+from pfstestkit.real import assert_real_pods, place
 
 if TYPE_CHECKING:  # the fixture's type only; conftest is not importable by name in a multi-root session
     from conftest import Cluster
-
-pytestmark = pytest.mark.e2e
 
 CC = "costcalibrations.pfslayout.io"
 PARAMS = ("e", "v", "alpha_seq", "alpha_rand", "beta")
@@ -66,7 +63,7 @@ def events(cluster, ns: str, name: str) -> list[dict[str, Any]]:  # noqa: ANN001
     return list(items)
 
 
-def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, incluster_operator,  # noqa: ANN001, F811
+def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, incluster_operator,  # noqa: ANN001
                                                                      namespace: str) -> None:
     ofs, cc = example()
     ofs = place(ofs, cluster.mode)
@@ -159,7 +156,7 @@ def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, in
 
 
 def test_broken_image_and_deadline_fail_with_the_reason_while_others_are_served(
-        cluster: Cluster, incluster_operator: dict[str, Any], namespace: str) -> None:  # noqa: F811  (fixture)
+        cluster: Cluster, incluster_operator: dict[str, Any], namespace: str) -> None:
     ofs, cc = example()
     ofs = place(ofs, cluster.mode)
     ofs["spec"]["reclaimPolicy"] = "Delete"

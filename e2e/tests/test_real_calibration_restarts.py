@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_release import REPO
-from local_operator import local_operator
-from real import place
 
-pytestmark = pytest.mark.e2e
+from pfstestkit.crd_release import REPO
+from pfstestkit.local_operator import local_operator
+from pfstestkit.real import place
 
 CC = "costcalibrations.pfslayout.io"
 

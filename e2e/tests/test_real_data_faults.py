@@ -36,14 +36,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crd_release import empty_namespace
-from real import assert_real_pods, place
-from test_real_injection import finished, launcher_log, mpijob
-from test_real_orangefs import OFS, deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
+from pfstestkit.crd_release import empty_namespace
+from pfstestkit.kinds import MOUNT
+from pfstestkit.mpijobs import finished, launcher_log, mpijob
+from pfstestkit.ofs_pods import OFS, deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
+from pfstestkit.real import assert_real_pods, place
 
-MOUNT = "/mnt/orangefs"
+pytestmark = pytest.mark.timeout(1500)
+
 WRITE_S = 45  # how long the client writes 1 MiB files; a server is killed 3 s in and is back in ~15 s
 
 

@@ -11,17 +11,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
-from real import assert_real_pods, place
-from test_real_layoutpolicy import cond, lp_operator, lp_status, reasons  # noqa: F401  (fixture)
-from test_real_orangefs import sh, toolbox, wait_ofs_ready
-
-pytestmark = pytest.mark.e2e
-
-MOUNT = "/mnt/orangefs"
-SSHD = "exec /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"
-WAIT_DNS = ("for h in $(sed -e 's/[: ].*//' -e '/^#/d' -e '/^$/d' /etc/mpi/hostfile); do "
-            "for i in $(seq 60); do getent hosts \"$h\" >/dev/null && break; sleep 1; done; done")
+from pfstestkit.kinds import MOUNT
+from pfstestkit.mpijobs import finished, get_job, launcher_log, mpijob
+from pfstestkit.ofs_pods import sh, toolbox, wait_ofs_ready
+from pfstestkit.policies import cond, lp_status, reasons
+from pfstestkit.real import place
 
 
 def ofs() -> dict[str, Any]:
@@ -38,50 +32,15 @@ def policy(name: str = "inject") -> dict[str, Any]:
                      "rules": [{"path": "/ior", "mode": "explicit", "explicit": {"layout": "2-D", "groups": 2}}]}}
 
 
-def mpijob(name: str, command: str, labels: dict[str, str], suspend: bool) -> dict[str, Any]:
-    """What a user writes: the MPI image, a plain mpiexec; no shim, no pvfs2tab, no preload."""
-    security = {"runAsUser": 10001, "runAsGroup": 10001, "runAsNonRoot": True,
-                "seccompProfile": {"type": "RuntimeDefault"}}
-
-    def pod(role: str, cmd: str) -> dict[str, Any]:
-        return {"spec": {"securityContext": security, "enableServiceLinks": False, "containers": [{
-            "name": role, "image": "pfslayout/mpi:dev", "imagePullPolicy": "IfNotPresent",
-            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-            "command": ["sh", "-c", cmd]}]}}
-    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name, "labels": labels},
-            "spec": {"slotsPerWorker": 2, "mpiImplementation": "MPICH",
-                     "launcherCreationPolicy": "WaitForWorkersReady", "sshAuthMountPath": "/home/mpiuser/.ssh",
-                     "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0, "activeDeadlineSeconds": 600,
-                                   "suspend": suspend},
-                     "mpiReplicaSpecs": {
-                         "Launcher": {"replicas": 1, "restartPolicy": "Never",
-                                      "template": pod("launcher", f"set -eu\n{WAIT_DNS}\n{command}\n")},
-                         "Worker": {"replicas": 2, "restartPolicy": "Never", "template": pod("worker", SSHD)}}}}
 
 
-def get_job(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
-    return cluster.kubectl_json("get", "mpijobs.kubeflow.org", name, "-n", ns)
 
 
-def finished(cluster, ns: str, name: str, timeout: float = 420) -> str:  # noqa: ANN001
-    def state() -> str | None:
-        for c in (get_job(cluster, ns, name).get("status") or {}).get("conditions") or []:
-            if c["type"] in ("Succeeded", "Failed") and c["status"] == "True":
-                return str(c["type"])
-        return None
-    got = cluster.wait_until(state, f"MPIJob {name} finished", timeout=timeout, interval=3)
-    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}")["items"]
-    assert_real_pods(cluster, pods)
-    return got
 
 
-def launcher_log(cluster, ns: str, name: str) -> str:  # noqa: ANN001
-    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name},"
-                                "training.kubeflow.org/job-role=launcher")["items"]
-    return cluster.kubectl("logs", "-n", ns, pods[0]["metadata"]["name"], check=False).stdout if pods else ""
 
 
-def test_suspended_jobs_get_the_shim_in_every_rank(cluster, lp_operator, namespace: str) -> None:  # noqa: ANN001, F811
+def test_suspended_jobs_get_the_shim_in_every_rank(cluster, lp_operator, namespace: str) -> None:  # noqa: ANN001
     fs = place(ofs(), cluster.mode)
     cluster.apply(fs, namespace=namespace)
     cluster.apply(policy(), namespace=namespace)

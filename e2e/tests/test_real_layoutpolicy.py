@@ -8,34 +8,15 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import yaml
-from crd_release import CHART, RELEASE, RELEASE_NS, REPO, WATCH_VALUES
-from local_operator import Operator, environment, local_operator
-from real import place
-from test_real_orangefs import datafiles, sh, toolbox, wait_ofs_ready
 
-pytestmark = pytest.mark.e2e
-
-LP = "layoutpolicies.pfslayout.io"
-MOUNT = "/mnt/orangefs"
-RECHECK_S = 20
-
-
-@pytest.fixture(scope="module")
-def lp_operator(cluster, tmp_path_factory) -> Iterator[Operator]:  # noqa: ANN001
-    """The operator as a local process with the chart's identity and a short drift-check period."""
-    if cluster.mode != "local":
-        pytest.skip("the drift period is set on the local operator process")
-    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
-    kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
-    with environment(PFSLAYOUT_LAYOUT_RECHECK_SECONDS=str(RECHECK_S)), \
-            local_operator(cluster, kubeconfig, tmp_path_factory.mktemp("lp-operator")) as op:
-        yield op
+from pfstestkit.crd_release import REPO
+from pfstestkit.kinds import MOUNT
+from pfstestkit.ofs_pods import datafiles, sh, toolbox, wait_ofs_ready
+from pfstestkit.policies import RECHECK_S, cond, lp_status, read_hint, reasons
+from pfstestkit.real import place
 
 
 def example() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -44,23 +25,12 @@ def example() -> tuple[dict[str, Any], dict[str, Any]]:
             next(d for d in docs if d["kind"] == "LayoutPolicy"))
 
 
-def lp_status(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
-    return cluster.kubectl_json("get", LP, name, "-n", ns).get("status") or {}
 
 
-def cond(status: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next((c for c in status.get("conditions") or [] if c["type"] == type_), {})
 
 
-def reasons(cluster, ns: str, name: str) -> list[str]:  # noqa: ANN001
-    items = cluster.kubectl_json("get", "events", "-n", ns, "--field-selector",
-                                 f"involvedObject.kind=LayoutPolicy,involvedObject.name={name}")["items"]
-    return [e["reason"] for e in items]
 
 
-def read_hint(cluster, ns: str, pod: str, path: str, key: str) -> str:  # noqa: ANN001
-    out = sh(cluster, ns, pod, f"pvfs2-xattr -t -k {key} {path}")
-    return out.split('Value : "', 1)[1].rsplit('"', 1)[0] if 'Value : "' in out else ""
 
 
 def test_example_policy_lays_out_explains_repairs_and_reports(cluster, lp_operator, namespace: str,  # noqa: ANN001

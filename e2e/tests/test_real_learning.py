@@ -12,16 +12,14 @@ import copy
 import json
 from typing import Any
 
-import pytest
 import yaml
-from crd_release import REPO
-from real import assert_real_pods, place
-from test_real_layoutpolicy import cond, lp_operator, lp_status, read_hint, reasons  # noqa: F401  (fixture)
-from test_real_orangefs import sh, toolbox, wait_ofs_ready
 
-pytestmark = pytest.mark.e2e
+from pfstestkit.crd_release import REPO
+from pfstestkit.kinds import MOUNT
+from pfstestkit.ofs_pods import sh, toolbox, wait_ofs_ready
+from pfstestkit.policies import cond, lp_status, read_hint, reasons
+from pfstestkit.real import assert_real_pods, place
 
-MOUNT = "/mnt/orangefs"
 IOR_SHARED = "ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/shared -t 1m -b 4m -s 2 -w -r -C -k"
 
 
@@ -72,7 +70,7 @@ def mpijob_done(cluster, ns: str, name: str, timeout: float = 420) -> None:  # n
     assert "cannot write the trace" not in log, log[-3000:]
 
 
-def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> None:  # noqa: ANN001, F811
+def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> None:  # noqa: ANN001
     docs = example()
     ofs, lp, job = (place(docs[k], cluster.mode) for k in ("OrangeFSCluster", "LayoutPolicy", "MPIJob"))
     job = suspended(job)

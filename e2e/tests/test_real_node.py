@@ -10,12 +10,9 @@ import json
 import uuid
 from typing import Any
 
-import pytest
-from real import assert_real_pods, placement
+from pfstestkit.real import assert_real_pods, placement
 
-pytestmark = pytest.mark.e2e
-
-IMAGE = "pfslayout/operator:dev"  # has python3 and the kubernetes client; imported by e2e/cluster.sh up
+IMAGE = "pfslayout/operator:dev"  # has python3 and the kubernetes client; imported by e2e/harness/cluster.sh up
 
 SERVER = """
 import http.server, os, socket

@@ -1,4 +1,4 @@
-"""`e2e/cluster.sh down` leaves nothing of the real node behind: no process, no mount below its state
+"""`e2e/harness/cluster.sh down` leaves nothing of the real node behind: no process, no mount below its state
 or containerd's root, no kubepods cgroup, no bridge, no KUBE-* or project iptables chain, every sysctl
 kubelet and the node changed restored. Runs last in the session (conftest moves `stops_cluster` tests
 there) because it stops the shared cluster; it starts it again afterwards for whoever else uses it."""
@@ -6,13 +6,12 @@ there) because it stops the shared cluster; it starts it again afterwards for wh
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
-CLUSTER_SH = str(Path(__file__).resolve().parents[2] / "e2e" / "cluster.sh")
+from pfstestkit import CLUSTER_SH
 
-pytestmark = [pytest.mark.e2e, pytest.mark.stops_cluster]
+pytestmark = pytest.mark.stops_cluster
 
 
 def test_down_leaves_nothing_of_the_real_node_behind(cluster) -> None:  # noqa: ANN001

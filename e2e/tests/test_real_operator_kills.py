@@ -26,43 +26,32 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, empty_namespace, served_namespace
-from local_operator import environment, local_operator
-from real import place
-from test_real_injection import mpijob
-from test_real_layoutpolicy import cond, lp_status, read_hint
-from test_real_orangefs import OFS, sh, toolbox
-from watches import WATCHED, Watches
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3000)]
+from pfstestkit.crd_release import empty_namespace, served_namespace
+from pfstestkit.faults import lp_state, ofs, ofs_state, policy
+from pfstestkit.kinds import LP, MOUNT
+from pfstestkit.local_operator import local_operator
+from pfstestkit.mpijobs import mpijob
+from pfstestkit.ofs_pods import OFS, sh, toolbox
+from pfstestkit.policies import RECHECK_S, lp_status, read_hint
+from pfstestkit.real import place
+from pfstestkit.watches import WATCHED, Watches
 
-MOUNT = "/mnt/orangefs"
-LP = "layoutpolicies.pfslayout.io"
+pytestmark = pytest.mark.timeout(3000)
+
 KILLS_PER_PHASE = int(os.environ.get("PFSLAYOUT_E2E_KILLS_PER_PHASE", "10"))
-RECHECK_S = 20  # the drift check's period for both runs
 LIFETIME_S = (0.3, 5.0)  # how long after it answers its liveness probe a killed operator lived
 INJECTED = "pfslayout.io/injected"
 JOBS = ("kills-a", "kills-b", "kills-c")
 
 
-def ofs(servers: int) -> dict[str, Any]:
-    return {"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster", "metadata": {"name": "kills"},
-            "spec": {"servers": {"count": servers, "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}},
-                     "storage": {"type": "emptyDir", "size": "1Gi"}, "client": {"replicas": 1},
-                     "calibration": {"auto": False}, "reclaimPolicy": "Delete"}}
 
 
-def policy() -> dict[str, Any]:
-    return {"apiVersion": "pfslayout.io/v1alpha1", "kind": "LayoutPolicy", "metadata": {"name": "kills"},
-            "spec": {"clusterRef": {"name": "kills"}, "selector": {"matchLabels": {"pfslayout.io/policy": "kills"}},
-                     "rules": [{"path": "/wide", "mode": "explicit", "explicit": {"layout": "2-D", "groups": 2}},
-                               {"path": "/narrow", "mode": "explicit",
-                                "explicit": {"layout": "1-DH", "stripSize": 65536}}]}}
 
 
 class Chaos(threading.Thread):
@@ -100,26 +89,8 @@ class Chaos(threading.Thread):
         return sum(1 for p in self.kills if p == phase)
 
 
-def ofs_state(cluster: Any, ns: str, servers: int) -> dict[str, Any] | None:
-    obj = cluster.kubectl_json("get", OFS, "kills", "-n", ns)
-    st = obj.get("status") or {}
-    ready = cond(st, "Ready")
-    if ready.get("status") != "True" or st.get("readyServers") != servers or st.get("servers") != servers:
-        return None
-    return {"phase": st.get("phase"), "servers": st.get("servers"), "readyServers": st.get("readyServers"),
-            "conditions": sorted((c["type"], c["status"], c.get("reason")) for c in st.get("conditions") or [])}
 
 
-def lp_state(cluster: Any, ns: str) -> dict[str, Any] | None:
-    st = lp_status(cluster, ns, "kills")
-    if cond(st, "Ready").get("status") != "True" or st.get("appliedRules") != "2/2":
-        return None
-    return {"appliedRules": st["appliedRules"], "injectedJobs": st.get("injectedJobs", 0),
-            "driftRepairs": st.get("driftRepairs", 0),
-            "lastDriftRepair": (st.get("lastDriftRepair") or {}).get("hints"),
-            "conditions": sorted((c["type"], c["status"], c.get("reason")) for c in st.get("conditions") or []),
-            "rules": [{k: r.get(k) for k in ("path", "decision", "layout", "hints", "applied", "datafiles")}
-                      for r in st.get("rules") or []]}
 
 
 def objects(cluster: Any, ns: str) -> list[tuple[str, str]]:
@@ -208,15 +179,6 @@ class Scenario:
         self.phase("admission", submit, injected)
 
 
-@pytest.fixture(scope="module")
-def identity(cluster) -> Iterator[Path]:  # noqa: ANN001
-    """The chart installed; a kubeconfig with its ServiceAccount's token; a short drift-check period."""
-    if cluster.mode != "local":
-        pytest.skip("kills the operator process: the local control plane runs it on the host")
-    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
-    with environment(PFSLAYOUT_LAYOUT_RECHECK_SECONDS=str(RECHECK_S)):
-        yield cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
 
 
 def assert_launchers_replaced_only_without_the_shim(watches: Watches) -> set[tuple[str, str]]:

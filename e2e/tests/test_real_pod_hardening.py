@@ -13,9 +13,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from node_audit import NodeAudit, Seen
 
-pytestmark = [pytest.mark.e2e, pytest.mark.node_audit]
+from pfstestkit.node_audit import NodeAudit, Seen
+
+pytestmark = pytest.mark.node_audit
 
 PROJECT = "pfs-layout-operator"
 INJECTED = "pfslayout-shim"  # the container the admission webhook adds to a user's MPIJob pods

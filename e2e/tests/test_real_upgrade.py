@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_release import RELEASE, RELEASE_NS, REPO, WATCH_VALUES, empty_namespace, install_crds
-from local_operator import environment, local_operator
-from real import place
-from test_real_api_faults import edit_narrow, narrow_strip
-from test_real_operator_kills import lp_state, ofs, ofs_state, policy
-from watches import Watches
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
+from pfstestkit.crd_release import RELEASE, RELEASE_NS, REPO, WATCH_VALUES, empty_namespace, install_crds
+from pfstestkit.faults import edit_narrow, lp_state, narrow_strip, ofs, ofs_state, policy
+from pfstestkit.local_operator import environment, local_operator
+from pfstestkit.real import place
+from pfstestkit.watches import Watches
+
+pytestmark = pytest.mark.timeout(1800)
 
 CC = "costcalibrations.pfslayout.io"
 CUSTOM = ("orangefsclusters.pfslayout.io", "layoutpolicies.pfslayout.io", CC)

@@ -33,22 +33,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from crd_release import CHART, RELEASE, RELEASE_NS, REPO, WATCH_VALUES, enroll
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
-from real import assert_real_pods, chart_values, image_build, place
-from test_real_injection import finished, get_job, launcher_log, mpijob
-from test_real_layoutpolicy import cond, lp_status, reasons
-from test_real_orangefs import deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
 
 from pfslayout.k8s import certs
+from pfstestkit import CLUSTER_SH
+from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, enroll
+from pfstestkit.kinds import MOUNT
+from pfstestkit.mpijobs import finished, get_job, launcher_log, mpijob
+from pfstestkit.ofs_pods import deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
+from pfstestkit.policies import cond, lp_status, reasons
+from pfstestkit.real import assert_real_pods, chart_values, image_build, place
 
 if TYPE_CHECKING:  # the fixture's type only; conftest is not importable by name in a multi-root session
     from conftest import Cluster
 
-pytestmark = pytest.mark.e2e
-
-MOUNT = "/mnt/orangefs"
 SECRET = f"{RELEASE}-webhook-tls"
 OPERATOR = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
 
@@ -456,7 +455,7 @@ def test_admission_across_an_api_server_restart_answers_from_the_operators_cache
     assert "ClusterNotReady" in known, known
 
     start = time.monotonic()
-    cluster.run(str(REPO / "e2e" / "cluster.sh"), "restart", "kube-apiserver", timeout=240)
+    cluster.run(str(CLUSTER_SH), "restart", "kube-apiserver", timeout=240)
     back = time.monotonic()
     # From the first request after /readyz on: refused by the API server while its webhook client is
     # not ready, or decided by our webhook — a selected job is never let through.

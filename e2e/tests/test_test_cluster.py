@@ -16,8 +16,6 @@ if TYPE_CHECKING:  # the fixture's type only; conftest is not importable by name
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.e2e
-
 PAUSE = "registry.k8s.io/pause:3.10"  # runs forever on kind; never pulled under kwok
 BUSYBOX = "busybox:1.37"
 
@@ -33,7 +31,7 @@ kwok_only = "a kwok Stage of the local control plane; kind runs real kubelets"
 
 
 def pinned(name: str) -> str:
-    text = (REPO / "e2e" / "cluster" / "versions.env").read_text()
+    text = (REPO / "e2e" / "harness" / "cluster" / "versions.env").read_text()
     match = re.search(rf"^{name}=(\S+)", text, re.M)
     assert match, f"{name} missing from versions.env"
     return match.group(1)

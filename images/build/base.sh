@@ -34,7 +34,7 @@ name=${2:?usage: base.sh ARCHIVE NAME}
 
 mapfile -t sources < <(sources_files)
 [ ${#sources[@]} -gt 0 ] || die "no apt sources file of this machine names $SUITE: set PFSLAYOUT_APT_SOURCES to a sources file for Debian $SUITE"
-command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (e2e/setup/host-packages.sh installs it)"
+command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (e2e/harness/setup/host-packages.sh installs it)"
 tmp=$(mktemp -d "$(dirname "$archive")/.base.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mmdebstrap --quiet --variant=minbase --format=tar \

@@ -40,7 +40,7 @@ platform() { (. /etc/os-release && echo "${ID:-unknown}-${VERSION_ID:-unknown}")
 # tests/programs and bench/, so a narrower list breaks as the shim grows) and shim/tools/, standalone
 # tools the shim's CMake never builds (pfs-relayout goes into the OrangeFS image, not this tree).
 shim_files() {
-  (cd "$repo" && find shim \( -path shim/build -o -path shim/tools \) -prune -o -type f ! -name '*.pyc' \
+  (cd "$repo" && find shim \( -path shim/build -o -path shim/tools \) -prune -o -type f ! -name '*.py' ! -name '*.pyc' \
      ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z)
 }
 

@@ -31,8 +31,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from derive_throughput import synthetic  # noqa: E402
 
 from pfslayout.planner import plan_trace  # noqa: E402

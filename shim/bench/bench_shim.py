@@ -25,13 +25,11 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-# The launcher command line and the config writer are the integration tests' own (shim/tests/shim_helpers.py).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shim_helpers import BUILD_DIR, MpiBuild, launcher_env, write_config  # noqa: E402
+# The launcher command line and the config writer are the integration tests' own (e2e/testkit/pfstestkit/shim.py).
+from pfstestkit.shim import BUILD_DIR, MpiBuild, launcher_env, write_config
 
 MIB = 1 << 20
 PARAMS = {"e": 0.0003, "v": 1 / (120 * MIB), "alpha_seq": 0.0001, "alpha_rand": 0.0003, "beta": 1 / (120 * MIB)}

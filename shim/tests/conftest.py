@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from shim_helpers import BUILD_DIR, FLAVOURS, MpiBuild
+from pfstestkit.shim import BUILD_DIR, FLAVOURS, MpiBuild
 
 
 @pytest.fixture(params=FLAVOURS)

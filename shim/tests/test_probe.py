@@ -14,59 +14,32 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.mpi, pytest.mark.timeout(600)]
+from pfstestkit.probe import (
+    IMPLS,
+    MPI_ENV,
+    SHIM,
+    Probe,
+    build_probe,
+    cell_key,
+    check_doc,
+    newest_probe_source,
+    probe_lines,
+)
 
-SHIM = Path(__file__).resolve().parents[1]
-PROBE_SRC = SHIM / "probe"
-IMPLS = {
-    "openmpi": {"mpicc": "mpicc.openmpi", "mpirun": ["mpirun.openmpi", "--oversubscribe"], "np": "-np"},
-    "mpich": {"mpicc": "mpicc.mpich", "mpirun": ["mpirun.mpich"], "np": "-n"},
-}
-# Open MPI refuses root without these; harmless for MPICH and for non-root users.
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
-
-TOP_KEYS = {"format", "tool", "started", "platform", "cells"}
-TOOL_KEYS = {"name", "version", "mpi"}
-PLATFORM_KEYS = {"ranks", "nodes", "ranks_per_node", "servers", "backend"}
-CELL_KEYS = {"layout", "g", "target", "op", "pattern", "sharing", "p", "m", "request_size",
-             "requests_per_rank", "repetitions", "times", "median", "min", "max", "iqr"}
+pytestmark = pytest.mark.timeout(600)
 
 
-@dataclass
-class Probe:
-    impl: str
-    binary: Path
-
-    def run(self, nprocs: int, args: list[str], timeout: float = 240,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        spec = IMPLS[self.impl]
-        cmd = [*spec["mpirun"], spec["np"], str(nprocs), str(self.binary), *args]
-        env = {**os.environ, **MPI_ENV, **(env or {})}
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def _newest_source() -> float:
-    return max(p.stat().st_mtime for p in PROBE_SRC.iterdir() if p.is_file())
 
 
-def _build(impl: str, where: Path) -> Path:
-    spec = IMPLS[impl]
-    configure = ["cmake", "-S", str(SHIM), "-B", str(where), f"-DMPI_C_COMPILER={spec['mpicc']}",
-                 "-DPFSLAYOUT_BUILD_TESTS=OFF"]
-    if os.environ.get("ORANGEFS_PREFIX"):
-        configure.append(f"-DORANGEFS_PREFIX={os.environ['ORANGEFS_PREFIX']}")
-    for cmd in (configure, ["cmake", "--build", str(where), "--target", "pfsprobe", "-j", "2"]):
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return where / "probe" / "pfsprobe"
+
+
 
 
 @pytest.fixture(scope="session", params=sorted(IMPLS))
@@ -76,65 +49,18 @@ def probe(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     if missing:
         pytest.skip(f"{impl} is not installed ({', '.join(missing)} not on PATH)")
     built = SHIM / "build" / impl / "probe" / "pfsprobe"
-    if built.exists() and built.stat().st_mtime >= _newest_source():
+    if built.exists() and built.stat().st_mtime >= newest_probe_source():
         return Probe(impl, built)
-    return Probe(impl, _build(impl, tmp_path_factory.mktemp(f"pfsprobe-{impl}")))
+    return Probe(impl, build_probe(impl, tmp_path_factory.mktemp(f"pfsprobe-{impl}")))
 
 
 # ------------------------------------------------------------------------------------------ checks
 
 
-def check_doc(doc: Any, *, ranks: int, backend: str, servers: int) -> None:
-    """Every field of docs/probe-format.md, with its type and range, and statistics that match `times`."""
-    assert isinstance(doc, dict) and set(doc) == TOP_KEYS, sorted(doc)
-    assert doc["format"] == "pfsprobe/1"
-    tool = doc["tool"]
-    assert set(tool) == TOOL_KEYS and tool["name"] == "pfsprobe"
-    assert isinstance(tool["version"], str) and tool["version"]
-    assert isinstance(tool["mpi"], str) and tool["mpi"] and "\n" not in tool["mpi"]
-    started = doc["started"]
-    assert isinstance(started, str) and len(started) == 20 and started.endswith("Z") and started[10] == "T"
-    plat = doc["platform"]
-    assert set(plat) == PLATFORM_KEYS
-    assert plat == {"ranks": ranks, "nodes": plat["nodes"], "ranks_per_node": plat["ranks_per_node"],
-                    "servers": servers, "backend": backend}
-    assert isinstance(plat["nodes"], int) and 1 <= plat["nodes"] <= ranks
-    assert isinstance(plat["ranks_per_node"], int) and 1 <= plat["ranks_per_node"] <= ranks
-    assert plat["nodes"] * plat["ranks_per_node"] >= ranks
-    cells = doc["cells"]
-    assert isinstance(cells, list) and cells
-    for i, c in enumerate(cells):
-        where = f"cells[{i}]"
-        assert set(c) == CELL_KEYS, (where, sorted(c))
-        assert c["layout"] in ("1-DH", "1-DV", "2-D"), where
-        if c["layout"] == "2-D":
-            assert isinstance(c["g"], int) and 1 <= c["g"] <= servers, where
-        else:
-            assert c["g"] is None, where
-        assert isinstance(c["target"], str) and c["target"], where
-        assert c["op"] in ("read", "write") and c["pattern"] in ("sequential", "random"), where
-        assert c["sharing"] in ("file-per-process", "shared"), where
-        for key in ("p", "m", "request_size", "requests_per_rank", "repetitions"):
-            assert isinstance(c[key], int) and not isinstance(c[key], bool) and c[key] >= 1, (where, key)
-        assert c["p"] <= ranks and c["m"] <= c["p"] and c["m"] <= plat["ranks_per_node"], where
-        times = c["times"]
-        assert isinstance(times, list) and len(times) == c["repetitions"], where
-        assert all(isinstance(t, float) and math.isfinite(t) and t > 0 for t in times), (where, times)
-        # Plausible: a handful of small requests on a local disk take well under a minute each.
-        assert max(times) < 60, (where, times)
-        assert c["max"] >= c["median"] >= c["min"] > 0, where
-        assert c["min"] == pytest.approx(min(times), rel=1e-6) and c["max"] == pytest.approx(max(times), rel=1e-6)
-        q1, med, q3 = np.percentile(times, [25, 50, 75])
-        assert c["median"] == pytest.approx(med, rel=1e-6), where
-        assert c["iqr"] == pytest.approx(q3 - q1, rel=1e-6, abs=1e-12) and c["iqr"] >= 0, where
 
 
-def cell_key(c: dict[str, Any]) -> tuple[Any, ...]:
-    return (c["layout"], c["g"], c["sharing"], c["p"], c["request_size"], c["pattern"], c["op"])
 
 
-def probe_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("pfsprobe:")]
 
 
 def load(path: Path) -> Any:
@@ -404,7 +330,7 @@ def test_pfsprobe_output_fits_through_pfslayout_calibrate(probe: Probe, tmp_path
     doc = load(out)
     check_doc(doc, ranks=4, backend="posix", servers=4)
     pfslayout = Path(sys.executable).with_name("pfslayout")
-    assert pfslayout.exists(), f"{pfslayout} missing: run the tests with the project's venv (e2e/setup/python-env.sh)"
+    assert pfslayout.exists(), f"{pfslayout} missing: run the tests with the project's venv (e2e/harness/setup/python-env.sh)"
     fit = subprocess.run([str(pfslayout), "calibrate", "--measurements", str(out), "--json"], capture_output=True,
                          text=True, timeout=120)
     assert fit.returncode == 0, fit.stderr

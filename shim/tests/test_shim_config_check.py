@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from shim_helpers import BUILD_DIR, FLAVOURS
+
+from pfstestkit.shim import BUILD_DIR, FLAVOURS
 
 ROOT = Path(__file__).resolve().parents[2]
 # The shared vectors, as the C tests read them: rendered by pfslayout.shimconfig, and kept equal to what

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 FUZZ = Path(__file__).resolve().parent / "fuzz" / "fuzz.sh"
 
 
 def test_config_parser_survives_bounded_fuzzing(tmp_path: Path) -> None:
     if shutil.which("clang") is None:
-        pytest.skip("clang is not installed (e2e/setup/host-packages.sh installs it with libclang-rt-14-dev)")
+        pytest.skip("clang is not installed (e2e/harness/setup/host-packages.sh installs it with libclang-rt-14-dev)")
     seconds = int(os.environ.get("PFSLAYOUT_FUZZ_SECONDS", "60"))
     proc = subprocess.run([str(FUZZ), str(seconds), str(tmp_path)], capture_output=True, text=True,
                           timeout=seconds + 600, check=False)

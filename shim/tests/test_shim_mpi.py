@@ -15,9 +15,7 @@ from typing import Any
 
 import pytest
 
-from shim_helpers import MpiBuild, pfslayout_cmd, write_config
-
-pytestmark = pytest.mark.mpi
+from pfstestkit.shim import MpiBuild, pfslayout_cmd, write_config
 
 MIB = 1 << 20
 # 003 Table 3 Ethernet, with alpha_seq = alpha_rand so the expected replica does not depend on which
@@ -143,7 +141,7 @@ def test_hints_at_create_merge_with_user_hints(mpi: MpiBuild, tmp_path: Path) ->
     assert outside == plain
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def expected_replica(np: int, size: int, servers: int, variant: str = "corrected") -> int:
     """Argmin over the replicas' layouts of the Python cost model (pfslayout cost), p = np, m = 1.
     Cached: both MPI flavours ask the same question, and each CLI start costs a second."""

@@ -1,3 +1,5 @@
-"""Fixtures of the OrangeFS tier (marker `orangefs`); see ofs_loopback.py."""
+"""Fixtures of the OrangeFS tier: loopback servers and the MPICH build with ROMIO's pvfs2 driver
+(pfstestkit.ofs_loopback, pfstestkit.romio)."""
 
-from ofs_loopback import orangefs, servers, workdir  # noqa: F401  (pytest fixtures)
+from pfstestkit.ofs_loopback import orangefs, servers, workdir  # noqa: F401  (pytest fixtures)
+from pfstestkit.romio import mpich, romio_check  # noqa: F401  (pytest fixtures)

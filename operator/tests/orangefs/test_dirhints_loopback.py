@@ -8,10 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 
-import pytest
-from ofs_loopback import OrangeFS, ServerGroup, free_ports
-from test_orangefs_loopback import MOUNT, datafiles, init_and_start, render, tool
-
 from pfslayout.orangefs.dirhints import (
     DirectoryHints,
     changed,
@@ -22,8 +18,7 @@ from pfslayout.orangefs.dirhints import (
     verify_datafiles,
 )
 from pfslayout.planner.hints import hints_for
-
-pytestmark = pytest.mark.orangefs
+from pfstestkit.ofs_loopback import MOUNT, OrangeFS, ServerGroup, datafiles, free_ports, init_and_start, render, tool
 
 
 def run_script(orangefs: OrangeFS, servers: ServerGroup, dirs: list[DirectoryHints]

@@ -19,10 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ofs_loopback import OrangeFS, ServerGroup, free_ports
-from test_orangefs_loopback import MOUNT, init_and_start, ping, render, tool
 
-pytestmark = pytest.mark.orangefs
+from pfstestkit.ofs_loopback import MOUNT, OrangeFS, ServerGroup, free_ports, init_and_start, ping, render, tool
 
 VOLUME_MIB = 40  # the servers' whole storage (metadata + data): room for 4 of the 8 MiB files, not 5
 FILE_MIB = 8

@@ -5,68 +5,22 @@ scale-up the operator performs (new alias + new fixed-slot handle ranges, existi
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import subprocess
 
 import pytest
-from ofs_loopback import OrangeFS, ServerGroup, free_ports, run_cli
 
-from pfslayout.orangefs.commands import server_args, storage_init_script
 from pfslayout.orangefs.fsconf import parse_fs_conf
-
-pytestmark = pytest.mark.orangefs
-
-MOUNT = "/mnt/pfslayout-lb"
-
-
-def render(servers: ServerGroup, ports: list[int], *extra: str) -> dict:
-    """Render fs.conf and pvfs2tab through the CLI, exactly as a user would."""
-    args = ["--name", "lb", "--namespace", "tests", "--servers", str(len(ports)),
-            "--storage-root", str(servers.work.path / "storage"), "--mount-path", MOUNT, *extra]
-    for p in ports:
-        args += ["--address", f"127.0.0.1:{p}"]
-    doc = json.loads(run_cli("render", "fs-conf", *args, "--json"))
-    servers.conf.write_text(doc["fsConf"])
-    (servers.work.path / "pvfs2tab").write_text(doc["pvfs2tab"])
-    # The plain-text command prints the same bytes as the JSON's fsConf.
-    assert run_cli("render", "fs-conf", *args) == doc["fsConf"]
-    return doc
-
-
-def init_and_start(servers: ServerGroup, doc: dict, ports: list[int]) -> list[str]:
-    parsed = parse_fs_conf(doc["fsConf"])
-    outputs = []
-    for entry, _port in zip(doc["servers"], ports):
-        alias = entry["alias"]
-        opts = parsed.server_options[alias]
-        script = storage_init_script(str(servers.conf), opts["MetadataStorageSpace"], opts["DataStorageSpace"], alias)
-        result = servers.init_storage(alias, script)
-        assert result.returncode == 0, result.stdout + result.stderr
-        outputs.append(result.stdout)
-    for entry, port in zip(doc["servers"], ports):
-        servers.start(entry["alias"], server_args(str(servers.conf), entry["alias"]), port)
-    return outputs
-
-
-def tool(orangefs: OrangeFS, servers: ServerGroup, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([orangefs.bin(argv[0]), *argv[1:]], capture_output=True, text=True, timeout=60,
-                          check=False, env=orangefs.env(PVFS2TAB_FILE=str(servers.work.path / "pvfs2tab")))
-
-
-def ping(orangefs: OrangeFS, servers: ServerGroup, fs_id: int) -> None:
-    result = tool(orangefs, servers, "pvfs2-ping", "-m", MOUNT)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "appears to be correctly configured" in result.stdout
-    assert f"all servers understand fs_id {fs_id}" in result.stdout
-    assert "root handle is owned by exactly one server" in result.stdout
-
-
-def datafiles(orangefs: OrangeFS, servers: ServerGroup, path: str) -> int:
-    result = tool(orangefs, servers, "pvfs2-viewdist", "-f", path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    line = next(x for x in result.stdout.splitlines() if x.startswith("Number of datafiles/servers"))
-    return int(line.split("=")[1])
+from pfstestkit.ofs_loopback import (
+    MOUNT,
+    OrangeFS,
+    ServerGroup,
+    datafiles,
+    free_ports,
+    init_and_start,
+    ping,
+    render,
+    tool,
+)
 
 
 @pytest.mark.parametrize("n", [2, 4])

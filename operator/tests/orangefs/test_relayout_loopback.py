@@ -19,13 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ofs_loopback import OrangeFS, ServerGroup, free_ports
-from test_orangefs_loopback import MOUNT, datafiles, init_and_start, render, tool
 
 from pfslayout.orangefs.dirhints import DirectoryHints, parse_report, script, verify
 from pfslayout.orangefs.relayout import TEMP_PREFIX, Migrated, parse_migrated, parse_stale
-
-pytestmark = pytest.mark.orangefs
+from pfstestkit.ofs_loopback import MOUNT, OrangeFS, ServerGroup, datafiles, free_ports, init_and_start, render, tool
 
 SOURCE = Path(__file__).resolve().parents[3] / "shim" / "tools" / "relayout"
 OLD = {"user.pvfs2.num_dfiles": "1", "user.pvfs2.dist_name": "simple_stripe",

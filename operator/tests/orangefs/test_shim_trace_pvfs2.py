@@ -13,21 +13,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ofs_loopback import OrangeFS, ServerGroup, free_ports
-from test_orangefs_loopback import MOUNT, init_and_start, render, tool
-from test_orangefs_mpich_romio import BLOCK, RANKS, Mpich, mpich, romio_check  # noqa: F401  (fixtures)
 
 from pfslayout.shimconfig import Route, ShimConfig, TraceSettings, render_shim_config
 from pfslayout.traces.model import OP_READ, OP_WRITE
 from pfslayout.traces.shim import read_shim_trace_dir
-
-pytestmark = pytest.mark.orangefs
+from pfstestkit.ofs_loopback import MOUNT, OrangeFS, ServerGroup, free_ports, init_and_start, render, tool
+from pfstestkit.romio import BLOCK, RANKS, Mpich
 
 SHIM_DIR = Path(__file__).resolve().parents[3] / "shim"
 
 
 @pytest.fixture(scope="session")
-def shim_lib(orangefs: OrangeFS, mpich: Mpich, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
+def shim_lib(orangefs: OrangeFS, mpich: Mpich, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """libpfsshim built against the same MPICH (its ROMIO has the pvfs2 driver), as images/build/shim.sh
     builds it for the MPI image."""
     build = tmp_path_factory.mktemp("shim-mpich-pvfs2")
@@ -41,8 +38,8 @@ def shim_lib(orangefs: OrangeFS, mpich: Mpich, tmp_path_factory: pytest.TempPath
     return build / "src" / "libpfsshim.so"
 
 
-def test_every_rank_writes_its_trace_onto_orangefs(orangefs: OrangeFS, servers: ServerGroup, mpich: Mpich,  # noqa: F811
-                                                  romio_check: Path, shim_lib: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_every_rank_writes_its_trace_onto_orangefs(orangefs: OrangeFS, servers: ServerGroup, mpich: Mpich,
+                                                  romio_check: Path, shim_lib: Path, tmp_path: Path) -> None:
     ports = free_ports(2)
     init_and_start(servers, render(servers, ports), ports)
     traces = f"{MOUNT}/traces"
@@ -78,7 +75,7 @@ def test_every_rank_writes_its_trace_onto_orangefs(orangefs: OrangeFS, servers: 
 
 
 def test_route_sends_a_programs_plain_paths_through_the_pvfs2_driver(
-        orangefs: OrangeFS, servers: ServerGroup, mpich: Mpich, romio_check: Path, shim_lib: Path,  # noqa: F811
+        orangefs: OrangeFS, servers: ServerGroup, mpich: Mpich, romio_check: Path, shim_lib: Path,
         tmp_path: Path) -> None:
     """`route`: the program names a plain path under the mount point, where nothing is mounted. Without the
     shim ROMIO takes it for a local file and fails; with the shim's route it reaches OrangeFS."""

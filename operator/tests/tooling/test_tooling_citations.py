@@ -11,10 +11,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.tooling
-
 ROOT = Path(__file__).resolve().parents[3]
 SEEDS = ROOT / "docs" / "seeds.md"
 

@@ -13,10 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
-
-pytestmark = pytest.mark.tooling
 
 ROOT = Path(__file__).resolve().parents[3]
 RELEASED = ROOT / "crds" / "released"

@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 import yaml
 
-pytestmark = pytest.mark.tooling
-
 ROOT = Path(__file__).resolve().parents[3]
 CRD_FILES = sorted((ROOT / "crds").glob("*.yaml"))
 CHART_CRDS = ROOT / "charts" / "pfs-layout-operator" / "templates" / "crds"

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.tooling
-
 ROOT = Path(__file__).resolve().parents[3]
 DOCKERFILES = sorted((ROOT / "images").glob("*/Dockerfile"))
 

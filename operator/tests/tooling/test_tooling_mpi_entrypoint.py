@@ -9,10 +9,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.tooling
-
 ROOT = Path(__file__).resolve().parents[3]
 ENTRYPOINT = ROOT / "images" / "mpi" / "entrypoint.sh"
 

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.tooling
-
 ROOT = Path(__file__).resolve().parents[3]
 FETCH = ROOT / "images" / "build" / "fetch-source.sh"
 

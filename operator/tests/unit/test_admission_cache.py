@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from pfslayout.operator.reconcilers.admission import PolicyCache
-
-pytestmark = pytest.mark.unit
 
 
 def lp(ns: str, name: str, rv: str = "1") -> dict[str, Any]:

@@ -20,8 +20,6 @@ from pfslayout.calibration import (
 from pfslayout.costmodel import SEED_ETHERNET, SEED_INFINIBAND, CostParams
 from pfslayout.errors import InputError
 
-pytestmark = pytest.mark.unit
-
 MIB = 1 << 20
 TRUE = CostParams(e=2.5e-4, v=1.0 / (300 * MIB), alpha_seq=8.0e-5, alpha_rand=5.0e-4, beta=1.0 / (180 * MIB))
 NAMES = ("e", "v", "alpha_seq", "alpha_rand", "beta")

@@ -19,8 +19,6 @@ from pfslayout.calibration import (
 )
 from pfslayout.errors import InputError
 
-pytestmark = pytest.mark.unit
-
 PLATFORMS = [(2, 1, 4), (4, 2, 4), (4, 1, 2), (6, 3, 2), (8, 4, 8), (16, 8, 8)]
 
 

@@ -13,8 +13,6 @@ from pfslayout.calibration import load_measurements, parse_ior, parse_probe
 from pfslayout.calibration.measurements import field_path, layout_from_path
 from pfslayout.errors import InputError
 
-pytestmark = pytest.mark.unit
-
 DATA = Path(__file__).resolve().parents[1] / "data"
 PROBE = json.loads((DATA / "probe-synthetic.json").read_text())
 IOR = json.loads((DATA / "ior-summary.json").read_text())

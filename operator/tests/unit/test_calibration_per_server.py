@@ -22,8 +22,6 @@ from pfslayout.calibration import (
 from pfslayout.costmodel import CostParams
 from pfslayout.errors import InputError
 
-pytestmark = pytest.mark.unit
-
 MIB = 1 << 20
 BASE = CostParams(e=2e-4, v=1 / (400 * MIB), alpha_seq=6e-5, alpha_rand=4e-4, beta=1 / (150 * MIB))
 SLOW = BASE.model_copy(update={"beta": 1 / (40 * MIB), "alpha_rand": 1.2e-3})  # an aged disk

@@ -12,8 +12,6 @@ import yaml
 from pfslayout.calibration import DEFAULT_PROFILE, PROFILES, profile_grid
 from pfslayout.errors import InputError
 
-pytestmark = pytest.mark.unit
-
 CRDS = Path(__file__).resolve().parents[3] / "crds"
 
 

@@ -19,8 +19,6 @@ from pfslayout.calibration.design import CellConfig, columns, design_matrix
 from pfslayout.costmodel import CostParams, cost
 from pfslayout.kinds.costcalibration.status import params_block
 
-pytestmark = pytest.mark.unit
-
 MIB = 1 << 20
 BASE = CostParams(e=2.0e-4, v=1.0 / (300 * MIB), alpha_seq=5.0e-5, alpha_rand=3.0e-4, beta=1.0 / (30 * MIB))
 SHARED = BASE.model_copy(update={"e_shared": 6.0e-5})

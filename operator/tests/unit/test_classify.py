@@ -12,12 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from pfslayout.planner.classify import classify_request, servers_touched
 from pfslayout.planner.hints import ALIGN
-
-pytestmark = pytest.mark.unit
 
 VECTORS_DIR = Path(__file__).resolve().parents[1] / "vectors"
 GENERATOR = VECTORS_DIR / "generate_classify_vectors.py"

@@ -7,9 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_cli_cost_helpers import one_line_error, run_inproc
 
-pytestmark = pytest.mark.unit
+from pfstestkit.cli import one_line_error, run_inproc
 
 SMALL = Path(__file__).resolve().parents[1] / "data" / "shim-small"
 

@@ -12,8 +12,6 @@ import pytest
 
 from pfslayout.costmodel import CostParams
 
-pytestmark = pytest.mark.unit
-
 DATA = Path(__file__).resolve().parents[1] / "data"
 MIB = 1 << 20
 # the parameters tests/data/make_fixtures.py simulated both fixtures from

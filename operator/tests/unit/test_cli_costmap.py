@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_cost_helpers import one_line_error, real_entry_point_runs, run_inproc
 
-pytestmark = pytest.mark.unit
+from pfstestkit.cli import one_line_error, real_entry_point_runs, run_inproc
 
 
 def test_json_grid(capsys: pytest.CaptureFixture[str]) -> None:

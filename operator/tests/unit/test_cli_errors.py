@@ -5,10 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
-pytestmark = pytest.mark.unit
-
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

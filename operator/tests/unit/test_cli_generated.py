@@ -17,8 +17,6 @@ from hypothesis import strategies as st
 
 from pfslayout.cli import app, main
 
-pytestmark = pytest.mark.unit
-
 # `render examples` writes the repository's golden files and `version` takes nothing: left out.
 COMMANDS = [("cost",), ("plan",), ("calibrate",), ("cost-map",), ("summarise",), ("render", "fs-conf"),
             ("render", "pvfs2tab"), ("render", "manifests")]

@@ -17,8 +17,6 @@ from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.orangefs import naming
 from pfslayout.orangefs.fsconf import parse_fs_conf
 
-pytestmark = pytest.mark.unit
-
 REPO = Path(__file__).resolve().parents[3]
 
 

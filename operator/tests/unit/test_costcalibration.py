@@ -20,8 +20,6 @@ from pfslayout.kinds.costcalibration.results import ProbeOutputError, extract, m
 from pfslayout.kinds.costcalibration.spec import parse_spec
 from pfslayout.kinds.orangefscluster.calibration import current_calibration
 
-pytestmark = pytest.mark.unit
-
 OWNER = Owner(COST_CALIBRATION, "cal", "ns", "uid-1")
 URLS = [f"tcp://s{i}:3334" for i in range(4)]
 

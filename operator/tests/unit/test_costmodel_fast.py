@@ -8,8 +8,6 @@ import pytest
 from pfslayout.costmodel import SEED_INFINIBAND, cost
 from pfslayout.costmodel.fast import _CHUNK, group_requests, layout_totals, per_request_totals
 
-pytestmark = pytest.mark.unit
-
 
 def _trace(rng: np.random.Generator, n: int, pmax: int) -> tuple[np.ndarray, ...]:
     p = rng.integers(1, pmax + 1, n)

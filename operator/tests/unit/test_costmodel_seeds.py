@@ -9,9 +9,6 @@ import pytest
 from pfslayout.costmodel import placement, shuffle, storage_only
 from pfslayout.errors import InputError
 
-pytestmark = pytest.mark.unit
-
-
 # --- 001 ---------------------------------------------------------------------------------------------
 
 def test_001_formulas() -> None:

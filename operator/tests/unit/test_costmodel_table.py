@@ -12,8 +12,6 @@ from pydantic import ValidationError
 from pfslayout.costmodel import MIB, SEED_ETHERNET, SEED_INFINIBAND, CostParams, cost, load_params, table_row
 from pfslayout.errors import InputError
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),

@@ -13,8 +13,6 @@ import pytest
 
 from pfslayout.costmodel import CostParams, coefficients, cost
 
-pytestmark = pytest.mark.unit
-
 VECTORS_DIR = Path(__file__).resolve().parents[1] / "vectors"
 VECTORS = json.loads((VECTORS_DIR / "cost-vectors.json").read_text())
 CASES = VECTORS["cases"]

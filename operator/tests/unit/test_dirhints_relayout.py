@@ -21,8 +21,6 @@ from pfslayout.orangefs.relayout import (
 )
 from pfslayout.planner.hints import hints_for
 
-pytestmark = pytest.mark.unit
-
 
 def existing_dirs() -> list[DirectoryHints]:
     return [DirectoryHints("/mnt/ofs/a", hints_for("1-DH", None, 4, "file-per-process", 65536).xattrs, check=True),

@@ -16,8 +16,6 @@ from pfslayout.orangefs.commands import server_args, storage_init_script
 from pfslayout.orangefs.fsconf import Distribution, FsConf, ServerEntry, parse_fs_conf, render_fs_conf
 from pfslayout.orangefs.pvfs2tab import render_pvfs2tab
 
-pytestmark = pytest.mark.unit
-
 REPO = Path(__file__).resolve().parents[3]
 
 

@@ -10,10 +10,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.unit
-
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 

@@ -14,8 +14,6 @@ from pfslayout.k8s.custom import merge_patch
 from pfslayout.k8s.meta import Owner, object_metadata, owner_of
 from pfslayout.kinds import COST_CALIBRATION, LAYOUT_POLICY, ORANGEFS_CLUSTER
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize("resource", [ORANGEFS_CLUSTER, COST_CALIBRATION, LAYOUT_POLICY], ids=lambda r: r.kind)
 def test_owner_reference_names_the_owners_kind(resource) -> None:  # noqa: ANN001

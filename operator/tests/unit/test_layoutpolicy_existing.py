@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from pfslayout.kinds.layoutpolicy.existing import events, files_status, progress
 from pfslayout.orangefs.relayout import Migrated, StaleFile, StaleReport
-
-pytestmark = pytest.mark.unit
 
 M = "/mnt/orangefs"
 

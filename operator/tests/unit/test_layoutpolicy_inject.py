@@ -10,8 +10,6 @@ import pytest
 
 from pfslayout.kinds.layoutpolicy import inject
 
-pytestmark = pytest.mark.unit
-
 
 def policy(name: str = "lp", selector: dict[str, Any] | None = None, ready: str = "Applied",
            shim: dict[str, Any] | None = None, calibrated: str = "NoCalibration",

@@ -16,8 +16,6 @@ from pfslayout.kinds.layoutpolicy.rules import Platform, decide_rule
 from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.planner.summary import TraceSummary
 
-pytestmark = pytest.mark.unit
-
 PLATFORM = Platform(4, "/mnt/orangefs", tuple(f"tcp://s{i}:3334" for i in range(4)))
 OWNER = Owner(LAYOUT_POLICY, "lp", "ns", "uid-lp")
 ALL = ["1-DH", "1-DV", "2-D"]

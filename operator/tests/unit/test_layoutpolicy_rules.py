@@ -12,8 +12,6 @@ from pfslayout.costmodel import SEED_ETHERNET, CostParams
 from pfslayout.kinds.layoutpolicy.rules import Platform, decide_rule, summary
 from pfslayout.kinds.layoutpolicy.status import events
 
-pytestmark = pytest.mark.unit
-
 REPO = Path(__file__).resolve().parents[3]
 PLATFORM = Platform(4, "/mnt/orangefs", tuple(f"tcp://s{i}:3334" for i in range(4)))
 

@@ -10,8 +10,6 @@ from pfslayout.costmodel.params import CostParams
 from pfslayout.kinds.layoutpolicy import shimconf
 from pfslayout.shimconfig import parse_shim_config
 
-pytestmark = pytest.mark.unit
-
 PARAMS = CostParams(e=1e-4, v=1e-9, alpha_seq=1e-3, alpha_rand=5e-3, beta=2e-9)
 HYBRID = {"path": "/hy", "decision": "hybrid", "applied": True,
           "replicas": [{"layout": "1-DH", "name": "wide", "servers": [0, 1, 2, 3], "stripSize": 65536},

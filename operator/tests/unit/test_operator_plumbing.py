@@ -12,8 +12,6 @@ from pfslayout import metrics
 from pfslayout.errors import InputError
 from pfslayout.operator import settings as op_settings
 
-pytestmark = pytest.mark.unit
-
 
 def test_kopf_settings_have_timeouts_and_pfslayout_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "PFSLAYOUT_WATCH_CLIENT_TIMEOUT", "PFSLAYOUT_WATCH_CONNECT_TIMEOUT"):

@@ -15,8 +15,6 @@ from pfslayout.kinds.orangefscluster.desired import desired
 from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.orangefs.fsconf import parse_fs_conf
 
-pytestmark = pytest.mark.unit
-
 REPO = Path(__file__).resolve().parents[3]
 OWNER = c.owner("demo", "lab", "0b6f7a1e-0000-4000-8000-000000000001")
 

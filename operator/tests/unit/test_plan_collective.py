@@ -7,12 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_cost_helpers import run_inproc
 
 from pfslayout.planner import plan_from_file
 from pfslayout.shimconfig import CollectiveHints, Rule, ShimConfig, parse_shim_config, render_shim_config
-
-pytestmark = pytest.mark.unit
+from pfstestkit.cli import run_inproc
 
 MIB = 1 << 20
 

@@ -8,14 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_cost_helpers import one_line_error, run_inproc
 
 from pfslayout.errors import InputError
 from pfslayout.planner import plan_from_file
 from pfslayout.planner.counters import counter_targets
 from pfslayout.traces.darshan_counters import read_darshan_counters
-
-pytestmark = pytest.mark.unit
+from pfstestkit.cli import one_line_error, run_inproc
 
 darshan = pytest.importorskip("darshan")
 ROOT = Path(darshan.__file__).parent

@@ -20,8 +20,6 @@ from pfslayout.errors import InputError
 from pfslayout.planner.plan import plan_trace
 from pfslayout.traces import OP_READ, OP_WRITE, Trace, derive
 
-pytestmark = pytest.mark.unit
-
 # a duplicate name (two ids, one target), a name without a directory, one at the root, a nested one
 FILES = ["/a/x", "/a/y", "/b/z", "/b/w", "c", "/d/deep/f", "/top", "/a/x"]
 PERS = ("directory", "file", "both")

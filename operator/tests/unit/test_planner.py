@@ -16,8 +16,6 @@ from pfslayout.planner import Plan, WorkloadDescription, load_workloads, plan_tr
 from pfslayout.planner.hints import hints_for, pinned_slots, slot_count
 from pfslayout.traces import OP_READ, OP_WRITE, Trace, load_trace
 
-pytestmark = pytest.mark.unit
-
 
 def wl(**kw: Any) -> WorkloadDescription:
     base = {"processes": 8, "procs_per_node": 1, "request_sizes": {256 * 1024: 1}, "random_fraction": 1.0}

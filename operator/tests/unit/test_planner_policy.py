@@ -13,8 +13,6 @@ from pfslayout.errors import InputError
 from pfslayout.planner import WorkloadDescription, plan_workload
 from pfslayout.planner.policy import SHARING, WORKLOAD_FIELDS, plan_inputs, workload_from_rule
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[3]
 CRD = yaml.safe_load((ROOT / "crds" / "layoutpolicies.yaml").read_text())
 SPEC = CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
@@ -79,7 +77,7 @@ def test_bad_rules_name_the_crd_field(rule: dict[str, Any], field: str) -> None:
 
 
 def test_plan_inputs_of_a_policy_plan() -> None:
-    accepted = yaml.safe_load((ROOT / "e2e" / "invalid" / "accepted" / "layoutpolicy.yaml").read_text())
+    accepted = yaml.safe_load((ROOT / "e2e" / "tests" / "invalid" / "accepted" / "layoutpolicy.yaml").read_text())
     inputs = plan_inputs(accepted["spec"])
     described = [r for r in accepted["spec"]["rules"]
                  if r["mode"] == "auto" and r["auto"].get("source", "workload") == "workload"]

@@ -11,8 +11,6 @@ import yaml
 
 from pfslayout.kinds import examples
 
-pytestmark = pytest.mark.unit
-
 POLICIES = Path(__file__).resolve().parents[3] / "policies"
 EXAMPLES = examples.examples(POLICIES)
 

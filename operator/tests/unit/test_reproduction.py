@@ -10,8 +10,6 @@ import pytest
 
 from pfslayout.costmodel import reproduce
 
-pytestmark = pytest.mark.unit
-
 MIB = 1 << 20
 
 

@@ -29,8 +29,6 @@ from pfslayout.shimconfig import (
     slot_of,
 )
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[3]
 VECTORS_DIR = ROOT / "operator" / "tests" / "vectors"
 GENERATOR = VECTORS_DIR / "generate_shim_configs.py"

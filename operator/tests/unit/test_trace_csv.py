@@ -10,8 +10,6 @@ import pytest
 from pfslayout.errors import InputError
 from pfslayout.traces import OP_READ, OP_WRITE, read_csv_trace
 
-pytestmark = pytest.mark.unit
-
 DATA = Path(__file__).resolve().parents[1] / "data"
 HEADER = "rank,op,offset,size,start,end,file\n"
 

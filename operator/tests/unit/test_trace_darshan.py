@@ -17,8 +17,6 @@ from pfslayout.traces import (
     read_darshan_log,
 )
 
-pytestmark = pytest.mark.unit
-
 darshan = pytest.importorskip("darshan")
 EXAMPLES = Path(darshan.__file__).parent / "examples" / "example_logs"
 DXT_LOG = EXAMPLES / "ior_hdf5_example.darshan"

@@ -18,8 +18,6 @@ from pfslayout.traces import (
     read_csv_trace,
 )
 
-pytestmark = pytest.mark.unit
-
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 

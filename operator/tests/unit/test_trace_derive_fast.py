@@ -17,8 +17,6 @@ from pfslayout.traces.jit_order import start_order
 from pfslayout.traces.jit_sort import stable_argsort
 from pfslayout.traces.jit_sweep import PAD_WORDS, _bits_short, _bits_words, _count_bits
 
-pytestmark = pytest.mark.unit
-
 FILES = ["/a/x", "/a/y", "/b/z", "/b/w", "c", "/d/deep/f"]
 SETTINGS = [("directory", "issuing-node"), ("directory", "busiest-node"), ("file", "issuing-node"),
             ("file", "busiest-node")]

@@ -9,8 +9,6 @@ import pytest
 from pfslayout.errors import InputError
 from pfslayout.traces import detect_format, load_trace
 
-pytestmark = pytest.mark.unit
-
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 

@@ -41,8 +41,6 @@ from pfslayout.traces.shim import (
     shim_trace_files,
 )
 
-pytestmark = pytest.mark.unit
-
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 

@@ -9,8 +9,6 @@ from hypothesis import strategies as st
 from pfslayout.errors import InputError
 from pfslayout.units import parse_size, parse_sizes
 
-pytestmark = pytest.mark.unit
-
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 

@@ -16,8 +16,6 @@ from cryptography import x509
 from pfslayout.k8s import certs
 from pfslayout.operator.reconcilers import webhook
 
-pytestmark = pytest.mark.unit
-
 NOW = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)
 NAMES = ["pfs-webhook.pfs-system.svc", "pfs-webhook.pfs-system.svc.cluster.local"]
 MONTH = dt.timedelta(days=30)

@@ -1,0 +1,29 @@
+"""The one place a test gets its tier: from the folder it lives in (pfstestkit.tiers.FOLDERS), so no test
+is without one and `-m unit` selects every pure test whatever its file says. A test file outside every
+tier's folder, or a `-m` naming no tier, fails the run before any test starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from pfstestkit.tiers import MARKERS, PlanError, tier_of, tiers_of_expression
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+    expr = config.option.markexpr
+    if expr:
+        try:
+            tiers_of_expression(expr)
+        except PlanError as err:
+            raise pytest.UsageError(str(err)) from None
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the tier must be on the item by then
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = tier_of(item.path)
+        if tier is None:
+            raise pytest.UsageError(f"{item.path} is in no tier's folder (pfstestkit.tiers.FOLDERS)")
+        item.add_marker(tier)

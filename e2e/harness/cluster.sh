@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The test cluster's one entry point.
+#   e2e/harness/cluster.sh build    build/cache the pinned binaries (~/.cache/pfs-layout-operator/, by version) and,
+#                           for the local cluster, the real node's images (images/build.sh)
+#   e2e/harness/cluster.sh up       start the cluster (idempotent: returns at once when it already runs); prints
+#                           `started` or `already-running` on stdout (all logging goes to stderr)
+#   e2e/harness/cluster.sh down     stop everything `up` started, by PID, and check nothing is left
+#   e2e/harness/cluster.sh env      print `export KUBECONFIG=… KUBECTL=… HELM=… PATH=…` (eval "$(e2e/harness/cluster.sh env)")
+#   e2e/harness/cluster.sh status   what runs (exit 0 when all of it does, 3 otherwise)
+#   e2e/harness/cluster.sh images   rebuild what changed under images/ and import it into the running real node
+#   e2e/harness/cluster.sh restart etcd|kube-apiserver   stop one control-plane process by PID and start it
+#                           again with the same arguments (the fault tests of issue 14)
+#   e2e/harness/cluster.sh leftovers  what a stopped cluster's real node left behind (processes, mounts,
+#                           cgroups, the bridge, iptables chains, changed sysctls), one line each
+# With a working Docker engine the cluster is kind (e2e/harness/kind/config.yaml, images from images/ built
+# and loaded); without one it is a local control plane with kwok nodes (docs/test-cluster.md).
+# PFSLAYOUT_E2E_MODE=local|kind forces one. PFSLAYOUT_E2E_STATE and PFSLAYOUT_E2E_PORT_BASE select an
+# independent cluster (state directory, 10 consecutive ports on 127.0.0.1).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/cluster/lib.sh"
+
+mode=${PFSLAYOUT_E2E_MODE:-}
+if [ -z "$mode" ]; then
+  # A state directory remembers which kind of cluster it holds, so `down` never guesses.
+  if [ -f "$STATE_DIR/mode" ]; then mode=$(cat "$STATE_DIR/mode")
+  elif command -v docker >/dev/null && timeout 20 docker info >/dev/null 2>&1; then mode=kind
+  else mode=local; fi
+fi
+case $mode in local|kind) ;; *) die "PFSLAYOUT_E2E_MODE must be local or kind, not '$mode'" ;; esac
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in
+  build)
+    if [ "$mode" = kind ]; then "$here/cluster/build.sh" helm k8s && "$here/cluster/kind.sh" build
+    elif [ $# -gt 0 ]; then "$here/cluster/build.sh" "$@"
+    else
+      "$here/cluster/build.sh"
+      # The real node's images (buildah, cached by content: a no-op when nothing changed).
+      if [ "${PFSLAYOUT_E2E_REAL_NODE:-1}" = 1 ]; then
+        # shellcheck disable=SC2086  # a list of image names
+        "$REPO_ROOT/images/build.sh" ${PFSLAYOUT_E2E_IMAGES:-all} >/dev/null
+      fi
+    fi ;;
+  up|down)
+    [ "$cmd" = up ] && "$here/cluster.sh" build
+    # One `up` or `down` at a time per state directory (two test sessions starting together must not
+    # both start a cluster). `up` empties the directory but keeps its dot-files (the locks).
+    mkdir -p "$STATE_DIR"
+    exec 8>"$STATE_DIR/.lock"
+    flock -w 600 8 || die "timed out waiting for $STATE_DIR/.lock (another up/down of this cluster)"
+    "$here/cluster/$mode.sh" "$cmd"
+    if [ "$cmd" = up ]; then echo "$mode" > "$STATE_DIR/mode"; else rm -f "$STATE_DIR/mode"; fi ;;
+  status|env)
+    if [ "$mode" = local ]; then "$here/cluster/local.sh" "$cmd"; else "$here/cluster/kind.sh" "$cmd"; fi ;;
+  leftovers|images)
+    [ "$mode" = local ] || die "$cmd: only the local cluster has a real node of its own"
+    "$here/cluster/local.sh" "$cmd" ;;
+  restart)
+    [ "$mode" = local ] || die "restart: only the local control plane's processes can be restarted"
+    "$here/cluster/local.sh" restart "$@" ;;
+  *) die "usage: e2e/harness/cluster.sh build|up|down|env|status|leftovers|images|restart COMPONENT" ;;
+esac

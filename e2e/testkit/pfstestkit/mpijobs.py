@@ -1,0 +1,56 @@
+"""MPIJobs on the real node: a job of the MPI image, its outcome and its launcher's log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pfstestkit.real import assert_real_pods
+
+SSHD = "exec /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"
+
+
+WAIT_DNS = ("for h in $(sed -e 's/[: ].*//' -e '/^#/d' -e '/^$/d' /etc/mpi/hostfile); do "
+            "for i in $(seq 60); do getent hosts \"$h\" >/dev/null && break; sleep 1; done; done")
+
+
+def mpijob(name: str, command: str, labels: dict[str, str], suspend: bool) -> dict[str, Any]:
+    """What a user writes: the MPI image, a plain mpiexec; no shim, no pvfs2tab, no preload."""
+    security = {"runAsUser": 10001, "runAsGroup": 10001, "runAsNonRoot": True,
+                "seccompProfile": {"type": "RuntimeDefault"}}
+
+    def pod(role: str, cmd: str) -> dict[str, Any]:
+        return {"spec": {"securityContext": security, "enableServiceLinks": False, "containers": [{
+            "name": role, "image": "pfslayout/mpi:dev", "imagePullPolicy": "IfNotPresent",
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "command": ["sh", "-c", cmd]}]}}
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name, "labels": labels},
+            "spec": {"slotsPerWorker": 2, "mpiImplementation": "MPICH",
+                     "launcherCreationPolicy": "WaitForWorkersReady", "sshAuthMountPath": "/home/mpiuser/.ssh",
+                     "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0, "activeDeadlineSeconds": 600,
+                                   "suspend": suspend},
+                     "mpiReplicaSpecs": {
+                         "Launcher": {"replicas": 1, "restartPolicy": "Never",
+                                      "template": pod("launcher", f"set -eu\n{WAIT_DNS}\n{command}\n")},
+                         "Worker": {"replicas": 2, "restartPolicy": "Never", "template": pod("worker", SSHD)}}}}
+
+
+def get_job(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
+    return cluster.kubectl_json("get", "mpijobs.kubeflow.org", name, "-n", ns)
+
+
+def finished(cluster, ns: str, name: str, timeout: float = 420) -> str:  # noqa: ANN001
+    def state() -> str | None:
+        for c in (get_job(cluster, ns, name).get("status") or {}).get("conditions") or []:
+            if c["type"] in ("Succeeded", "Failed") and c["status"] == "True":
+                return str(c["type"])
+        return None
+    got = cluster.wait_until(state, f"MPIJob {name} finished", timeout=timeout, interval=3)
+    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}")["items"]
+    assert_real_pods(cluster, pods)
+    return got
+
+
+def launcher_log(cluster, ns: str, name: str) -> str:  # noqa: ANN001
+    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name},"
+                                "training.kubeflow.org/job-role=launcher")["items"]
+    return cluster.kubectl("logs", "-n", ns, pods[0]["metadata"]["name"], check=False).stdout if pods else ""

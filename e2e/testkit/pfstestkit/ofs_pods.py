@@ -1,0 +1,95 @@
+"""OrangeFS on the real node: the operator installed in-cluster from the chart, OrangeFSClusters waited
+for until their servers are Ready, the client toolbox and commands run in it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES
+from pfstestkit.kinds import OFS
+from pfstestkit.real import assert_real_pods, chart_values, image_build
+
+READY_TIMEOUT = 240
+
+
+def deployment_pods(cluster, ns: str, selector: str) -> list[dict[str, Any]]:  # noqa: ANN001
+    return cluster.kubectl_json("get", "pods", "-n", ns, "-l", selector)["items"]
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    return pod["metadata"].get("deletionTimestamp") is None and any(
+        c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions") or [])
+
+
+@pytest.fixture(scope="module")
+def incluster_operator(cluster) -> Iterator[dict[str, Any]]:  # noqa: ANN001
+    """The chart installed with the operator image, its pod on a real node. Uninstalled afterwards, so the
+    modules that run the operator as a local process never meet a second operator."""
+    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+                 "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
+                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *WATCH_VALUES,
+                 "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",
+                 "--wait", "--timeout", "300s", timeout=360)
+    selector = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
+    pods = cluster.wait_until(lambda: [p for p in deployment_pods(cluster, RELEASE_NS, selector) if pod_ready(p)],
+                              "the operator pod Ready", timeout=180, interval=1)
+    assert_real_pods(cluster, pods)
+    try:
+        yield pods[0]
+    finally:
+        # The operator removes its finalizers from the OrangeFSClusters of the namespaces the tests are
+        # deleting; uninstalled before that, those namespaces would hang in Terminating.
+        def leftovers() -> list[str]:
+            items = cluster.kubectl_json("get", OFS, "-A")["items"]
+            return [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in items
+                    if o["metadata"]["namespace"].startswith("e2e-")]
+        try:
+            cluster.wait_until(lambda: not leftovers(), "the tests' OrangeFSClusters to be deleted",
+                               timeout=180, interval=2)
+        except AssertionError as err:
+            raise AssertionError(f"{err}\noperator log:\n{operator_log(cluster)}") from None
+        finally:
+            cluster.helm("uninstall", RELEASE, "-n", RELEASE_NS, "--wait", "--timeout", "120s", check=False)
+
+
+def operator_log(cluster) -> str:  # noqa: ANN001
+    return cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", "--tail=200", check=False).stdout
+
+
+def wait_ofs_ready(cluster, ns: str, name: str, servers: int) -> dict[str, Any]:  # noqa: ANN001
+    def probe() -> dict[str, Any] | None:
+        obj = cluster.kubectl_json("get", OFS, name, "-n", ns)
+        st = obj.get("status") or {}
+        ready = next((c for c in st.get("conditions") or [] if c["type"] == "Ready"), {})
+        return obj if ready.get("status") == "True" and st.get("readyServers") == servers else None
+    try:
+        return cluster.wait_until(probe, f"{ns}/{name} Ready with {servers} real servers", timeout=READY_TIMEOUT,
+                                  interval=1)
+    except AssertionError as err:
+        pods = cluster.kubectl("get", "pods", "-n", ns, "-o", "wide", check=False).stdout
+        raise AssertionError(f"{err}\npods:\n{pods}\noperator log:\n{operator_log(cluster)}") from None
+
+
+def toolbox(cluster, ns: str, name: str) -> str:  # noqa: ANN001
+    pods = [p for p in deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name},"
+                                       "app.kubernetes.io/component=client") if pod_ready(p)]
+    assert pods, f"no Ready toolbox pod for {ns}/{name}"
+    return str(pods[0]["metadata"]["name"])
+
+
+def sh(cluster, ns: str, pod: str, script: str, stdin: str | None = None, timeout: float = 120) -> str:  # noqa: ANN001
+    """Runs `script` in the pod's first container; kwok could not (exec is off for its nodes)."""
+    args = ["exec", "-n", ns, pod]
+    if stdin is not None:
+        args.append("-i")
+    return cluster.kubectl(*args, "--", "sh", "-c", script, input=stdin, timeout=timeout).stdout
+
+
+def datafiles(viewdist: str) -> int:
+    m = re.search(r"Number of datafiles/servers = (\d+)", viewdist)
+    assert m, f"pvfs2-viewdist printed no datafile count:\n{viewdist}"
+    return int(m.group(1))

@@ -1,0 +1,284 @@
+"""The product in the loop (issue 13 item 7), measured in one run and written as a report (not asserted):
+does the operator itself — its CostCalibration and the `auto` rules of its LayoutPolicies — pick the
+layout that measured fastest on real OrangeFS with shaped server links?
+
+    eval "$(e2e/harness/cluster.sh env)"        # a running local cluster with its real node (e2e/harness/cluster.sh up)
+    python lab/bench/product_loop.py [--servers 4] [--rate 200mbit]
+
+On the shared cluster, in the namespace `pfsbench-loop` (removed afterwards; the chart is installed in-cluster on
+the real node as operator/bench/injection.py does, and uninstalled):
+
+1. an OrangeFSCluster (tmpfs storage) on the real node; each server pod's link is shaped as the lab shapes
+   its server links (pfslab.net: tbf at `--rate` with a 17 kB burst in both directions, GSO 16 KiB), from
+   the host, through the server process's network namespace;
+2. a CostCalibration `loop-cal` (the probe over the `quick` profile's sizes on one client node of
+   `--ranks` ranks, the operator's fit);
+3. LayoutPolicies with one `auto` rule per held-out configuration (`--holdout-sizes`, every p, pattern and
+   operation of the same client node): the operator plans each with `loop-cal`'s parameters; their
+   picks are read from `status.rules[].layout`, then the policies are deleted;
+4. a CostCalibration `loop-holdout` over the held-out sizes, full factorial, for its measurements only:
+   every layout of every configuration, measured by the same probe jobs;
+5. the operator's picks scored on those measurements as `lab validate` scores the model (pfslab.score),
+   beside the model's own picks with the same parameters and the baselines. Report:
+   docs/results/lab-loop.json and the `lab-loop` section of docs/results.md.
+
+Needs root (nsenter, tc) and the local cluster (the servers' processes are on this machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pfslab import loop
+from pfslab.loop import holdout_configs
+from pfslab.net import BURST, GSO_MAX, validate_rate
+from pfslab.report import build_report, replace_marked, results_markdown
+from pfslab.score import group_cells, score
+from pfslayout.calibration import merge_measurements, parse_probe
+from pfslayout.calibration.profiles import get_profile
+from pfslayout.costmodel import CostParams
+from pfslayout.errors import InputError
+from pfslayout.units import parse_size, parse_sizes
+from pfstestkit.kube import RELEASE, RELEASE_NS, REPO, Cluster
+from pfstestkit.real import place
+
+NS = "pfsbench-loop"  # served by the e2e installs (crd_release.WATCH)
+OFS_NAME = "loop"
+BEGIN, END = "<!-- lab-loop: begin -->", "<!-- lab-loop: end -->"
+
+
+def log(msg: str) -> None:
+    print(f"product-loop: {msg}", file=sys.stderr, flush=True)
+
+
+def fail(msg: str) -> None:
+    sys.exit(f"product-loop: {msg}")
+
+
+# ------------------------------------------------------------------------------------------- shaping
+
+
+def pods(c: Cluster) -> str:
+    """What runs in the benchmark's namespace, for a timeout's message."""
+    return c.k("get", "pods,mpijobs", "-n", NS, "-o", "wide", check=False)
+
+
+def sh(*argv: str) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        fail(f"`{' '.join(argv)}` failed: {(done.stderr or done.stdout).strip()}")
+    return done.stdout
+
+
+def server_pid(pod: str) -> int:
+    """The host PID of the `pvfs2-server` whose alias (`-a`) is the pod's name."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"pvfs2-server") and pod.encode() in argv:
+            found.append(int(entry.name))
+    if len(found) != 1:
+        fail(f"expected one pvfs2-server process with alias {pod} on this machine, found {found}")
+    return found[0]
+
+
+def host_veth(pid: int) -> str:
+    """The host end of the pod's eth0: the interface whose index is eth0's peer index."""
+    inside = json.loads(sh("nsenter", "-t", str(pid), "-n", "ip", "-j", "link", "show", "eth0"))[0]
+    peer = inside.get("link_index")
+    for link in json.loads(sh("ip", "-j", "link", "show")):
+        if link.get("ifindex") == peer:
+            return str(link["ifname"])
+    fail(f"no host interface with index {peer} (the peer of pid {pid}'s eth0)")
+    return ""
+
+
+def shape(pid: int, veth: str, rate: str) -> None:
+    tbf = ["tbf", "rate", rate, "burst", BURST, "latency", "50ms"]
+    sh("ip", "link", "set", "dev", veth, "gso_max_size", str(GSO_MAX))
+    sh("tc", "qdisc", "replace", "dev", veth, "root", *tbf)
+    sh("nsenter", "-t", str(pid), "-n", "ip", "link", "set", "dev", "eth0", "gso_max_size", str(GSO_MAX))
+    sh("nsenter", "-t", str(pid), "-n", "tc", "qdisc", "replace", "dev", "eth0", "root", *tbf)
+
+
+def shaped_rate(veth: str) -> str:
+    """The tbf rate the kernel reports on ``veth`` (read back, not assumed)."""
+    for q in json.loads(sh("tc", "-j", "qdisc", "show", "dev", veth)):
+        if q.get("kind") == "tbf":
+            return str(q.get("options", {}).get("rate"))
+    return ""
+
+
+def unshape(veths: list[str]) -> None:
+    for veth in veths:
+        subprocess.run(["tc", "qdisc", "del", "dev", veth, "root"], capture_output=True, check=False)
+
+
+# ------------------------------------------------------------------------------------------- the loop
+
+
+def wait_cc(c: Cluster, name: str, timeout: float) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        st = c.get("costcalibrations.pfslayout.io", name, "-n", NS).get("status") or {}
+        return st if st.get("phase") in ("Succeeded", "Failed") else None
+    st: dict[str, Any] = c.wait(done, f"CostCalibration {name}", timeout, interval=5, context=lambda: pods(c))
+    if st["phase"] != "Succeeded":
+        fail(f"CostCalibration {name} failed: {json.dumps(st.get('conditions'))[:600]}")
+    return st
+
+
+
+
+def measurements(c: Cluster, status: dict[str, Any], servers: int) -> Any:
+    data = c.get("configmap", status["measurementsConfigMap"], "-n", NS).get("data") or {}
+    # the probe documents are the j<NNN>-s<size> keys (the ConfigMap also holds the run's jobs.json index)
+    docs = [parse_probe(json.loads(text), key) for key, text in sorted(data.items()) if re.match(r"j\d+-", key)]
+    if not docs:
+        fail(f"the measurements ConfigMap {status['measurementsConfigMap']} has no probe documents")
+    m = merge_measurements(docs)
+    if m.servers != servers:
+        fail(f"the holdout measurements are for {m.servers} servers, not {servers}")
+    return m
+
+
+def sizes_arg(text: str, option: str = "--holdout-sizes") -> list[int]:
+    try:
+        return parse_sizes(text, option)
+    except InputError as err:
+        fail(str(err))
+        raise  # unreachable: fail exits
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--servers", type=int, default=4)
+    ap.add_argument("--rate", default="200mbit")
+    ap.add_argument("--ranks", type=int, default=4, help="probe ranks on the one client node (p = 1, 2, 4)")
+    ap.add_argument("--holdout-sizes", default="16K,256K,4M")
+    ap.add_argument("--requests", type=int, default=8, help="requests per rank in the held-out cells")
+    ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--min-bytes", default="4M", help="bytes each rank moves per repetition at least, in both "
+                    "CostCalibrations (spec.grid.minBytesPerRank; the lab's --min-bytes); 0: requests alone")
+    ap.add_argument("--report", type=Path, default=REPO / "docs" / "results" / "lab-loop.json")
+    ap.add_argument("--results-md", type=Path, default=REPO / "docs" / "results.md")
+    ap.add_argument("--keep", action="store_true", help="leave the namespace and the chart (debugging)")
+    args = ap.parse_args()
+    validate_rate(args.rate)
+    c = Cluster("product-loop")
+    if c.mode != "local" or os.geteuid() != 0:
+        fail("needs root and the local cluster (the server pods' processes are shaped from this machine)")
+    profile = get_profile("quick")
+    holdout = sizes_arg(args.holdout_sizes)
+    if set(holdout) & set(profile.sizes):
+        fail(f"--holdout-sizes share {sorted(set(holdout) & set(profile.sizes))} with the calibration's")
+    try:
+        min_bytes = parse_size(args.min_bytes, "--min-bytes", minimum=0)  # "0": requests per rank alone
+    except InputError as err:
+        fail(str(err))
+        raise  # unreachable: fail exits
+    configs = holdout_configs(args.servers, holdout, args.ranks, args.requests, args.repetitions, min_bytes)
+    veths: list[str] = []
+    t0 = time.monotonic()
+    try:
+        c.install_chart()
+        c.namespace(NS)
+        c.apply([place(loop.cluster_manifest(OFS_NAME, args.servers), c.mode)], NS)
+
+        def ready() -> dict[str, Any] | None:
+            st = c.get("orangefsclusters.pfslayout.io", OFS_NAME, "-n", NS).get("status") or {}
+            ok = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions") or [])
+            return st if ok and st.get("readyServers") == args.servers else None
+        ofs = c.wait(ready, "the OrangeFSCluster Ready", 300, context=lambda: pods(c))
+        for server in ofs["endpoints"]["servers"]:
+            pid = server_pid(server["alias"])
+            veth = host_veth(pid)
+            shape(pid, veth, args.rate)
+            veths.append(veth)
+            log(f"{server['alias']}: pid {pid}, host link {veth} shaped at {shaped_rate(veth)} both ways")
+        first = ofs["endpoints"]["servers"][0]["alias"]
+        version = c.k("exec", "-n", NS, first, "--", "pvfs2-server", "--version", check=False).strip() or "unknown"
+
+        cal = loop.calibration_manifest("loop-cal", OFS_NAME, profile.sizes, ranks=args.ranks,
+                                        max_configs=profile.max_configs, requests=profile.requests_per_rank,
+                                        repetitions=profile.repetitions, min_bytes=min_bytes)
+        c.apply([place(cal, c.mode)], NS)
+        log("calibrating (CostCalibration loop-cal)")
+        cal_status = wait_cc(c, "loop-cal", 1800)
+        params = CostParams.model_validate(cal_status["params"])
+        log(f"loop-cal: {json.dumps(cal_status['params'])}; R² {cal_status['fit'].get('rSquared')}")
+
+        policies = loop.policy_manifests("loop", OFS_NAME, configs)
+        c.apply(policies, NS)
+
+        def decided() -> list[str] | None:
+            sts = [c.get("layoutpolicies.pfslayout.io", p["metadata"]["name"], "-n", NS).get("status") or {}
+                   for p in policies]
+            got = loop.picks_from_status(sts, len(configs))
+            return [g for g in got if g] if all(got) else None
+        picks: list[str] = c.wait(decided, "every auto rule decided", 600, context=lambda: pods(c))
+        log(f"the operator decided {len(picks)} held-out configurations")
+        for p in policies:
+            c.k("delete", "layoutpolicies.pfslayout.io", p["metadata"]["name"], "-n", NS, "--wait=true")
+
+        hold = loop.calibration_manifest("loop-holdout", OFS_NAME, holdout, ranks=args.ranks, max_configs=None,
+                                         requests=args.requests, repetitions=args.repetitions,
+                                         min_bytes=min_bytes)
+        c.apply([place(hold, c.mode)], NS)
+        log("measuring the held-out configurations (CostCalibration loop-holdout)")
+        hold_status = wait_cc(c, "loop-holdout", 3600)
+        cells = group_cells(measurements(c, hold_status, args.servers))
+        scored, scored_picks = loop.matched(cells, configs, picks)
+        if not scored:
+            fail("no held-out configuration was both measured for every layout and decided")
+        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=False).stdout.strip()
+        setup = {"servers": args.servers, "rate": args.rate, "client_namespaces": "one probe pod (real node)",
+                 "orangefs": version, "commit": commit, "where": "the operator on the test cluster's real node",
+                 "min_bytes_per_rank": min_bytes}
+        report = build_report(scored, args.servers, params, setup)
+        operator = score(scored, scored_picks)
+        model_picks = [row["pick"] for row in report["per_cell"]]
+        for row, pick in zip(report["per_cell"], scored_picks):
+            row["operator_pick"] = pick
+        report["operator"] = operator.as_dict()
+        report["operator_agrees_with_model"] = sum(a == b for a, b in zip(scored_picks, model_picks)) / len(scored)
+        report["calibration"] = {"params": cal_status["params"], "fit": cal_status.get("fit")}
+        report["wall_s"] = round(time.monotonic() - t0, 1)
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        cmd = (f"python lab/bench/product_loop.py --servers {args.servers} --rate {args.rate} --ranks {args.ranks} "
+               f"--min-bytes {args.min_bytes}")
+        md = results_markdown(report, cmd)
+        rate = operator.correct_decisive_rate
+        section = ("## The product in the loop: the operator's picks on the real node\n\n"
+                   f"The operator's `auto` rules, planned with its own CostCalibration, on {len(scored)} held-out "
+                   f"configurations measured by its probe jobs: right in {operator.correct_decisive}/"
+                   f"{operator.decisive} decisive cells"
+                   + (f" ({rate:.0%})" if rate is not None else "")
+                   + f", within 3% of the best in {operator.within_3pct:.0%} of all cells, worst regret "
+                   f"{operator.worst_regret:.1%}; the operator's pick equals the fitted model's in "
+                   f"{report['operator_agrees_with_model']:.0%} of them.\n\n" + md.split("\n", 1)[1])
+        replace_marked(args.results_md, BEGIN, END, section)
+        log(f"report {args.report}; operator {json.dumps(operator.as_dict())}")
+    finally:
+        unshape(veths)
+        if not args.keep:
+            c.k("delete", "namespace", NS, "--wait=true", "--timeout=300s", "--ignore-not-found", check=False)
+            c.run(c.helm, "uninstall", RELEASE, "-n", RELEASE_NS, "--wait", check=False)
+
+
+if __name__ == "__main__":
+    main()
