@@ -27,3 +27,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier is None:
             raise pytest.UsageError(f"{item.path} is in no tier's folder (pfstestkit.tiers.FOLDERS)")
         item.add_marker(tier)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """pytest-xdist's scheduler for this suite (pfstestkit.scheduling): one unit per e2e lane and per test
+    file elsewhere, the longest first, and the serial lane alone after all the others."""
+    from pfstestkit.scheduling import LaneScheduling
+
+    return LaneScheduling(config, log)  # type: ignore[arg-type]

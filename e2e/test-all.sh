@@ -7,8 +7,7 @@
 # Extra arguments go to pytest: `-m unit` (a tier expression) or test paths run just those and build
 # only what they need. An unknown tier or a missing path fails at once, before anything is installed.
 # Sources of OrangeFS/IOR: upstream by default, or PFSLAYOUT_SOURCE_MIRROR (docs/images.md).
-# PFSLAYOUT_TEST_WORKERS sets the number of pytest-xdist workers (default 3: the end-to-end tests wait
-# on pods most of the time, so a worker more than the 2 cores keeps both busy).
+# PFSLAYOUT_TEST_WORKERS sets the number of pytest-xdist workers (1: none).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -67,20 +66,28 @@ fi
 
 paths=()
 [ "$HAS_PATHS" = 1 ] || paths=(operator/tests shim/tests lab/tests e2e/tests)
-workers=${PFSLAYOUT_TEST_WORKERS:-3}
+# Workers: the end-to-end lanes mostly wait on pods, so with them one worker more than the cores keeps both
+# busy; tiers that compute get one per core.
+if needs cluster; then workers=${PFSLAYOUT_TEST_WORKERS:-3}; else workers=${PFSLAYOUT_TEST_WORKERS:-$(nproc)}; fi
 xdist=()
-# One worker is all a single tier of pure tests or a few named files need; xdist's start costs more.
-if [ "$workers" -gt 1 ] && [[ "$TIERS" == *" "* || "$TIERS" == e2e ]]; then
-  xdist=(-n "$workers" --dist loadgroup)
-fi
+[ "$workers" -le 1 ] || xdist=(-n "$workers" --dist loadgroup)
 
+stop_cluster=0
+audit_dir=
+# shellcheck disable=SC2329  # run by the EXIT trap
+finish() {
+  [ -z "$audit_dir" ] || rm -rf "$audit_dir"
+  if [ "$stop_cluster" = 1 ]; then step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true; fi
+}
+trap finish EXIT
 if needs cluster; then
   # The cluster is brought up once for every worker (they join it; the last one out leaves it to us)
   # and stopped when the run ends, unless it was running before.
   step "test cluster up"
-  if [ "$(e2e/harness/cluster.sh up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then
-    trap 'step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true' EXIT
-  fi
+  if [ "$(e2e/harness/cluster.sh up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then stop_cluster=1; fi
+  # One scanner of the real node's containers for all workers; the hardening test reads its record here.
+  audit_dir=$(mktemp -d "${TMPDIR:-/tmp}/pfslayout-audit.XXXXXX")
+  export PFSLAYOUT_E2E_AUDIT_DIR=$audit_dir
 fi
 
 step "pytest: ${TIERS// /, }"

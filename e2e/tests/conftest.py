@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pfstestkit import node_audit
 from pfstestkit.cluster import (
     CLUSTER_SH,
     UP_TIMEOUT_S,
@@ -28,25 +29,39 @@ from pfstestkit.cluster import (
     unavailable_reason,
     users_lock,
 )
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, served_namespace
+from pfstestkit.crd_release import ensure_crds, install_release, served_namespace
 from pfstestkit.faults import identity  # noqa: F401  (a fixture of the fault modules)
+from pfstestkit.lanes import SERIAL, Lane, current, enter, lane_of
 from pfstestkit.local_operator import Operator, in_cluster_operator, local_operator
-from pfstestkit.node_audit import NodeAudit, task_dir
+from pfstestkit.node_audit import task_dir
 from pfstestkit.ofs_pods import incluster_operator  # noqa: F401  (a fixture: the chart's operator on the real node)
 from pfstestkit.policies import lp_operator  # noqa: F401  (a fixture: the operator serving LayoutPolicies)
 
 
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselection: build only when e2e tests will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that stop the shared cluster (`stops_cluster`) run after every other test of the session,
-    the audit of what ran on the real node (`node_audit`) after every test that runs pods, and tests that
-    restart the API server or etcd (`restarts_control_plane`) after all others that run pods, so the
-    components reconnecting after them never slow another test down.
+    """Every e2e test joins its module's lane (pfstestkit.lanes): an xdist group, so a lane's modules run
+    one after another on one worker while other lanes run beside it; the serial lane runs alone after
+    all of them (the root conftest's scheduler). Inside a run of one process the same order holds: the
+    serial lane last, and in it the tests that restart the API server or etcd
+    (`restarts_control_plane`), then the audit of what ran on the real node (`node_audit`), then the
+    test that stops the cluster (`stops_cluster`).
 
     Builds the cluster binaries before any test starts: a cold build (~14 min on 2 cores) inside the
     session fixture would count against the first test's timeout. A no-op when they are cached (the
     test command has already built them); a failed build surfaces in the fixture."""
-    items.sort(key=lambda item: (item.get_closest_marker("stops_cluster") is not None,
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.parent == here:
+            # A test that restarts, stops or audits what everything shares is serial whatever its module.
+            shared_part = any(item.get_closest_marker(m) for m in ("restarts_control_plane", "stops_cluster",
+                                                                     "node_audit"))
+            lane = SERIAL if shared_part else lane_of(item.path)
+            item.add_marker(pytest.mark.xdist_group(lane))
+            if lane == SERIAL:
+                item.add_marker(pytest.mark.serial)
+    items.sort(key=lambda item: (item.get_closest_marker("serial") is not None,
+                                 item.get_closest_marker("stops_cluster") is not None,
                                  item.get_closest_marker("node_audit") is not None,
                                  item.get_closest_marker("restarts_control_plane") is not None))
     if config.option.collectonly or not shutil.which("go"):
@@ -54,6 +69,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not any("cluster" in getattr(item, "fixturenames", ()) for item in items):
         return
     subprocess.run([str(CLUSTER_SH), "build"], stdout=subprocess.DEVNULL, timeout=UP_TIMEOUT_S, check=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def lane(request: pytest.FixtureRequest) -> Lane:
+    """The module's lane: the namespaces it creates, the release and operators it runs (pfstestkit.lanes)."""
+    return enter(lane_of(request.path))
 
 
 @pytest.fixture(scope="session")
@@ -88,7 +109,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 mode=mode_file.read_text().strip() if mode_file.exists() else "local",
                 _tmp=tmp_path_factory.mktemp("cluster"))
     if c.mode == "local" and (state_dir / "node").is_dir():
-        c.audit = NodeAudit(task_dir(state_dir), functools.partial(pod_labels, c)).start()
+        c.audit = node_audit.start(task_dir(state_dir), functools.partial(pod_labels, c))
+    ensure_crds(c, state)
     try:
         yield c
     finally:
@@ -103,7 +125,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def _namespace_name(nodeid: str) -> str:
     test = re.sub(r"[^a-z0-9]+", "-", nodeid.split("::")[-1].lower()).strip("-")
-    return f"e2e-{test[:44].strip('-')}-{uuid.uuid4().hex[:6]}"
+    return f"{current().prefix}{test[:42].strip('-')}-{uuid.uuid4().hex[:6]}"
 
 
 @pytest.fixture
@@ -115,17 +137,15 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
 
 @pytest.fixture(scope="module")
 def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
-    """The chart installed and the operator running with the chart ServiceAccount's identity, for one
-    test module. Modules that run the operator in-cluster themselves must not use it alongside."""
+    """The lane's chart release installed and the operator running with its ServiceAccount's identity,
+    serving the lane's namespaces, for one test module. Modules that run the operator in-cluster
+    themselves must not use it alongside."""
     if cluster.mode == "kind":
         # kind: the chart's Deployment runs the operator image built from images/ (e2e/harness/cluster.sh).
-        cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                     "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev", *WATCH_VALUES,
-                     "--wait", "--timeout", "300s", timeout=360)
-        yield in_cluster_operator(cluster, cluster.service_account_kubeconfig(RELEASE_NS, RELEASE))
+        kubeconfig = install_release(cluster, "--set", "image.repository=pfslayout/operator", "--set",
+                                     "image.tag=dev", "--timeout", "300s")
+        yield in_cluster_operator(cluster, kubeconfig)
         return
-    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
-    kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
+    kubeconfig = install_release(cluster)
     with local_operator(cluster, kubeconfig, tmp_path_factory.mktemp("operator")) as op:
         yield op

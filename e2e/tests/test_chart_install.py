@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from pfstestkit import rbac_matrix
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, crd_namespace
+from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, crd_namespace
+from pfstestkit.lanes import current
 
 # The chart ServiceAccount of the release every module shares (crd_release).
 SA = f"system:serviceaccount:{RELEASE_NS}:{RELEASE}"
@@ -21,7 +22,7 @@ SA = f"system:serviceaccount:{RELEASE_NS}:{RELEASE}"
 def release(cluster) -> str:  # noqa: ANN001 - the `cluster` fixture of e2e/tests/conftest.py
     # This checkout's chart, keeping whatever values another module installed the release with.
     cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,
-                 "--create-namespace", *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
+                 "--create-namespace", *current().watch_values, "--wait", "--timeout", "180s", timeout=240)
     return RELEASE
 
 
@@ -143,7 +144,7 @@ CANNOT = [
 @pytest.fixture(scope="module")
 def served(cluster, release: str) -> Iterator[str]:  # noqa: ANN001
     """A namespace the install serves, enrolled like a user's (crd_release.enroll)."""
-    with crd_namespace(cluster, "e2e-rbac") as name:
+    with crd_namespace(cluster, "rbac") as name:
         yield name
 
 

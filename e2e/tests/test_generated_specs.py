@@ -134,7 +134,7 @@ class Run:
 
 @pytest.fixture(scope="module")
 def run(cluster: Any, operator: Operator) -> Any:
-    with crd_namespace(cluster, "e2e-generated") as ns:
+    with crd_namespace(cluster, "generated") as ns:
         # The learning example's cluster and policy: the generated MPIJobs carry its label, so the policy
         # selects every accepted one and the operator's injection handles it.
         docs = [d for d in yaml.safe_load_all((REPO / "policies" / "learning.yaml").read_text())

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from pfstestkit.crd_release import NAMESPACE_ROLE, RELEASE_NS, SERVICE_ACCOUNT, enroll, served_namespace
+from pfstestkit.crd_release import enroll, served_namespace
 from pfstestkit.kinds import OFS
+from pfstestkit.lanes import current
 from pfstestkit.local_operator import Operator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,7 +94,7 @@ def owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
 def test_operator_identity_is_the_limited_service_account(cluster, operator: Operator) -> None:  # noqa: ANN001
     cfg = yaml.safe_load(operator.kubeconfig.read_text())
     assert "token" in cfg["users"][0]["user"] and "client-certificate-data" not in cfg["users"][0]["user"]
-    denied = cluster.kubectl("get", "secrets", "-n", RELEASE_NS, kubeconfig=operator.kubeconfig, check=False)
+    denied = cluster.kubectl("get", "secrets", "-n", current().release_ns, kubeconfig=operator.kubeconfig, check=False)
     assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
     status, body = operator.get(operator.health_url)
     assert status == 200 and "reconciles" in body
@@ -104,7 +105,7 @@ def test_a_served_namespace_not_enrolled_says_how_and_recovers_once_enrolled(clu
     """The install serves `e2e-*` (a glob): a matching namespace without the admin's RoleBinding gets a
     Ready=False NamespaceNotEnrolled condition with the exact command, and nothing of the cluster (the
     ServiceAccount may not create it); after the RoleBinding, the same object provisions."""
-    ns, name = f"e2e-unenrolled-{uuid.uuid4().hex[:6]}", "small"
+    ns, name = f"{current().prefix}unenrolled-{uuid.uuid4().hex[:6]}", "small"
     cluster.kubectl("create", "namespace", ns)
     try:
         cluster.kubectl("apply", "-n", ns, "-f", str(SMALL))
@@ -115,8 +116,8 @@ def test_a_served_namespace_not_enrolled_says_how_and_recovers_once_enrolled(clu
             return ready if ready.get("reason") == "NamespaceNotEnrolled" else None
         ready = cluster.wait_until(refused, f"{ns}/{name} NamespaceNotEnrolled", timeout=60)
         assert ready["status"] == "False"
-        assert (f"`kubectl -n {ns} create rolebinding pfs-layout-operator --clusterrole={NAMESPACE_ROLE} "
-                f"--serviceaccount={SERVICE_ACCOUNT}`") in ready["message"]
+        assert (f"`kubectl -n {ns} create rolebinding {current().release} --clusterrole={current().namespace_role} "
+                f"--serviceaccount={current().service_account}`") in ready["message"]
         assert "forbidden" in ready["message"]  # the API server's own words follow the command
         assert cluster.kubectl("get", "configmaps,statefulsets", "-n", ns, "-l", f"pfslayout.io/cluster={name}",
                                "-o", "name").stdout.strip() == ""
@@ -306,7 +307,7 @@ def test_deleting_the_whole_namespace_finishes(cluster, operator: Operator, stor
     RoleBinding with everything else and refuses new objects (the wipe Jobs), so the cleanup handlers get
     403s. They let the deletion finish, saying why in the log: before, the finalizer stayed and the
     namespace hung in Terminating forever."""
-    ns, name = f"e2e-nsdel-{uuid.uuid4().hex[:6]}", "doomed"
+    ns, name = f"{current().prefix}nsdel-{uuid.uuid4().hex[:6]}", "doomed"
     with served_namespace(cluster, ns):
         spec: dict[str, Any] = {"servers": {"count": 2}, "reclaimPolicy": "Delete", "client": {"enabled": False}}
         spec["storage"] = ({"type": "hostPath", "hostPath": {"path": "/var/lib/pfslayout-e2e"}} if storage == "hostPath"

@@ -13,18 +13,16 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from pfslayout.kinds.costcalibration.plan import make_plan
 from pfslayout.kinds.costcalibration.spec import parse_spec
+from pfstestkit.cluster import Cluster
 from pfstestkit.crd_release import REPO
 from pfstestkit.ofs_pods import operator_log, wait_ofs_ready
 from pfstestkit.real import assert_real_pods, place
-
-if TYPE_CHECKING:  # the fixture's type only; conftest is not importable by name in a multi-root session
-    from conftest import Cluster
 
 CC = "costcalibrations.pfslayout.io"
 PARAMS = ("e", "v", "alpha_seq", "alpha_rand", "beta")

@@ -9,12 +9,14 @@ the reason for each, are in docs/reliability.md ("Least privilege, read from the
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
 
 import pytest
 
-from pfstestkit.node_audit import NodeAudit, Seen
+from pfstestkit.cluster import pod_labels
+from pfstestkit.node_audit import NodeAudit, Seen, record
 
 pytestmark = pytest.mark.node_audit
 
@@ -76,7 +78,7 @@ def violations(audit: NodeAudit, s: Seen) -> list[str]:
 
 
 def test_every_project_container_on_the_real_node_was_hardened(cluster: Any) -> None:
-    audit = cluster.audit
+    audit = record(cluster.audit, functools.partial(pod_labels, cluster))
     if audit is None:
         pytest.skip("no real node in this cluster (kind or PFSLAYOUT_E2E_REAL_NODE=0): nothing to read")
     audit.label()

@@ -20,9 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
-from pfstestkit.crd_release import RELEASE, RELEASE_NS, REPO, WATCH_VALUES, empty_namespace, install_crds
+from pfstestkit.crd_release import RELEASE, RELEASE_NS, REPO, empty_namespace, install_crds
 from pfstestkit.faults import edit_narrow, lp_state, narrow_strip, ofs, ofs_state, policy
+from pfstestkit.lanes import current
 from pfstestkit.local_operator import environment, local_operator
+from pfstestkit.node_audit import note_released
 from pfstestkit.real import place
 from pfstestkit.watches import Watches
 
@@ -95,7 +97,8 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
     watches = Watches(cluster, namespace)
     try:
         cluster.helm("upgrade", "--install", RELEASE, str(old / "charts" / "pfs-layout-operator"), "-n",
-                     RELEASE_NS, "--create-namespace", *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
+                     RELEASE_NS, "--create-namespace", *current().watch_values, "--wait", "--timeout", "180s",
+                     timeout=240)
         kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
         (tmp_path / "old").mkdir()
         with environment(PYTHONPATH=str(released_src)), local_operator(cluster, kubeconfig, tmp_path / "old") as op:
@@ -112,9 +115,9 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
                 raise AssertionError(f"{err}\n{op.log_tail()}") from None
         # The released operator is stopped with its calibration half done; the objects it made are kept.
         uids = custom_uids(cluster, namespace)
-        if cluster.audit is not None:  # its probe pods follow its rules (test_real_pod_hardening.py)
-            cluster.audit.released_jobs |= {(namespace, j["metadata"]["name"]) for j in cluster.kubectl_json(
-                "get", "mpijobs.kubeflow.org", "-n", namespace)["items"]}
+        # its probe pods follow its rules (test_real_pod_hardening.py)
+        note_released(namespace, {j["metadata"]["name"] for j in cluster.kubectl_json(
+            "get", "mpijobs.kubeflow.org", "-n", namespace)["items"]}, cluster.audit)
         install_crds(cluster)  # `helm upgrade` to this checkout's chart: CRDs, RBAC, webhook configuration
         kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
         (tmp_path / "new").mkdir()

@@ -29,7 +29,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 import yaml
@@ -38,15 +38,14 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from pfslayout.k8s import certs
 from pfstestkit import CLUSTER_SH
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES, enroll
+from pfstestkit.cluster import Cluster
+from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, enroll
 from pfstestkit.kinds import MOUNT
+from pfstestkit.lanes import current
 from pfstestkit.mpijobs import finished, get_job, launcher_log, mpijob
 from pfstestkit.ofs_pods import deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
 from pfstestkit.policies import cond, lp_status, reasons
 from pfstestkit.real import assert_real_pods, chart_values, image_build, place
-
-if TYPE_CHECKING:  # the fixture's type only; conftest is not importable by name in a multi-root session
-    from conftest import Cluster
 
 SECRET = f"{RELEASE}-webhook-tls"
 OPERATOR = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
@@ -74,7 +73,7 @@ def webhook_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
         pytest.skip("the real-node placement and the host's route to Service IPs are the local cluster's")
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *WATCH_VALUES,
+                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *current().watch_values,
                  "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",
                  "--set", "webhook.syncSeconds=2", "--wait", "--timeout", "300s", timeout=360)
     pods = cluster.wait_until(lambda: operator_pods(cluster), "the operator pod Ready", timeout=180, interval=1)
@@ -90,7 +89,7 @@ def webhook_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
             # the operator removes its finalizers from these: uninstalled first, their namespaces would hang
             items = cluster.kubectl_json("get", "orangefsclusters.pfslayout.io,layoutpolicies.pfslayout.io",
                                          "-A")["items"]
-            return [o["metadata"]["name"] for o in items if o["metadata"]["namespace"].startswith("e2e-")]
+            return [o["metadata"]["name"] for o in items if o["metadata"]["namespace"].startswith(current().prefix)]
         try:
             cluster.wait_until(lambda: not leftovers(), "the tests' clusters and policies deleted", timeout=180,
                                interval=2)

@@ -7,12 +7,10 @@ import json
 import re
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-if TYPE_CHECKING:  # the fixture's type only; conftest is not importable by name in a multi-root session
-    from conftest import Cluster
+from pfstestkit.cluster import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,45 +1,75 @@
-"""The chart release whose CRDs the API-server test modules share, and a namespace to create CRs in.
-
-Every module installs the same release the demo does, so the CRDs have one owner whichever module runs first.
+"""The chart releases the end-to-end tier installs and the namespaces it creates, for the lane of the module
+running (pfstestkit.lanes): the shared release owns the CRDs (installed once per cluster, kept through
+uninstalls), each other lane's release only its RBAC. Namespaces carry the lane's prefix and are enrolled
+with the lane's operator like a user's would be (docs/rbac.md).
 """
 
 from __future__ import annotations
 
+import fcntl
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from pfstestkit import REPO
+from pfstestkit.lanes import RELEASE, RELEASE_NS, Lane, current
 
 CHART = REPO / "charts" / "pfs-layout-operator"
-RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
 # CRD name -> short name
 CRDS = {"orangefsclusters.pfslayout.io": "ofs", "costcalibrations.pfslayout.io": "cc",
         "layoutpolicies.pfslayout.io": "lp"}
-# The namespaces every e2e install serves (operator.watchNamespaces): the tests' own, `e2e-...`, and the
-# benches', `pfsbench-...`. Each is enrolled like a user's would be (enroll() below, docs/rbac.md).
-WATCH = ("e2e-*", "pfsbench-*")
-WATCH_VALUES = ["--set-json", "operator.watchNamespaces=[" + ",".join(f'"{w}"' for w in WATCH) + "]"]
-# The ClusterRole of the operator's rights inside a namespace it serves, and its ServiceAccount.
-NAMESPACE_ROLE = f"{RELEASE}-namespace"
-SERVICE_ACCOUNT = f"{RELEASE_NS}:{RELEASE}"
+HELM_WAIT = ["--wait", "--timeout", "180s"]
+
+__all__ = ["CHART", "CRDS", "RELEASE", "RELEASE_NS", "crd_namespace", "empty_namespace", "enroll", "ensure_crds",
+           "install_crds", "install_release", "served_namespace"]
 
 
 def enroll(cluster: Any, namespace: str) -> None:
     """What a namespace admin does so the operator may act in a namespace matched by a glob: one
     RoleBinding to the chart's per-namespace ClusterRole (it may exist before the chart is installed)."""
-    cluster.kubectl("create", "rolebinding", RELEASE, "-n", namespace, f"--clusterrole={NAMESPACE_ROLE}",
-                    f"--serviceaccount={SERVICE_ACCOUNT}")
+    lane = current()
+    cluster.kubectl("create", "rolebinding", lane.release, "-n", namespace, f"--clusterrole={lane.namespace_role}",
+                    f"--serviceaccount={lane.service_account}")
 
 
 def install_crds(cluster: Any) -> None:  # the `cluster` fixture of e2e/tests/conftest.py
-    """The chart's CRDs, installed by the shared release, established before any manifest is sent."""
+    """The chart's CRDs, installed by the shared release, established before any manifest is sent (a
+    module of a shared lane: no other lane's helm command touches that release)."""
+    assert current().shared, f"lane {current().name} must not install the shared release"
     # This checkout's chart, keeping whatever values another module installed the release with.
     cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,
-                 "--create-namespace", *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
+                 "--create-namespace", *current().chart_values, *HELM_WAIT, timeout=240)
     for name in CRDS:
         cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
+
+
+def ensure_crds(cluster: Any, lock_dir: Path) -> None:
+    """The CRDs on the API server before a session's first test: the shared release installed once when
+    they are missing, one session at a time (sessions sharing a cluster wait on a lock in its state
+    directory), so no lane's test ever meets a cluster without them. The chart keeps them through an
+    uninstall (`crds.keep`)."""
+    with open(lock_dir / ".crds.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            present = cluster.kubectl("get", "crd", *CRDS, check=False).returncode == 0
+            if not present:
+                cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+                             *Lane("r").chart_values, *HELM_WAIT, timeout=240)
+            for name in CRDS:
+                cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def install_release(cluster: Any, *values: str) -> Path:
+    """The current lane's chart release installed (or upgraded to this checkout's chart): a kubeconfig with
+    its ServiceAccount's bound token, so an operator run with it has exactly the chart's RBAC."""
+    lane = current()
+    cluster.helm("upgrade", "--install", lane.release, str(CHART), "-n", lane.release_ns, "--create-namespace",
+                 *lane.chart_values, *HELM_WAIT, *values, timeout=240)
+    return Path(cluster.service_account_kubeconfig(lane.release_ns, lane.release))
 
 
 def empty_namespace(cluster: Any, ns: str) -> None:
@@ -57,9 +87,9 @@ def empty_namespace(cluster: Any, ns: str) -> None:
 
 
 @contextmanager
-def crd_namespace(cluster: Any, prefix: str) -> Iterator[str]:
-    """A fresh namespace ``<prefix>-<random>``; on exit its CRs are deleted before the namespace."""
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+def crd_namespace(cluster: Any, what: str) -> Iterator[str]:
+    """A fresh namespace ``e2e-<lane>-<what>-<random>``; on exit its CRs are deleted before the namespace."""
+    name = f"{current().prefix}{what}-{uuid.uuid4().hex[:8]}"
     cluster.kubectl("create", "namespace", name)
     enroll(cluster, name)
     try:
@@ -75,7 +105,7 @@ def crd_namespace(cluster: Any, prefix: str) -> Iterator[str]:
 def served_namespace(cluster: Any, name: str) -> Iterator[str]:
     """Namespace `name`, created, enrolled with the operator and able to admit pods; deleted on exit."""
     cluster.kubectl("create", "namespace", name)
-    enroll(cluster, name)  # the operator serves e2e-* (crd_release.WATCH) where it is enrolled
+    enroll(cluster, name)  # the lane's operator serves e2e-<lane>-* where it is enrolled
     # ServiceAccount admission needs the namespace's `default` account before any pod is accepted.
     cluster.wait_until(lambda: cluster.kubectl("-n", name, "get", "serviceaccount", "default",
                                                check=False).returncode == 0,

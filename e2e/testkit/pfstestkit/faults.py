@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES
+from pfstestkit.crd_release import install_release
 from pfstestkit.kinds import LP, OFS
 from pfstestkit.local_operator import environment
 from pfstestkit.policies import RECHECK_S, cond, lp_status
@@ -70,7 +70,6 @@ def identity(cluster) -> Iterator[Path]:  # noqa: ANN001
     """The chart installed; a kubeconfig with its ServiceAccount's token; a short drift-check period."""
     if cluster.mode != "local":
         pytest.skip("kills the operator process: the local control plane runs it on the host")
-    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
+    kubeconfig = install_release(cluster)
     with environment(PFSLAYOUT_LAYOUT_RECHECK_SECONDS=str(RECHECK_S)):
-        yield cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
+        yield kubeconfig

@@ -16,10 +16,13 @@ from typing import Any
 import yaml
 
 from pfstestkit import REPO, STATE_DIR
-from pfstestkit.crd_release import CHART, NAMESPACE_ROLE, RELEASE, RELEASE_NS, SERVICE_ACCOUNT, WATCH_VALUES
+from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS
+from pfstestkit.lanes import Lane
 from pfstestkit.real import chart_values, image_build
 
 __all__ = ["RELEASE", "RELEASE_NS", "REPO", "Cluster"]
+# The benches install the shared release as the release lane does (it serves their pfsbench-* namespaces).
+BENCH = Lane("r")
 
 
 class Cluster:
@@ -65,15 +68,16 @@ class Cluster:
         self.fail(f"timed out waiting for {what}" + (f"\n{context()}" if context else ""))
 
     def namespace(self, ns: str) -> None:
-        """A bench namespace (pfsbench-*, crd_release.WATCH), enrolled for the operator like a user's."""
+        """A bench namespace (pfsbench-*, served by the shared release: pfstestkit.lanes), enrolled for the
+        operator like a user's."""
         self.k("create", "namespace", ns, check=False)
-        self.k("create", "rolebinding", RELEASE, "-n", ns, f"--clusterrole={NAMESPACE_ROLE}",
-               f"--serviceaccount={SERVICE_ACCOUNT}", check=False)
+        self.k("create", "rolebinding", RELEASE, "-n", ns, f"--clusterrole={BENCH.namespace_role}",
+               f"--serviceaccount={BENCH.service_account}", check=False)
 
     def install_chart(self) -> None:
         """The chart in-cluster on the real node, rolled when the operator image was rebuilt."""
         self.run(self.helm, "upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(self.mode), *WATCH_VALUES,
+                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(self.mode), *BENCH.watch_values,
                  "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(self, 'operator:dev')}",
                  "--wait", "--timeout", "300s")

@@ -2,10 +2,10 @@
 
 On the local control plane the chart's Deployment is only played by kwok, so the real operator runs on
 the host: the chart's command (`kopf run --standalone --all-namespaces -m pfslayout.operator`, serving
-the e2e namespaces: PFSLAYOUT_WATCH_NAMESPACES) with a kubeconfig holding a bound token of the chart's
-ServiceAccount, so it has exactly the chart's RBAC. Kopf liveness and Prometheus metrics listen on free
-loopback ports (sessions sharing one cluster each start their own operator), and its output goes to a
-log file the tests print when something fails.
+its lane's namespaces: PFSLAYOUT_WATCH_NAMESPACES, pfstestkit.lanes) with a kubeconfig holding a bound
+token of the lane's chart ServiceAccount, so it has exactly the chart's RBAC. Kopf liveness and Prometheus
+metrics listen on free loopback ports (sessions sharing one cluster each start their own operator), and its
+output goes to a log file the tests print when something fails.
 
 On kind the chart's own Deployment runs the operator image; `Operator` then reaches it through the API
 server's service proxy (`proc` is None). The `operator` fixture in conftest.py picks one of the two.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pfstestkit.crd_release import NAMESPACE_ROLE, RELEASE, RELEASE_NS, SERVICE_ACCOUNT, WATCH
+from pfstestkit.lanes import current
 
 MODULE = "pfslayout.operator"
 START_TIMEOUT_S = 60
@@ -60,7 +60,8 @@ class Operator:
 
     def log_tail(self, n: int = 60) -> str:
         if self.log is None:
-            return self.cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", f"--tail={n}",
+            lane = current()
+            return self.cluster.kubectl("logs", "-n", lane.release_ns, f"deployment/{lane.release}", f"--tail={n}",
                                         check=False).stdout
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
 
@@ -108,9 +109,10 @@ def local_operator(cluster: Any, kubeconfig: Path, log_dir: Path) -> Iterator[Op
     log = log_dir / "kopf.log"
     # No in-cluster hints: the process must use the kubeconfig, never a ServiceAccount of the host.
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    lane = current()  # serves the namespaces of the lane that starts it, as that lane's release's account
     env.update(KUBECONFIG=str(kubeconfig), PFSLAYOUT_METRICS_ADDR=f"127.0.0.1:{metrics}", PYTHONUNBUFFERED="1",
-               PFSLAYOUT_WATCH_NAMESPACES=",".join(WATCH), PFSLAYOUT_NAMESPACE_ROLE=NAMESPACE_ROLE,
-               PFSLAYOUT_SERVICE_ACCOUNT=SERVICE_ACCOUNT, PFSLAYOUT_FORBIDDEN_RETRY_SECONDS="5")
+               PFSLAYOUT_WATCH_NAMESPACES=",".join(lane.watch), PFSLAYOUT_NAMESPACE_ROLE=lane.namespace_role,
+               PFSLAYOUT_SERVICE_ACCOUNT=lane.service_account, PFSLAYOUT_FORBIDDEN_RETRY_SECONDS="5")
     with open(log, "wb") as out:
         # Its own session: a Ctrl-C of pytest reaches the fixture's teardown, which stops it in order.
         proc = subprocess.Popen(
@@ -129,6 +131,7 @@ def local_operator(cluster: Any, kubeconfig: Path, log_dir: Path) -> Iterator[Op
 
 def in_cluster_operator(cluster: Any, kubeconfig: Path) -> Operator:
     """The chart's Deployment, reached through the API server's service proxy."""
-    proxy = f"/api/v1/namespaces/{RELEASE_NS}/services/{RELEASE}"
+    lane = current()
+    proxy = f"/api/v1/namespaces/{lane.release_ns}/services/{lane.release}"
     return Operator(None, None, f"{proxy}:health/proxy/healthz", f"{proxy}:metrics/proxy/metrics", kubeconfig,
                     cluster)

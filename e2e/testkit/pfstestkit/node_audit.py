@@ -10,15 +10,21 @@ seccomp mode, effective capabilities, and whether `/` is mounted read-only. The 
 once per pod from the API server, so the audit knows which pods the project created.
 
 `test_real_pod_hardening.py` checks the record at the end of the session (docs/reliability.md).
+
+Sessions that share one cluster (pytest-xdist workers) share one audit: the first to take the lock in the
+run's audit directory (PFSLAYOUT_E2E_AUDIT_DIR, made by e2e/test-all.sh) scans for all of them and
+appends what it sees to `record.jsonl` there; the hardening test reads that file, whichever worker runs
+it. Without that directory a session scans for itself and keeps its record in memory.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +57,11 @@ class NodeAudit:
     # MPIJobs (namespace, name) that a previous release's operator made (test_real_upgrade.py): their pods
     # follow that release's rules, not this checkout's, and the hardening test leaves them out.
     released_jobs: set[tuple[str, str]] = field(default_factory=set)
+    sink: Path | None = None  # record.jsonl of the run's audit directory, appended to as things are seen
     _skip: set[str] = field(default_factory=set)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
+    _lock: Any = None  # the shared scanner's lock file, held while the session lasts
 
     def start(self) -> NodeAudit:
         # The API lookups (a subprocess each) run apart, so the 10 ms scan never waits for one.
@@ -68,6 +76,8 @@ class NodeAudit:
         for t in self._threads:
             t.join(timeout=10)
         self.label()
+        if self._lock is not None:
+            self._lock.close()
 
     def _loop(self, step: Callable[[], None], period: float) -> None:
         while not self._stop.wait(period):
@@ -76,12 +86,19 @@ class NodeAudit:
             except Exception as err:  # an audit hiccup is reported by the test, never kills the session
                 if len(self.errors) < 20:
                     self.errors.append(repr(err))
+                    self._write({"error": repr(err)})
 
     def label(self) -> None:
         for s in list(self.seen.values()):
             key = (s.namespace, s.pod)
             if key not in self.labels:
                 self.labels[key] = self.pod_labels(*key)
+                self._write({"pod": list(key), "labels": self.labels[key]})
+
+    def _write(self, line: dict[str, Any]) -> None:
+        if self.sink is not None:
+            with open(self.sink, "a") as out:  # one write of one line: readers never see half of it
+                out.write(json.dumps(line) + "\n")
 
     def scan(self) -> None:
         try:
@@ -100,6 +117,7 @@ class NodeAudit:
                 s.proc = _process(self.task_dir / cid)
                 if s.proc is not None:
                     self._skip.add(cid)
+                    self._write({"cid": cid, "seen": asdict(s)})
 
     def _from_spec(self, cid: str) -> Seen | None:
         try:
@@ -121,6 +139,7 @@ class NodeAudit:
                  spec_caps=tuple(sorted((proc.get("capabilities") or {}).get("effective") or [])),
                  spec_root_ro=bool((spec.get("root") or {}).get("readonly")))
         self.seen[cid] = s
+        self._write({"cid": cid, "seen": asdict(s)})
         return s
 
 
@@ -144,6 +163,66 @@ def _process(bundle: Path) -> dict[str, Any] | None:
     return {"comm": comm, "uid": int(fields["Uid"].split()[1]),
             "no_new_privs": fields.get("NoNewPrivs", "").strip() == "1", "seccomp": fields.get("Seccomp", "").strip(),
             "cap_eff": int(fields["CapEff"].strip(), 16), "root_ro": root_ro}
+
+
+def audit_dir() -> Path | None:
+    """The run's shared audit directory (e2e/test-all.sh makes a fresh one per run), if any."""
+    path = os.environ.get("PFSLAYOUT_E2E_AUDIT_DIR")
+    return Path(path) if path else None
+
+
+def start(task: Path, pod_labels: Callable[[str, str], dict[str, str] | None]) -> NodeAudit | None:
+    """This session's scanner, or None when another session of the run already scans for it."""
+    shared = audit_dir()
+    if shared is None:
+        return NodeAudit(task, pod_labels).start()
+    shared.mkdir(parents=True, exist_ok=True)
+    lock = open(shared / "scanner.lock", "w")  # noqa: SIM115  (held, and so open, for the session)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return None
+    audit = NodeAudit(task, pod_labels, sink=shared / "record.jsonl")
+    audit._lock = lock
+    return audit.start()
+
+
+def note_released(ns: str, jobs: set[str], own: NodeAudit | None) -> None:
+    """MPIJobs a previous release's operator made (judged by that release's rules, not this checkout's)."""
+    if own is not None:
+        own.released_jobs |= {(ns, j) for j in jobs}
+    shared = audit_dir()
+    if shared is not None:
+        with open(shared / "released.jsonl", "a") as out:
+            out.writelines(json.dumps([ns, j]) + "\n" for j in sorted(jobs))
+
+
+def record(own: NodeAudit | None, pod_labels: Callable[[str, str], dict[str, str] | None]) -> NodeAudit | None:
+    """What the run's scanner recorded: this session's own audit, or the shared record another session
+    of the run is writing (read now; labels still missing are looked up). None without any audit."""
+    shared = audit_dir()
+    if shared is None or not (shared / "record.jsonl").exists():
+        return own
+    out = NodeAudit(own.task_dir if own else Path("/nonexistent"), pod_labels)
+    for line in (shared / "record.jsonl").read_text().splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue  # a line being written right now
+        if "error" in item:
+            out.errors.append(item["error"])
+        elif "cid" in item:
+            seen = item["seen"]
+            out.seen[item["cid"]] = Seen(**{**seen, "spec_caps": tuple(seen["spec_caps"])})
+        else:
+            out.labels[(item["pod"][0], item["pod"][1])] = item["labels"]
+    if (shared / "released.jsonl").exists():
+        out.released_jobs = {tuple(json.loads(line)) for line in (shared / "released.jsonl").read_text().splitlines()
+                             if line}  # type: ignore[misc]
+    if own is not None:
+        out.released_jobs |= own.released_jobs
+    return out
 
 
 def task_dir(state_dir: Path) -> Path:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES
+from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS
 from pfstestkit.kinds import OFS
+from pfstestkit.lanes import current
 from pfstestkit.real import assert_real_pods, chart_values, image_build
 
 READY_TIMEOUT = 240
@@ -31,7 +32,7 @@ def incluster_operator(cluster) -> Iterator[dict[str, Any]]:  # noqa: ANN001
     modules that run the operator as a local process never meet a second operator."""
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *WATCH_VALUES,
+                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *current().chart_values,
                  "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",
                  "--wait", "--timeout", "300s", timeout=360)
     selector = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
@@ -46,7 +47,7 @@ def incluster_operator(cluster) -> Iterator[dict[str, Any]]:  # noqa: ANN001
         def leftovers() -> list[str]:
             items = cluster.kubectl_json("get", OFS, "-A")["items"]
             return [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in items
-                    if o["metadata"]["namespace"].startswith("e2e-")]
+                    if o["metadata"]["namespace"].startswith(current().prefix)]
         try:
             cluster.wait_until(lambda: not leftovers(), "the tests' OrangeFSClusters to be deleted",
                                timeout=180, interval=2)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, WATCH_VALUES
+from pfstestkit.crd_release import install_release
 from pfstestkit.kinds import LP
 from pfstestkit.local_operator import Operator, environment, local_operator
 from pfstestkit.ofs_pods import sh
@@ -22,9 +22,7 @@ def lp_operator(cluster, tmp_path_factory) -> Iterator[Operator]:  # noqa: ANN00
     """The operator as a local process with the chart's identity and a short drift-check period."""
     if cluster.mode != "local":
         pytest.skip("the drift period is set on the local operator process")
-    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 *WATCH_VALUES, "--wait", "--timeout", "180s", timeout=240)
-    kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
+    kubeconfig = install_release(cluster)
     with environment(PFSLAYOUT_LAYOUT_RECHECK_SECONDS=str(RECHECK_S)), \
             local_operator(cluster, kubeconfig, tmp_path_factory.mktemp("lp-operator")) as op:
         yield op

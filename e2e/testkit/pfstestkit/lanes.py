@@ -1,0 +1,131 @@
+"""The lanes of the end-to-end tier: which test modules run one after another on one pytest-xdist worker,
+and what each lane owns so that lanes running side by side never meet.
+
+A lane owns a namespace prefix (``e2e-<lane>-``) and the operators it starts serve only that prefix.
+The shared lanes — ``r`` (the release lane) and ``s`` (the serial lane) — use the chart release every
+user installs (crd_release.RELEASE: it owns the CRDs and the admission webhook, runs the in-cluster
+operator, is upgraded and uninstalled by its tests). Every other lane installs a release of its own,
+``pfs-layout-operator-<lane>`` in ``pfs-layout-system-<lane>`` (no CRDs, no webhook: its ServiceAccount,
+RBAC and per-namespace ClusterRole are all a local operator needs), so no lane's helm command touches
+another lane's objects.
+
+The serial lane runs alone after every other test of the session (the root conftest's scheduler): its
+modules restart or stop shared parts — the API server and etcd, the node — install the previous release
+over the shared one, or audit what every other lane ran on the real node.
+
+The module → lane table below is the one place a module's lane is set; a module not in it is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+# The chart release a user installs (and the demo): the shared lanes use it.
+RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
+SERIAL = "s"
+SHARED = frozenset({"r", SERIAL})
+
+# e2e module -> lane. Lanes are balanced by their measured run time (docs/test-cluster.md, Timings).
+MODULES: dict[str, str] = {
+    # the release lane: the shared chart release, the in-cluster operator, the CRDs on the API server
+    "test_chart_install.py": "r",
+    "test_crds_apiserver.py": "r",
+    "test_invalid_manifests.py": "r",
+    "test_generated_specs.py": "r",
+    "test_real_orangefs.py": "r",
+    "test_real_calibration.py": "r",
+    "test_real_webhook.py": "r",
+    # lanes of their own: a local operator with a release of its own, or no operator at all
+    "test_test_cluster.py": "a",
+    "test_cluster_sh_lifecycle.py": "a",
+    "test_real_node.py": "a",
+    "test_operator_orangefscluster.py": "a",
+    "test_real_layoutpolicy.py": "a",
+    "test_real_learning.py": "a",
+    "test_real_injection.py": "a",
+    "test_real_data_faults.py": "b",
+    "test_real_operator_kills.py": "c",
+    "test_real_calibration_restarts.py": "b",
+    # the serial lane: after everything else, alone
+    "test_real_api_faults.py": SERIAL,
+    "test_real_upgrade.py": SERIAL,
+    "test_real_pod_hardening.py": SERIAL,
+    "test_real_node_stop.py": SERIAL,
+}
+
+
+# Each lane's run time in minutes on the 2-core machine (warm, the lanes side by side): the scheduler
+# starts the longest first. Measured by e2e/test-all.sh runs (docs/test-cluster.md, Timings).
+MINUTES: dict[str, float] = {"r": 10.0, "a": 8.0, "b": 8.0, "c": 8.0}
+
+
+@dataclass(frozen=True)
+class Lane:
+    name: str
+
+    @property
+    def shared(self) -> bool:
+        return self.name in SHARED
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of every namespace the lane's tests create."""
+        return f"e2e-{self.name}-"
+
+    @property
+    def release(self) -> str:
+        return RELEASE if self.shared else f"{RELEASE}-{self.name}"
+
+    @property
+    def release_ns(self) -> str:
+        return RELEASE_NS if self.shared else f"{RELEASE_NS}-{self.name}"
+
+    @property
+    def namespace_role(self) -> str:
+        """The chart's ClusterRole of the operator's rights inside a namespace it serves."""
+        return f"{self.release}-namespace"
+
+    @property
+    def service_account(self) -> str:
+        return f"{self.release_ns}:{self.release}"
+
+    @property
+    def watch(self) -> tuple[str, ...]:
+        """The namespaces the lane's operators serve (operator.watchNamespaces). The shared release also
+        serves the benchmarks' `pfsbench-*`, as the benches install it."""
+        return (f"{self.prefix}*", "pfsbench-*") if self.shared else (f"{self.prefix}*",)
+
+    @property
+    def watch_values(self) -> list[str]:
+        """`helm --set-json` of the watched namespaces."""
+        return ["--set-json", "operator.watchNamespaces=[" + ",".join(f'"{w}"' for w in self.watch) + "]"]
+
+    @property
+    def chart_values(self) -> list[str]:
+        """Helm values of the lane's release beyond the watched namespaces: a lane's own release leaves the
+        CRDs and the admission webhook to the shared one."""
+        extra = [] if self.shared else ["--set", "crds.install=false", "--set", "webhook.enabled=false"]
+        return [*self.watch_values, *extra]
+
+
+_current = Lane("r")
+
+
+def lane_of(path: str | Path) -> str:
+    """The lane of an e2e test module; fails naming the table when it has none."""
+    name = Path(path).name
+    if name not in MODULES:
+        raise KeyError(f"{name} has no lane: add it to pfstestkit.lanes.MODULES")
+    return MODULES[name]
+
+
+def current() -> Lane:
+    """The lane of the module running now (one module at a time runs in a worker process)."""
+    return _current
+
+
+def enter(name: str) -> Lane:
+    global _current
+    _current = Lane(name)
+    return _current

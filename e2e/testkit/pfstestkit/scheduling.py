@@ -1,0 +1,57 @@
+"""How pytest-xdist hands the suite to its workers (`pytest_xdist_make_scheduler` in the root conftest).
+
+A unit of work is an e2e lane (the `xdist_group` the e2e conftest gives each test from
+pfstestkit.lanes) or, elsewhere, one test file — so a file's module and session fixtures are set up on one
+worker. Lanes go out first, longest first (their measured minutes, lanes.MINUTES), then the files with
+the most tests; the serial lane waits until no other unit is queued and every worker is idle, then runs
+on one worker alone: its tests restart the API server, stop the cluster or audit what every other lane
+ran on the real node.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from xdist.scheduler import LoadGroupScheduling
+
+from pfstestkit.lanes import MINUTES, SERIAL
+
+
+class LaneScheduling(LoadGroupScheduling):
+    def _split_scope(self, nodeid: str) -> str:
+        group = super()._split_scope(nodeid)
+        return group if group != nodeid else nodeid.split("::", 1)[0]
+
+    def _order(self, units: dict[str, dict[str, bool]]) -> OrderedDict[str, dict[str, bool]]:
+        def key(item: tuple[str, dict[str, bool]]) -> tuple[int, float]:
+            scope, tests = item
+            if scope == SERIAL:
+                return (2, 0.0)
+            if scope in MINUTES:
+                return (0, -MINUTES[scope])
+            return (1, -float(len(tests)))
+        return OrderedDict(sorted(units.items(), key=key))
+
+    def _assign_work_unit(self, node: Any) -> None:
+        scope = next((s for s in self.workqueue if s != SERIAL), None)
+        if scope is None:
+            # Only the serial lane is left: it starts when no worker has anything pending.
+            if any(self._pending_of(work) for work in self.assigned_work.values()):
+                return
+            scope = SERIAL
+        work_unit = self.workqueue.pop(scope)
+        self.assigned_work.setdefault(node, {})[scope] = work_unit
+        collection = self.registered_collections[node]
+        node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
+
+    def schedule(self) -> None:
+        if self.collection is None and self.collection_is_completed and self._check_nodes_have_same_collection():
+            # The first call: the queue in our order; the base class then fills in the same units, and an
+            # OrderedDict keeps the position of a key it already holds, so ours stands.
+            collection = list(next(iter(self.registered_collections.values())))
+            units: dict[str, dict[str, bool]] = {}
+            for nodeid in collection:
+                units.setdefault(self._split_scope(nodeid), {})[nodeid] = False
+            self.workqueue = self._order(units)
+        super().schedule()

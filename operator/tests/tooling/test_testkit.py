@@ -1,0 +1,210 @@
+"""The test harness itself: the test command's plan for its arguments (tiers from folders, what each tier
+builds, bad tiers and paths refused in one line before anything is installed), the xdist scheduler that
+runs the serial lane alone and last, and the rules that keep the test tree honest — every test file in a
+tier's folder, every e2e module in a lane, no test importing another test module, no sys.path edits."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pfstestkit import REPO, lanes, tiers
+from pfstestkit.scheduling import LaneScheduling
+
+
+def test_every_test_file_is_in_a_tiers_folder() -> None:
+    files = [p for root in tiers.test_paths() for p in (REPO / root).rglob("test_*.py")]
+    assert len(files) > 90
+    assert [p for p in files if tiers.tier_of(p) is None] == []
+    assert tiers.tier_of(REPO / "operator/tests/unit/test_units.py") == "unit"
+    assert tiers.tier_of(REPO / "shim/tests/orangefs/test_probe_orangefs.py") == "orangefs"
+    assert tiers.tier_of(REPO / "shim/tests/test_shim_mpi.py") == "integration"
+    assert tiers.tier_of(REPO / "lab/tests/unit/test_lab_score.py") == "unit"
+    assert tiers.tier_of(REPO / "lab/tests/test_lab_smoke.py") == "lab"
+    assert tiers.tier_of(REPO / "e2e/tests/test_real_node.py") == "e2e"
+
+
+def test_every_e2e_module_has_a_lane_and_every_lane_entry_a_module() -> None:
+    modules = {p.name for p in (REPO / "e2e" / "tests").glob("test_*.py")}
+    assert modules == set(lanes.MODULES)
+    assert set(lanes.MINUTES) <= set(lanes.MODULES.values()) - {lanes.SERIAL}
+
+
+def test_lanes_own_disjoint_namespaces_and_releases() -> None:
+    names = sorted(set(lanes.MODULES.values()))
+    owned = [lanes.Lane(n) for n in names]
+    prefixes = [lane.prefix for lane in owned]
+    assert len(set(prefixes)) == len(prefixes)
+    assert not any(a != b and a.startswith(b) for a in prefixes for b in prefixes)
+    private = [lane for lane in owned if not lane.shared]
+    assert len({lane.release for lane in private} | {lanes.RELEASE}) == len(private) + 1
+    for lane in private:
+        assert lane.watch == (f"e2e-{lane.name}-*",)
+        assert "crds.install=false" in lane.chart_values and "webhook.enabled=false" in lane.chart_values
+        assert lane.service_account == f"{lanes.RELEASE_NS}-{lane.name}:{lanes.RELEASE}-{lane.name}"
+    assert lanes.Lane("r").release == lanes.RELEASE and "pfsbench-*" in lanes.Lane("r").watch
+
+
+@pytest.mark.parametrize(("args", "tiers_", "steps"), [
+    (["-m", "unit"], {"unit"}, ()),
+    (["-m", "unit or lab"], {"unit", "lab"}, ("orangefs", "shim")),
+    (["-m", "not e2e"], {"unit", "integration", "orangefs", "lab"}, ("orangefs", "shim", "helm")),
+    (["operator/tests/unit/test_units.py"], {"unit"}, ()),
+    (["operator/tests/unit/test_units.py::test_parse_size"], {"unit"}, ()),
+    (["lab/tests"], {"unit", "lab"}, ("orangefs", "shim")),
+    (["-k", "e2e/tests", "shim/tests"], {"integration", "orangefs"}, ("orangefs", "shim", "helm")),
+    ([], set(tiers.TIERS), ("orangefs", "shim", "helm", "cluster")),
+    (["-m", "e2e and not serial"], {"e2e"}, ("orangefs", "shim", "cluster")),
+])
+def test_the_plan_builds_what_the_selected_tiers_need(args: list[str], tiers_: set[str],
+                                                       steps: tuple[str, ...]) -> None:
+    plan = tiers.plan(args)
+    assert set(plan.tiers) == tiers_
+    assert plan.steps == steps
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-m", "units"], "-m 'units': unknown tier 'units'; the tiers are unit, integration, orangefs, e2e, lab"),
+    (["-m", "unit or fast"], "unknown tier 'fast'"),
+    (["-m", "unit +"], "-m 'unit +': "),
+    (["operator/tests/unit/test_nothing.py"], "no such test path: operator/tests/unit/test_nothing.py"),
+    (["-m"], "-m needs a value"),
+    (["docs/cost-model.md"], "docs/cost-model.md is in no tier's folder"),
+])
+def test_bad_arguments_fail_in_one_line_before_anything_is_installed(args: list[str], message: str) -> None:
+    # The command the test command runs first: the system's python3, nothing but the standard library.
+    done = subprocess.run([sys.executable, "-m", "pfstestkit.tiers", "plan", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, check=False, env={"PYTHONPATH": str(REPO / "e2e" / "testkit")})
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("test-all: ")
+    assert message in done.stderr
+
+
+def test_the_test_command_refuses_a_bad_tier_before_any_set_up() -> None:
+    done = subprocess.run([str(REPO / "e2e" / "test-all.sh"), "-m", "unitt"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("test-all: -m 'unitt': unknown tier 'unitt'; the tiers are unit, integration, "
+                                   "orangefs, e2e, lab")
+    assert "==>" not in done.stderr  # no step started
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_no_test_or_bench_imports_a_file_of_another_tree_by_name() -> None:
+    """Tests and benches import installed packages only: a bare `import test_x` or `import helper` works
+    only through pytest's rootdir insertion or a sys.path edit, which is how helpers ended up in test files."""
+    local = {p.stem for root in (*tiers.test_paths(), "operator/bench", "shim/bench", "lab/bench")
+             for p in (REPO / root).rglob("*.py")}
+    offenders = {}
+    for root in (*tiers.test_paths(), "shim/bench", "lab/bench"):
+        for path in (REPO / root).rglob("*.py"):
+            bad = _imports(path) & local
+            if bad:
+                offenders[str(path.relative_to(REPO))] = sorted(bad)
+    assert offenders == {}
+
+
+def test_nothing_edits_sys_path() -> None:
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True)
+    hits = [f for f in tracked.stdout.split() if "sys.path.insert" in (REPO / f).read_text()
+            and not f.endswith("test_testkit.py")]
+    assert hits == []
+
+
+# ---------------------------------------------------------------------------------- the xdist scheduler
+
+
+@dataclass
+class FakeNode:
+    """A worker as the scheduler sees it: the tests it was sent."""
+
+    name: str
+    sent: list[list[int]] = field(default_factory=list)
+    shutting_down: bool = False
+
+    @property
+    def gateway(self) -> Any:
+        return type("Gateway", (), {"id": self.name})()
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent.append(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+@dataclass
+class FakeOption:
+    loadscopereorder: bool = True
+    maxworkerrestart: Any = None
+
+
+@dataclass
+class FakeConfig:
+    option: FakeOption = field(default_factory=FakeOption)
+
+    def getvalue(self, name: str) -> Any:
+        return ["popen", "popen"] if name == "tx" else None
+
+
+COLLECTION = [
+    "operator/tests/unit/test_a.py::test_1", "operator/tests/unit/test_a.py::test_2",
+    "operator/tests/unit/test_b.py::test_1",
+    "e2e/tests/test_x.py::test_1@a", "e2e/tests/test_x.py::test_2@a",
+    "e2e/tests/test_y.py::test_1@r",
+    "e2e/tests/test_z.py::test_1@s", "e2e/tests/test_z.py::test_2@s",
+]
+
+
+def _complete(sched: LaneScheduling, node: FakeNode, done: set[int]) -> None:
+    """The node runs everything it was sent (and whatever it is sent meanwhile)."""
+    while todo := [i for batch in node.sent for i in batch if i not in done]:
+        for index in todo:
+            done.add(index)
+            sched.mark_test_complete(node, index)  # type: ignore[arg-type]
+
+
+def _sent(node: FakeNode) -> set[int]:
+    return {i for batch in node.sent for i in batch}
+
+
+def test_the_serial_lane_waits_for_every_worker_and_runs_alone() -> None:
+    sched = LaneScheduling(FakeConfig())  # type: ignore[arg-type]
+    gw0, gw1 = FakeNode("gw0"), FakeNode("gw1")
+    for node in (gw0, gw1):
+        sched.add_node(node)  # type: ignore[arg-type]
+        sched.add_node_collection(node, COLLECTION)  # type: ignore[arg-type]
+    sched.schedule()
+    # The lanes went out first, the longest (lanes.MINUTES) first: r and a, one per worker; then files.
+    assert {frozenset(gw0.sent[0]), frozenset(gw1.sent[0])} == {frozenset({5}), frozenset({3, 4})}
+    serial = {6, 7}
+    done: set[int] = set()
+    # gw0 runs all it gets; the serial lane is held while gw1 still has tests.
+    _complete(sched, gw0, done)
+    assert _sent(gw0) & serial == set()
+    assert "s" in sched.workqueue
+    # gw1 finishes last: every worker is idle now, and gw1 gets the serial lane, alone.
+    _complete(sched, gw1, done)
+    assert sorted(gw1.sent[-1]) == [6, 7]
+    assert _sent(gw0) | _sent(gw1) == set(range(len(COLLECTION)))
+    assert not sched.workqueue
