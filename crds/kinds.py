@@ -7,6 +7,9 @@ Run `python crds/generate.py` after an edit; it rewrites `crds/*.yaml`, the char
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypedDict
+
 from schema_parts import (
     DNS_LABEL,
     LAYOUTS,
@@ -206,7 +209,8 @@ def orangefs_cluster_status() -> Schema:
     server = obj("One server as clients reach it.", {
         "ordinal": integer("StatefulSet ordinal.", minimum=0),
         "alias": string("OrangeFS alias (`Alias` in `fs.conf`, the `-a` argument of `pvfs2-server`)."),
-        "url": string("BMI address, `tcp://<pod>.<service>.<namespace>.svc.<cluster domain>:<port>` (cluster domain from the operator's `PFSLAYOUT_CLUSTER_DOMAIN`, default `cluster.local`)."),
+        "url": string("BMI address, `tcp://<pod>.<service>.<namespace>.svc.<cluster domain>:<port>` (cluster domain "
+                      "from the operator's `PFSLAYOUT_CLUSTER_DOMAIN`, default `cluster.local`)."),
         "metadata": boolean("Whether this server also serves metadata."),
         "ready": boolean("Whether the server pod is Ready."),
     })
@@ -710,16 +714,30 @@ def layout_policy_status() -> Schema:
 # The CRD objects
 # ---------------------------------------------------------------------------------------------------
 
-def _ready_column() -> dict:
+def _ready_column() -> Schema:
     return {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
             "description": "Status of the Ready condition."}
 
 
-def _age_column() -> dict:
+def _age_column() -> Schema:
     return {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 
-KINDS = [
+class Kind(TypedDict):
+    """One kind: its names, its schema builders and its `kubectl get` columns."""
+
+    kind: str
+    plural: str
+    singular: str
+    short: list[str]
+    file: str
+    description: str
+    spec: Callable[[], Schema]
+    status: Callable[[], Schema]
+    columns: list[Schema]
+
+
+KINDS: list[Kind] = [
     {
         "kind": "OrangeFSCluster", "plural": "orangefsclusters", "singular": "orangefscluster",
         "short": ["ofs"], "file": "orangefsclusters.yaml",
@@ -779,7 +797,7 @@ KINDS = [
 ]
 
 
-def _materialise(schema: dict) -> dict | None:
+def _materialise(schema: Schema) -> Schema | None:
     """The value the API server would default an absent object to: its children's defaults, recursively."""
     if schema.get("type") != "object" or "properties" not in schema:
         return None
@@ -790,7 +808,7 @@ def _materialise(schema: dict) -> dict | None:
     return out
 
 
-def _fill_object_defaults(schema: dict) -> None:
+def _fill_object_defaults(schema: Schema) -> None:
     # The API server validates a default (CEL rules included) as written, without applying the nested
     # defaults first, so `default: {}` would fail rules such as `self.name == ...`. Spell defaults out.
     for sub in schema.get("properties", {}).values():
@@ -801,7 +819,7 @@ def _fill_object_defaults(schema: dict) -> None:
         schema["default"] = _materialise(schema)
 
 
-def crd(kind: dict) -> dict:
+def crd(kind: Kind) -> Schema:
     schema = obj(kind["description"], {
         "apiVersion": string("Versioned schema of this representation: `pfslayout.io/v1alpha1`."),
         "kind": string(f"`{kind['kind']}`."),

@@ -8,7 +8,8 @@ src="$chart/../../crds"
 out="$chart/templates/crds"
 mkdir -p "$out"
 rm -f "$out"/*.yaml
-for f in "$src"/*.yaml; do
+crds=("$src"/*.yaml)
+for f in "${crds[@]}"; do
   name=$(basename "$f")
   {
     echo "{{- /* Copied from crds/$name by sync-crds.sh: edit crds/, never this file. */ -}}"
@@ -31,4 +32,4 @@ for f in "$src"/*.yaml; do
     echo "{{- end }}"
   } >"$out/$name"
 done
-echo "synced $(ls "$src"/*.yaml | wc -l) CRDs into ${out#"$chart/"}" >&2
+echo "synced ${#crds[@]} CRDs into ${out#"$chart/"}" >&2

@@ -10,10 +10,11 @@
 # A tree is the content of its image prefix (/opt/orangefs, /opt/mpich, /opt/ior, /opt/ior-openmpi; the
 # shims' /usr/local), built by the same recipe the Dockerfile runs (images/build/<name>.sh) with DESTDIR
 # staging, and kept under ~/.cache/pfs-layout-operator/host/<name>-<version>-<key>. The key hashes the
-# pinned version and content hash (images/sources.env), the recipe script (OrangeFS, MPICH: and its patches),
-# the keys of the trees it builds against (for the Open MPI flavours: Open MPI's package version), the
-# shim's sources (shims) and the distribution (the trees link its libraries). A build runs in a temporary
-# directory that is renamed into place and stamped <tree>.complete; a lock makes concurrent runs wait.
+# pinned version and content hash (images/sources.env), the recipe script (less its `# shellcheck` lines;
+# OrangeFS, MPICH: and its patches), the keys of the trees it builds against (for the Open MPI flavours:
+# Open MPI's package version), the shim's sources (shims) and the distribution (the trees link its
+# libraries). A build runs in a temporary directory that is renamed into place and stamped
+# <tree>.complete; a lock makes concurrent runs wait.
 # Using a tree on the host: its bin/ and sbin/ run directly with LD_LIBRARY_PATH=<orangefs>/lib:<mpich>/lib
 # (no rpath anywhere); mpicc and pvfs2-config locate their own prefix. See docs/images.md.
 # Settings: PFSLAYOUT_CACHE (cache root), PFSLAYOUT_SOURCE_MIRROR (fetch-source.sh),
@@ -68,20 +69,23 @@ patch_sums() {
   (cd "$here" && find "$1" -name '*.patch' -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
 }
 
+# A recipe as the keys hash it: without its lint directives (`# shellcheck ...` lines), which build nothing.
+recipe_text() { sed '/^[[:space:]]*# shellcheck /d' "$here/$1"; }
+
 key() {
   local v
   case $1 in
-    orangefs) { echo "orangefs $ORANGEFS_VERSION $ORANGEFS_CONTENT_SHA256"; cat "$here/orangefs.sh"
+    orangefs) { echo "orangefs $ORANGEFS_VERSION $ORANGEFS_CONTENT_SHA256"; recipe_text orangefs.sh
                 patch_sums orangefs-patches; platform; } | h16 ;;
-    mpich) { echo "mpich $MPICH_VERSION $MPICH_CONTENT_SHA256 $(key orangefs)"; cat "$here/mpich.sh"
+    mpich) { echo "mpich $MPICH_VERSION $MPICH_CONTENT_SHA256 $(key orangefs)"; recipe_text mpich.sh
              patch_sums mpich-patches; platform; } | h16 ;;
-    ior) { echo "ior $IOR_VERSION $IOR_CONTENT_SHA256 $(key mpich)"; cat "$here/ior.sh"; platform; } | h16 ;;
-    shim) { echo "shim $(key mpich) $(key orangefs)"; cat "$here/shim.sh"; platform
+    ior) { echo "ior $IOR_VERSION $IOR_CONTENT_SHA256 $(key mpich)"; recipe_text ior.sh; platform; } | h16 ;;
+    shim) { echo "shim $(key mpich) $(key orangefs)"; recipe_text shim.sh; platform
             shim_files | (cd "$repo" && xargs -0 sha256sum); } | h16 ;;
     openmpi-ior) v=$(openmpi_version)
-                 { echo "openmpi-ior $IOR_VERSION $IOR_CONTENT_SHA256 $v"; cat "$here/ior.sh"; platform; } | h16 ;;
+                 { echo "openmpi-ior $IOR_VERSION $IOR_CONTENT_SHA256 $v"; recipe_text ior.sh; platform; } | h16 ;;
     openmpi-shim) v=$(openmpi_version)
-                  { echo "openmpi-shim $v"; cat "$here/shim.sh"; platform
+                  { echo "openmpi-shim $v"; recipe_text shim.sh; platform
                     shim_files | (cd "$repo" && xargs -0 sha256sum); } | h16 ;;
     *) die "unknown component '$1': $COMPONENTS" ;;
   esac
@@ -117,7 +121,7 @@ publish() { # name tree -> prints the path to use
   local name=$1 tree=$2 pub dest
   if [ "$(id -u)" -ne 0 ] || reachable_by_others "$tree"; then echo "$tree"; return; fi
   pub=${PFSLAYOUT_HOST_PUBLISH:-/var/tmp/pfs-layout-operator}
-  [ -e "$pub" ] || mkdir -p -m 0755 "$pub"
+  [ -e "$pub" ] || mkdir -p "$pub"  # 0755 by the chmod below, once it is known to be root's
   [ -d "$pub" ] && [ ! -L "$pub" ] && [ "$(stat -c %u "$pub")" = 0 ] \
     || die "$pub is not a directory owned by root: remove it or set PFSLAYOUT_HOST_PUBLISH"
   chmod 0755 "$pub"
@@ -180,6 +184,7 @@ with_libs() { # dirs... -- command: the linker and the loader find the trees' li
   shift
   LD_LIBRARY_PATH=$(IFS=:; echo "${dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"
 }
+# shellcheck disable=SC2153  # ARCHIVE (like OFS and MPI) is set for the one call by tree(): VAR=... build NAME recipe
 recipe_orangefs() { "$here/orangefs.sh" "$ARCHIVE" "$1" "$2"; }
 recipe_mpich() { with_libs "$OFS/lib" -- "$here/mpich.sh" "$ARCHIVE" "$1" "$OFS" "$2"; }
 recipe_ior() { with_libs "$OFS/lib" "$MPI/lib" -- "$here/ior.sh" "$ARCHIVE" "$1" "$MPI" "$2"; }
@@ -218,8 +223,8 @@ case ${1:-} in
   key) key "${2:?usage: host.sh key $COMPONENTS}" ;;
   path) tree_path "${2:?usage: host.sh path $COMPONENTS}" ;;
   env)
-    for c in orangefs mpich ior shim; do t=$(tree "$c"); p=$(publish "$c" "$t"); eval "P_$c=\$p"; done
-    # shellcheck disable=SC2154  # set by the eval above
+    for c in orangefs mpich ior shim; do t=$(tree "$c"); p=$(publish "$c" "$t"); printf -v "P_$c" %s "$p"; done
+    # shellcheck disable=SC2154  # set by the printf -v above
     printf 'export ORANGEFS_PREFIX=%q\nexport PFSLAYOUT_MPICH_PREFIX=%q\nexport PFSLAYOUT_IOR_PREFIX=%q\nexport PFSLAYOUT_SHIM_PREFIX=%q\n' \
       "$P_orangefs" "$P_mpich" "$P_ior" "$P_shim" ;;
   *) die "usage: host.sh $COMPONENTS|env | key NAME | path NAME" ;;

@@ -42,6 +42,7 @@ test -x "$root/sbin/pvfs2-server" && test -e "$root/lib/libpvfs2.so" \
 # /opt/orangefs in an image and wherever the host build cache keeps it. Nothing else reads the prefix at
 # run time (the binaries carry no rpath; images register lib/ with ldconfig, the host uses LD_LIBRARY_PATH).
 sed -i "s|^prefix=$prefix\$|prefix=\$(cd \"\$(dirname \"\$(readlink -f \"\$0\")\")/..\" \&\& pwd)|" "$root/bin/pvfs2-config"
+# shellcheck disable=SC2016  # the literal text `$(cd ` that the sed above wrote
 grep -q '^prefix=\$(cd ' "$root/bin/pvfs2-config" \
   || { echo "orangefs.sh: $root/bin/pvfs2-config has no 'prefix=$prefix' line to make relocatable" >&2; exit 1; }
 [ "$("$root/bin/pvfs2-config" --cflags | tr -d ' ')" = "-I$(cd "$root" && pwd)/include" ] \

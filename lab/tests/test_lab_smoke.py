@@ -110,13 +110,13 @@ def test_up_calibrate_validate_down(lab_env: dict[str, str], tmp_path: Path) -> 
     # Physics only the shaped network produces: 3 ranks × 4 requests of 4 MiB cannot move faster than
     # the two server links allow (tbf's burst adds a little), and the layout that spreads each request
     # over both links (1-DH) moves at least half of that.
-    link = RATE_MBIT * 1e6 / 8
+    link_rate = RATE_MBIT * 1e6 / 8  # bytes/s
     for cell in report["per_cell"]:
         if cell["request_size"] == 4 << 20:
             volume = 3 * 4 * (4 << 20)
             rates = {k: volume / t for k, t in cell["median"].items()}
-            assert max(rates.values()) <= SERVERS * link * 1.15, (cell, rates)
-            assert rates["1-DH"] >= 0.5 * SERVERS * link, (cell, rates)
+            assert max(rates.values()) <= SERVERS * link_rate * 1.15, (cell, rates)
+            assert rates["1-DH"] >= 0.5 * SERVERS * link_rate, (cell, rates)
 
     done = lab(lab_env, "down")
     assert done.returncode == 0, done.stderr

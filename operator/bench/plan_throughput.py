@@ -59,6 +59,7 @@ def scalar_total(layout: str, p: int, n: int, m: int, s: float, g: int | None, r
         return k * prm["e"] + k * s * prm["v"] + q * alpha + q * s * prm["beta"]
     if layout == "1-DH":
         return max(p, m * n) * prm["e"] + max(p * s / n, m * s) * prm["v"] + p * alpha + p * s * prm["beta"] / n
+    assert g is not None, "2-D needs its group size"
     G = -(-p // g)
     kc, kp = -(-n // g), n // g
     return max(G, m * kc) * prm["e"] + max(G * s / kp, m * s) * prm["v"] + G * alpha + G * s * prm["beta"] / kp

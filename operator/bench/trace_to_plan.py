@@ -31,7 +31,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
-from derive_throughput import synthetic  # noqa: E402
+from derive_throughput import synthetic  # type: ignore[import-not-found]  # noqa: E402  (a sibling script)
 
 from pfslayout.planner import plan_trace  # noqa: E402
 from pfslayout.planner.models import Plan  # noqa: E402

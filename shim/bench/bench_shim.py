@@ -56,8 +56,8 @@ def main() -> None:
     scratch = Path(a.dir or tempfile.mkdtemp(prefix="pfsshim-bench-"))
     scratch.mkdir(parents=True, exist_ok=True)
     try:
-        reps3 = [{"dir": str(scratch / "r" / n), "layout": l, **extra}
-                 for n, l, extra in (("1dh", "1-DH", {}), ("2d", "2-D", {"g": 2}), ("1dv", "1-DV", {}))]
+        reps3 = [{"dir": str(scratch / "r" / n), "layout": layout, **extra}
+                 for n, layout, extra in (("1dh", "1-DH", {}), ("2d", "2-D", {"g": 2}), ("1dv", "1-DV", {}))]
         variants = {
             "plain": ({}, scratch / "plain"),
             "passthrough": ({"LD_PRELOAD": str(lib), "PFSLAYOUT_SHIM_CONFIG": str(config(
@@ -80,7 +80,7 @@ def main() -> None:
             d.mkdir(parents=True, exist_ok=True)
             out = subprocess.run(build.command(np, [prog, d / f"bench-{tag}.dat", "4096", str(count)], env),
                                  capture_output=True, text=True, check=True, timeout=600, env=launcher_env())
-            for f in list(d.glob("*.dat")) + list((scratch / "r").rglob("*.dat")) + list((scratch / "r1").rglob("*.dat")):
+            for f in [*d.glob("*.dat"), *(scratch / "r").rglob("*.dat"), *(scratch / "r1").rglob("*.dat")]:
                 f.unlink()
             return json.loads(out.stdout.strip().splitlines()[-1])
 

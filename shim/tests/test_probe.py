@@ -85,9 +85,9 @@ def test_small_grid_gives_valid_probe_json(probe: Probe, nprocs: int, tmp_path: 
     assert doc["platform"]["nodes"] == 1 and doc["platform"]["ranks_per_node"] == nprocs
     assert ("Open MPI" if probe.impl == "openmpi" else "MPICH") in doc["tool"]["mpi"]
     procs = sorted({1, 2, 4} & set(range(1, nprocs + 1)))
-    expected = set(itertools.product([("1-DV", None), ("2-D", 2)], ["file-per-process", "shared"], procs,
-                                     [4096, 16384], ["sequential", "random"], ["write", "read"]))
-    expected = {(lay, g, sh, p, s, pat, op) for (lay, g), sh, p, s, pat, op in expected}
+    combos = itertools.product([("1-DV", None), ("2-D", 2)], ["file-per-process", "shared"], procs,
+                               [4096, 16384], ["sequential", "random"], ["write", "read"])
+    expected = {(lay, g, sh, p, s, pat, op) for (lay, g), sh, p, s, pat, op in combos}
     got = [cell_key(c) for c in doc["cells"]]
     assert len(got) == len(set(got)) and set(got) == expected
     for c in doc["cells"]:
@@ -226,7 +226,7 @@ def test_designed_cell_list(probe: Probe, tmp_path: Path) -> None:
     check_doc(doc, ranks=4, backend="posix", servers=4)
     want = sorted((c["layout"], c["g"], c["sharing"], c["p"], c["request_size"], c["pattern"], c["op"],
                    c["m"], c["repetitions"]) for c in cells)
-    got = sorted(cell_key(c) + (c["m"], c["repetitions"]) for c in doc["cells"])
+    got = sorted((*cell_key(c), c["m"], c["repetitions"]) for c in doc["cells"])
     assert got == want
 
 
@@ -282,7 +282,7 @@ BAD_INPUT = [
 ]
 
 
-@pytest.mark.parametrize("flags,grid,expected", BAD_INPUT, ids=[f"bad{i}" for i in range(len(BAD_INPUT))])
+@pytest.mark.parametrize(("flags", "grid", "expected"), BAD_INPUT, ids=[f"bad{i}" for i in range(len(BAD_INPUT))])
 def test_bad_input_is_one_line_and_exit_2(probe: Probe, tmp_path: Path, flags: list[str], grid: str | None,
                                           expected: str) -> None:
     target = tmp_path / "t"
@@ -330,7 +330,8 @@ def test_pfsprobe_output_fits_through_pfslayout_calibrate(probe: Probe, tmp_path
     doc = load(out)
     check_doc(doc, ranks=4, backend="posix", servers=4)
     pfslayout = Path(sys.executable).with_name("pfslayout")
-    assert pfslayout.exists(), f"{pfslayout} missing: run the tests with the project's venv (e2e/harness/setup/python-env.sh)"
+    assert pfslayout.exists(), \
+        f"{pfslayout} missing: run the tests with the project's venv (e2e/harness/setup/python-env.sh)"
     fit = subprocess.run([str(pfslayout), "calibrate", "--measurements", str(out), "--json"], capture_output=True,
                          text=True, timeout=120)
     assert fit.returncode == 0, fit.stderr
@@ -373,7 +374,7 @@ def test_grids_designed_by_pfslayout_run_unchanged(probe: Probe, tmp_path: Path)
         assert done.returncode == 0, (name, done.stderr)
         doc = load(out)
         check_doc(doc, ranks=4, backend="posix", servers=4)
-        measured = {cell_key(c) + (c["m"],) for c in doc["cells"]}
+        measured = {(*cell_key(c), c["m"]) for c in doc["cells"]}
         wanted = {(c.layout, c.g, c.sharing, c.p, c.request_size, c.pattern, c.op, c.m) for c in design.cells}
         assert wanted <= measured, (name, sorted(wanted - measured))
         if name == "cells":

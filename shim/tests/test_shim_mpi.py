@@ -21,9 +21,9 @@ MIB = 1 << 20
 # 003 Table 3 Ethernet, with alpha_seq = alpha_rand so the expected replica does not depend on which
 # requests the shim classifies as sequential.
 PARAMS = {"e": 0.0003, "v": 1 / (120 * MIB), "alpha_seq": 0.0003, "alpha_rand": 0.0003, "beta": 1 / (120 * MIB)}
-LAYOUTS = [("1dh", {"layout": "1-DH", "strip_size": 16384, "datafiles": 4}),
-           ("2d", {"layout": "2-D", "g": 2, "strip_size": 262144}),
-           ("1dv", {"layout": "1-DV", "strip_size": 4 * MIB})]
+LAYOUTS: list[tuple[str, dict[str, Any]]] = [("1dh", {"layout": "1-DH", "strip_size": 16384, "datafiles": 4}),
+                                              ("2d", {"layout": "2-D", "g": 2, "strip_size": 262144}),
+                                              ("1dv", {"layout": "1-DV", "strip_size": 4 * MIB})]
 
 
 def hybrid_rule(tmp: Path, logical: Path, layouts: list[tuple[str, dict[str, Any]]] = LAYOUTS) -> dict[str, Any]:
@@ -45,8 +45,8 @@ def run_plain(mpi: MpiBuild, tmp: Path, np: int, prog: str, *args: str) -> tuple
     return out, (plain / "f.dat").read_bytes()
 
 
-@pytest.mark.parametrize("np,posix,alongside", [(1, True, True), (2, True, True), (4, True, True), (2, False, True),
-                                                (2, False, False)])
+@pytest.mark.parametrize(("np", "posix", "alongside"), [(1, True, True), (2, True, True), (4, True, True),
+                                                       (2, False, True), (2, False, False)])
 def test_replica_set_is_transparent_and_identical(mpi: MpiBuild, tmp_path: Path, np: int, posix: bool,
                                                   alongside: bool) -> None:
     """Every data-access family on a 3-replica set: same stdout as without the shim, every replica
@@ -149,9 +149,8 @@ def expected_replica(np: int, size: int, servers: int, variant: str = "corrected
     params_file.write_text(json.dumps(PARAMS))
     costs = []
     for _, spec in LAYOUTS:
-        cmd = pfslayout_cmd() + ["cost", "--layout", spec["layout"], "--p", str(np), "--n", str(servers),
-                                 "--m", "1", "--s", str(size), "--params", str(params_file), "--variant", variant,
-                                 "--json"]
+        cmd = [*pfslayout_cmd(), "cost", "--layout", spec["layout"], "--p", str(np), "--n", str(servers),
+               "--m", "1", "--s", str(size), "--params", str(params_file), "--variant", variant, "--json"]
         if spec["layout"] == "2-D":
             cmd += ["--g", str(spec["g"])]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
@@ -159,9 +158,9 @@ def expected_replica(np: int, size: int, servers: int, variant: str = "corrected
     return min(range(len(costs)), key=lambda i: (costs[i], i))
 
 
-@pytest.mark.parametrize("np,pattern,variant", [(1, "shared", "corrected"), (2, "shared", "corrected"),
-                                                (4, "shared", "corrected"), (4, "fpp", "corrected"),
-                                                (2, "shared", "printed")])
+@pytest.mark.parametrize(("np", "pattern", "variant"), [(1, "shared", "corrected"), (2, "shared", "corrected"),
+                                                       (4, "shared", "corrected"), (4, "fpp", "corrected"),
+                                                       (2, "shared", "printed")])
 def test_routing_follows_the_cost_model(mpi: MpiBuild, tmp_path: Path, np: int, pattern: str, variant: str) -> None:
     """Small requests go where the Python model says small requests are cheapest, large ones where
     large ones are; the shim's counters show every read and write on that replica. For file per process
@@ -306,8 +305,8 @@ def test_trace_matches_the_calls_and_reads_back(mpi: MpiBuild, tmp_path: Path, n
         reps = hyb_stats[rank]["files"][0]["replicas"]
         assert per_replica == [x["reads"] + x["writes"] for x in reps], "trace replica field = counters"
     # and through the product's own reader / CLI
-    proc = subprocess.run(pfslayout_cmd() + ["plan", "--format", "shim", "--trace", str(tmp_path / "trace-hyb"),
-                                             "--servers", "4", "--json"],
+    proc = subprocess.run([*pfslayout_cmd(), "plan", "--format", "shim", "--trace", str(tmp_path / "trace-hyb"),
+                           "--servers", "4", "--json"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
@@ -323,7 +322,7 @@ def test_trace_buffer_limit_counts_dropped_records(mpi: MpiBuild, tmp_path: Path
         fields = HEADER.unpack_from(data, 0)
         flags, count, dropped = fields[4], fields[9], fields[13]
         assert (count, dropped, flags & 1) == (5, 3, 1)  # 4 writes + 4 reads, room for 5
-        head, records, files = read_trace(tmp_path / "t" / f"run.rank-{rank:06d}.pfstrace")
+        _head, records, files = read_trace(tmp_path / "t" / f"run.rank-{rank:06d}.pfstrace")
         assert [r[5] for r in records] == [2, 2, 2, 2, 1] and list(files.values()) == [str(tmp_path / "d" / "f.dat")]
 
 
@@ -338,7 +337,7 @@ def test_environment_moves_trace_and_stats_and_names_them_after_the_job(mpi: Mpi
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == [f"job-7.rank-{r:06d}.pfstrace" for r in range(2)]
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [f"job-7.stats.rank-{r:06d}.json" for r in range(2)]
     assert [(s["rank"], s["size"]) for s in stats(tmp_path / "s")] == [(0, 2), (1, 2)]
-    head, records, files = read_trace(tmp_path / "t" / "job-7.rank-000001.pfstrace")
+    _head, records, files = read_trace(tmp_path / "t" / "job-7.rank-000001.pfstrace")
     assert len(records) == 8 and list(files.values()) == [str(tmp_path / "d" / "f.dat")]  # 4 writes, 4 reads
 
 

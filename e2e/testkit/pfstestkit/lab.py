@@ -35,7 +35,7 @@ def lab_env(prefix: str, net: str, tmp_prefix: str) -> Iterator[dict[str, str]]:
         # the test command builds these trees for the images; here they are only located (cached)
         trees = subprocess.run(["bash", "-c", f'eval "$({REPO}/images/build/host.sh env)" && env -0'], env=env,
                                capture_output=True, timeout=3600, check=True).stdout.decode().split("\0")
-        env.update(kv.split("=", 1) for kv in trees if kv.startswith(tuple(f"{v}=" for v in TREES)))
+        env.update(dict(kv.split("=", 1) for kv in trees if kv.startswith(tuple(f"{v}=" for v in TREES))))
     checked = subprocess.run([str(LAB), "check"], env=env, capture_output=True, text=True, timeout=120, check=False)
     if checked.returncode == 3:
         shutil.rmtree(parent, ignore_errors=True)

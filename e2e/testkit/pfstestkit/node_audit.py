@@ -219,7 +219,7 @@ def record(own: NodeAudit | None, pod_labels: Callable[[str, str], dict[str, str
             out.labels[(item["pod"][0], item["pod"][1])] = item["labels"]
     if (shared / "released.jsonl").exists():
         out.released_jobs = {tuple(json.loads(line)) for line in (shared / "released.jsonl").read_text().splitlines()
-                             if line}  # type: ignore[misc]
+                             if line}
     if own is not None:
         out.released_jobs |= own.released_jobs
     return out

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,20 +119,19 @@ class ServerGroup:
     conf: Path
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
-    def _user_kwargs(self) -> dict[str, int]:
-        return {"user": self.work.uid, "group": self.work.gid} if self.work.uid is not None else {}
-
     def init_storage(self, alias: str, script: str) -> subprocess.CompletedProcess[str]:
-        # The exact script the operator puts into the init container, with a literal alias.
+        # The exact script the operator puts into the init container, with a literal alias. As the
+        # workdir's user (None, None: ours).
         return subprocess.run(["sh", "-c", script],
-            env=self.ofs.env(PATH=f"{self.ofs.prefix}/sbin:{os.environ['PATH']}"),
-                              capture_output=True, text=True, timeout=60, check=False, **self._user_kwargs())
+                              env=self.ofs.env(PATH=f"{self.ofs.prefix}/sbin:{os.environ['PATH']}"),
+                              capture_output=True, text=True, timeout=60, check=False,
+                              user=self.work.uid, group=self.work.gid)
 
     def start(self, alias: str, argv: list[str], port: int) -> None:
         log = open(self.work.path / f"{alias}.out", "ab")  # noqa: SIM115 - closed in stop()
         argv = [self.ofs.bin(argv[0]), *argv[1:]]
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.ofs.env(),
-                                start_new_session=True, **self._user_kwargs())
+                                start_new_session=True, user=self.work.uid, group=self.work.gid)
         log.close()
         self.procs[alias] = proc
         deadline = time.monotonic() + 30
@@ -174,13 +174,13 @@ def servers(orangefs: OrangeFS, workdir: Workdir) -> Iterator[ServerGroup]:
 MOUNT = "/mnt/pfslayout-lb"
 
 
-def render(servers: ServerGroup, ports: list[int], *extra: str) -> dict:
+def render(servers: ServerGroup, ports: list[int], *extra: str) -> dict[str, Any]:
     """Render fs.conf and pvfs2tab through the CLI, exactly as a user would."""
     args = ["--name", "lb", "--namespace", "tests", "--servers", str(len(ports)),
             "--storage-root", str(servers.work.path / "storage"), "--mount-path", MOUNT, *extra]
     for p in ports:
         args += ["--address", f"127.0.0.1:{p}"]
-    doc = json.loads(run_cli("render", "fs-conf", *args, "--json"))
+    doc: dict[str, Any] = json.loads(run_cli("render", "fs-conf", *args, "--json"))
     servers.conf.write_text(doc["fsConf"])
     (servers.work.path / "pvfs2tab").write_text(doc["pvfs2tab"])
     # The plain-text command prints the same bytes as the JSON's fsConf.
@@ -188,7 +188,7 @@ def render(servers: ServerGroup, ports: list[int], *extra: str) -> dict:
     return doc
 
 
-def init_and_start(servers: ServerGroup, doc: dict, ports: list[int]) -> list[str]:
+def init_and_start(servers: ServerGroup, doc: dict[str, Any], ports: list[int]) -> list[str]:
     parsed = parse_fs_conf(doc["fsConf"])
     outputs = []
     for entry, _port in zip(doc["servers"], ports):

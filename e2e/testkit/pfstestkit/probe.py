@@ -8,7 +8,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pytest
@@ -21,7 +21,15 @@ SHIM = REPO / "shim"
 PROBE_SRC = SHIM / "probe"
 
 
-IMPLS = {
+class MpiImpl(TypedDict):
+    """How to build and launch under one MPI: its compiler wrapper, its launcher and the launcher's -np flag."""
+
+    mpicc: str
+    mpirun: list[str]
+    np: str
+
+
+IMPLS: dict[str, MpiImpl] = {
     "openmpi": {"mpicc": "mpicc.openmpi", "mpirun": ["mpirun.openmpi", "--oversubscribe"], "np": "-np"},
     "mpich": {"mpicc": "mpicc.mpich", "mpirun": ["mpirun.mpich"], "np": "-n"},
 }

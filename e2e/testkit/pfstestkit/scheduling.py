@@ -18,7 +18,7 @@ from xdist.scheduler import LoadGroupScheduling
 from pfstestkit.lanes import MINUTES, SERIAL
 
 
-class LaneScheduling(LoadGroupScheduling):
+class LaneScheduling(LoadGroupScheduling):  # type: ignore[misc]  # pytest-xdist is untyped: its classes are Any
     def _split_scope(self, nodeid: str) -> str:
         group = super()._split_scope(nodeid)
         return group if group != nodeid else nodeid.split("::", 1)[0]

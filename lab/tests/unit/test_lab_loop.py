@@ -4,6 +4,8 @@ operator's picks read back from LayoutPolicy status are scored on exactly the co
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pfslab import loop
@@ -52,9 +54,10 @@ def test_decisions_read_back_as_lab_layout_keys() -> None:
     assert loop.decision_key({"layout": "1-DH", "stripSize": 4096}) == "1-DH"
     with pytest.raises(ValueError, match="layout key"):
         loop.decision_key({"layout": "2-D"})  # a 2-D decision without its groups is not a layout we measured
-    statuses = [{"rules": [{"path": "/loop/c00", "layout": {"layout": "1-DV"}},
-                           {"path": "/loop/c01"}]},  # not decided yet
-                {"rules": [{"path": "/loop/c02", "layout": {"layout": "2-D", "groups": 2}}]}]
+    statuses: list[dict[str, Any]] = [
+        {"rules": [{"path": "/loop/c00", "layout": {"layout": "1-DV"}},
+                   {"path": "/loop/c01"}]},  # not decided yet
+        {"rules": [{"path": "/loop/c02", "layout": {"layout": "2-D", "groups": 2}}]}]
     assert loop.picks_from_status(statuses, 4) == ["1-DV", None, "2-D:2", None]
 
 

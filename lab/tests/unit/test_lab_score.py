@@ -291,7 +291,8 @@ def test_markdown_without_misses_says_so() -> None:
 
 
 def test_validation_grids_give_small_requests_enough_bytes_to_measure() -> None:
-    from pfslab.grids import by_requests, disjoint, requests_for, validation
+    from pfslab.grids import by_requests, disjoint, validation
+    from pfslayout.calibration.grid import requests_for
 
     # 16 KiB: 4 MiB / 16 KiB = 256 requests; 256 KiB and 4 MiB keep the 16 asked for, in one grid file
     made = validation(SERVERS, sizes=(4 << 20, 16 << 10, 256 << 10), procs=(6, 3), requests=16, min_bytes=4 << 20)

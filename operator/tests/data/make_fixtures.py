@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,8 @@ def ior_document(servers: int = 4, reps: int = 3, seed: int = 11) -> dict:
         base = model_time(cell, servers, KNOWN_PARAMS)
         directory = layout + (f"-g{g}" if g else "")
         name = f"/mnt/orangefs/ior/{directory}/testfile"
-        results, times = [], {"write": [], "read": []}
+        results: list[dict[str, Any]] = []
+        times: dict[str, list[float]] = {"write": [], "read": []}
         for _ in range(reps):
             for access in ("write", "read"):
                 t = base * float(np.exp(0.01 * rng.standard_normal()))  # the read/write phase

@@ -181,7 +181,7 @@ def _complete(sched: LaneScheduling, node: FakeNode, done: set[int]) -> None:
     while todo := [i for batch in node.sent for i in batch if i not in done]:
         for index in todo:
             done.add(index)
-            sched.mark_test_complete(node, index)  # type: ignore[arg-type]
+            sched.mark_test_complete(node, index)
 
 
 def _sent(node: FakeNode) -> set[int]:
@@ -189,11 +189,11 @@ def _sent(node: FakeNode) -> set[int]:
 
 
 def test_the_serial_lane_waits_for_every_worker_and_runs_alone() -> None:
-    sched = LaneScheduling(FakeConfig())  # type: ignore[arg-type]
+    sched = LaneScheduling(FakeConfig())
     gw0, gw1 = FakeNode("gw0"), FakeNode("gw1")
     for node in (gw0, gw1):
-        sched.add_node(node)  # type: ignore[arg-type]
-        sched.add_node_collection(node, COLLECTION)  # type: ignore[arg-type]
+        sched.add_node(node)
+        sched.add_node_collection(node, COLLECTION)
     sched.schedule()
     # The lanes went out first, the longest (lanes.MINUTES) first: r and a, one per worker; then files.
     assert {frozenset(gw0.sent[0]), frozenset(gw1.sent[0])} == {frozenset({5}), frozenset({3, 4})}

@@ -118,7 +118,9 @@ def test_strip_sizes_rule_accepts_exactly_powers_of_two() -> None:
     crd = load(ROOT / "crds" / "orangefsclusters.yaml")
     strip = schema_of(crd)["properties"]["spec"]["properties"]["distribution"]["properties"]["stripSize"]
     (cel,) = strip["x-kubernetes-validations"]
-    listed = [int(x) for x in re.search(r"\[(.*)\]", cel["rule"]).group(1).split(",")]
+    members = re.search(r"\[(.*)\]", cel["rule"])
+    assert members, cel["rule"]
+    listed = [int(x) for x in members.group(1).split(",")]
     lo, hi = strip["minimum"], strip["maximum"]
     assert listed == [1 << k for k in range(lo.bit_length() - 1, hi.bit_length())]
     assert lo & (lo - 1) == 0 and hi & (hi - 1) == 0

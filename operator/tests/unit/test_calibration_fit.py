@@ -10,6 +10,7 @@ import pytest
 
 from pfslayout.calibration import (
     Cell,
+    GridCell,
     Measurements,
     design_grid,
     fit,
@@ -38,7 +39,8 @@ def test_recovers_parameters_from_noisy_probe(truth: CostParams, platform: tuple
         got, want = getattr(result.params, name), getattr(truth, name)
         assert got == pytest.approx(want, rel=tolerance), name
         # and the reported standard error is honest: within 5 σ of the truth
-        assert abs(got - want) < 5 * result.stderr[name] + 1e-15, name
+        stderr = result.stderr[name]
+        assert stderr is not None and abs(got - want) < 5 * stderr + 1e-15, name
     assert result.r2 is not None and result.r2 > 0.99
     assert result.median_relative_error < 0.05
     assert result.design.rank == 5 and result.warnings == []
@@ -63,7 +65,7 @@ def test_printed_variant_fits_its_own_data() -> None:
     assert corrected.max_relative_error > printed.max_relative_error  # the wrong model fits worse
 
 
-def cells_from(grid_cells: Iterable[Cell], servers: int, truth: CostParams) -> list[Cell]:
+def cells_from(grid_cells: Iterable[GridCell], servers: int, truth: CostParams) -> list[Cell]:
     return [Cell(c.layout, c.g, c.op, c.pattern, c.p, c.m, c.request_size, c.requests_per_rank,
                  model_time(c, servers, truth), source=f"cells[{i}]") for i, c in enumerate(grid_cells)]
 

@@ -30,7 +30,7 @@ BASE = CostParams(e=2.0e-4, v=1.0 / (300 * MIB), alpha_seq=5.0e-5, alpha_rand=3.
 ])
 def test_a_layout_is_costed_as_realised(layout: str, g: int | None, n: int, sharing: str, size: int,
                                         want: tuple[str, int | None]) -> None:
-    assert realised_as(layout, g, n, sharing, size) == want  # type: ignore[arg-type]
+    assert realised_as(layout, g, n, sharing, size) == want
 
 
 def test_model_time_follows_the_realised_layout_and_the_operation() -> None:

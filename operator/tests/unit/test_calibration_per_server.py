@@ -28,7 +28,7 @@ SLOW = BASE.model_copy(update={"beta": 1 / (40 * MIB), "alpha_rand": 1.2e-3})  #
 FAST = BASE.model_copy(update={"beta": 1 / (900 * MIB), "alpha_seq": 2e-5, "alpha_rand": 5e-5})  # an SSD
 
 
-def probes(seed: int = 0) -> tuple:  # type: ignore[type-arg]
+def probes(seed: int = 0) -> tuple:
     glob = parse_probe(simulate_probe(design_grid(4, 2, 4), BASE, noise=0.02, seed=seed), "global.json")
     grid = server_grid(4)
     per = {1: parse_probe(simulate_probe(grid, SLOW, noise=0.02, seed=seed + 1), "s1.json"),

@@ -17,14 +17,14 @@ from pfslayout.kinds.costcalibration import objects as objs
 from pfslayout.kinds.costcalibration import status as st
 from pfslayout.kinds.costcalibration.plan import PlanRefused, make_plan
 from pfslayout.kinds.costcalibration.results import ProbeOutputError, extract, mpijob_state
-from pfslayout.kinds.costcalibration.spec import parse_spec
+from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec, parse_spec
 from pfslayout.kinds.orangefscluster.calibration import current_calibration
 
 OWNER = Owner(COST_CALIBRATION, "cal", "ns", "uid-1")
 URLS = [f"tcp://s{i}:3334" for i in range(4)]
 
 
-def spec(**grid: object) -> object:
+def spec(**grid: object) -> CostCalibrationSpec:
     return parse_spec({"clusterRef": {"name": "ofs"}, "grid": {"requestSizes": [4096, 1048576], **grid},
                        "batch": {"cellsPerJob": 10}})
 
@@ -104,7 +104,7 @@ def test_probe_mpijob_shape() -> None:
 
 def _probe_doc(servers: int = 4) -> dict[str, object]:
     grid = design_grid(servers, 2, 2, sizes=(4096, 1 << 20), max_configs=8)
-    return simulate_probe(grid, SEED_ETHERNET, noise=0.0)  # type: ignore[no-any-return]
+    return simulate_probe(grid, SEED_ETHERNET, noise=0.0)
 
 
 def test_extract_reads_marked_documents_and_refuses_missing_or_invalid_ones() -> None:

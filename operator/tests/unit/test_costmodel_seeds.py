@@ -3,6 +3,8 @@ NIO/SIO/HIO Eqs. (4)-(9)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -34,7 +36,7 @@ def test_001_2d_needs_p_below_n_without_g() -> None:
 
 # --- 002 ---------------------------------------------------------------------------------------------
 
-FIG2 = {"S": [1.0] * 4, "B": [1 / 8, 1 / 2, 1.0, 1.0], "NB": 0.5, "owner": [0, 1, 2, 3]}
+FIG2: dict[str, Any] = {"S": [1.0] * 4, "B": [1 / 8, 1 / 2, 1.0, 1.0], "NB": 0.5, "owner": [0, 1, 2, 3]}
 
 
 def test_002_fig2_cost_rows() -> None:
@@ -87,7 +89,8 @@ def test_004_fig3_24t_vs_18t() -> None:
     ex = shuffle.fig3_example(t=1.0)
     assert ex["fifo"] == 24.0
     assert ex["hio"] == 18.0
-    assert ex["hio_order"][-1] == "p4"
+    order = ex["hio_order"]
+    assert isinstance(order, list) and order[-1] == "p4"
     assert ex["p4_max_delay"] == 12.0
 
 

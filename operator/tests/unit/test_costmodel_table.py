@@ -104,7 +104,7 @@ def test_table_row_labels() -> None:
 
 def test_params_model_is_frozen() -> None:
     with pytest.raises(ValidationError):
-        CostParams(**SEED_ETHERNET.scalars()).e = 1.0  # type: ignore[misc]
+        CostParams.model_validate(SEED_ETHERNET.scalars()).e = 1.0  # type: ignore[misc]
 
 
 def test_random_accepts_0_1_and_rejects_other_values() -> None:

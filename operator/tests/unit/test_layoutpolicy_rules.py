@@ -18,7 +18,7 @@ PLATFORM = Platform(4, "/mnt/orangefs", tuple(f"tcp://s{i}:3334" for i in range(
 
 def example_rules() -> list[dict[str, object]]:
     docs = list(yaml.safe_load_all((REPO / "policies" / "layoutpolicy.yaml").read_text()))
-    return next(d for d in docs if d["kind"] == "LayoutPolicy")["spec"]["rules"]  # type: ignore[no-any-return]
+    return next(d for d in docs if d["kind"] == "LayoutPolicy")["spec"]["rules"]
 
 
 def test_the_example_rules_decide_and_explain() -> None:

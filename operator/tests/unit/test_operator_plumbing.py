@@ -61,7 +61,7 @@ def test_watch_timeouts_from_environment(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def value(name: str, **labels: str) -> float:
-    for family in metrics.RECONCILES.collect() + metrics.ERRORS.collect() + metrics.DURATION.collect():
+    for family in [*metrics.RECONCILES.collect(), *metrics.ERRORS.collect(), *metrics.DURATION.collect()]:
         for sample in family.samples:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
                 return float(sample.value)

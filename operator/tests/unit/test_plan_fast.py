@@ -242,9 +242,11 @@ def test_bad_input_same_errors() -> None:
     assert t.m is not None and t.p is not None
     same_plan(t, n=8, per="by-host")
     bad = copy.deepcopy(t)
+    assert bad.m is not None and bad.p is not None
     bad.m[3] = bad.p[3] + 1
     same_plan(bad, n=8)
     bad = copy.deepcopy(t)
+    assert bad.p is not None
     bad.p[0] = 0
     same_plan(bad, n=8)
     bad = copy.deepcopy(t)
@@ -265,6 +267,7 @@ def test_unusual_columns_fall_back_to_the_reference() -> None:
     flt.size = flt.size.astype(np.float64)
     same_plan(flt, n=8, per="both")
     wide = copy.deepcopy(t)
+    assert wide.p is not None and wide.m is not None
     wide.p = wide.p.astype(np.int64)
     wide.m = wide.m.astype(np.int64)
     same_plan(wide, n=8, per="both")
@@ -293,8 +296,10 @@ def test_layout_totals_many_is_layout_totals_bit_for_bit(variant: str) -> None:
         m = np.minimum(p, rng.integers(1, 5, k))
         sets.append(group_requests(p, m, rng.integers(0, 1 << 22, k).astype(np.float64), rng.random(k) < 0.4))
     sizes = [len(g) for g in sets]
-    both = Groups(*(np.concatenate([getattr(g, f) for g in sets]) for f in ("p", "m", "random", "count", "bytes")),
-                  key=None)
+    def joined(column: str) -> np.ndarray:
+        return np.concatenate([getattr(g, column) for g in sets])
+
+    both = Groups(joined("p"), joined("m"), joined("random"), joined("count"), joined("bytes"), key=None)
     rows = group_requests(both.p, both.m, both.count, both.random, with_key=True)
     for layout, g in (("1-DV", None), ("1-DH", None), ("2-D", 4), ("2-D", 3)):
         many = layout_totals_many(layout, rows, rows.index(), both.count, both.bytes, sizes, 12, g, SEED_INFINIBAND,

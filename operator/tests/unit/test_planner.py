@@ -18,7 +18,8 @@ from pfslayout.traces import OP_READ, OP_WRITE, Trace, load_trace
 
 
 def wl(**kw: Any) -> WorkloadDescription:
-    base = {"processes": 8, "procs_per_node": 1, "request_sizes": {256 * 1024: 1}, "random_fraction": 1.0}
+    base: dict[str, Any] = {"processes": 8, "procs_per_node": 1, "request_sizes": {256 * 1024: 1},
+                            "random_fraction": 1.0}
     return WorkloadDescription(**(base | kw))
 
 
@@ -236,7 +237,7 @@ def test_workload_file_forms(tmp_path: Path) -> None:
 
 
 def test_param_for_server_defaults() -> None:
-    prm = CostParams(**SEED_ETHERNET.scalars(), servers=[ServerParams(name="a")])
+    prm = CostParams.model_validate({**SEED_ETHERNET.scalars(), "servers": [ServerParams(name="a")]})
     assert not prm.heterogeneous
 
 
@@ -245,7 +246,7 @@ def test_heterogeneous_file_per_process_placement() -> None:
     prm = SEED_ETHERNET.model_copy(update={"servers": servers})
     d = plan_workload(wl(processes=64, procs_per_node=2, request_sizes={MIB: 1}, random_fraction=0.0), 4,
                       params=prm).decisions[0]
-    assert d.choice == "1-DV" and d.hints.num_dfiles == 1
+    assert d.choice == "1-DV" and d.hints.num_dfiles == 1 and d.hints.file_placement is not None
     counts = np.bincount(d.hints.file_placement, minlength=4).tolist()
     assert sum(counts) == 64 and counts[0] == counts[1] > counts[2] > counts[3]
     # speeds 1/(beta_j + v): 1/2 : 1/2 : 1/3 : 1/5 of 1/beta → shares 0.32, 0.32, 0.21, 0.13

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from pfslayout.errors import InputError
-from pfslayout.planner import WorkloadDescription, plan_workload
+from pfslayout.planner import SizeBin, WorkloadDescription, plan_workload
 from pfslayout.planner.policy import SHARING, WORKLOAD_FIELDS, plan_inputs, workload_from_rule
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -50,7 +50,7 @@ def test_a_rule_becomes_a_workload_description() -> None:
                                                                 {"size": 4096, "weight": 1}],
                                  readFraction=0.9, randomFraction=0.25, requestsPerProcess=100))
     assert w == WorkloadDescription(name="/ckpt", processes=64, procs_per_node=8, sharing="shared",
-                                    request_sizes=[{"size": 1048576, "weight": 3}, {"size": 4096, "weight": 1}],
+                                    request_sizes=[SizeBin(size=1048576, weight=3), SizeBin(size=4096, weight=1)],
                                     read_fraction=0.9, random_fraction=0.25, requests_per_process=100)
 
 

@@ -14,6 +14,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from pfslayout.shimconfig import (
+    HintValue,
     LazySync,
     Replica,
     Rule,
@@ -111,7 +112,7 @@ def test_strict_scalars_as_the_c_parser_reads_them() -> None:
 
 
 def test_hint_limit_counts_the_derived_striping_hints() -> None:
-    hints = {f"h{i}": "v" for i in range(15)}
+    hints: dict[str, HintValue] = {f"h{i}": "v" for i in range(15)}
     Replica(dir="/r", layout="1-DV", strip_size=4096, hints=hints)  # 15 + striping_unit = 16
     with pytest.raises(ValidationError, match="too many hints"):
         Replica(dir="/r", layout="1-DV", strip_size=4096, datafiles=2, hints=hints)

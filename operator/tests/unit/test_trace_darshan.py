@@ -48,7 +48,7 @@ def test_load_trace_derives_within_bounds() -> None:
     assert detect_format(DXT_LOG) == "darshan"
     t = load_trace(DXT_LOG)
     assert t.p is not None and t.p.min() >= 1 and t.p.max() <= 4
-    assert np.all(t.m <= t.p)  # type: ignore[operator]
+    assert np.all(t.m <= t.p)
     assert t.dominant_size.tolist() == [262144]  # type: ignore[union-attr]
 
 

@@ -74,9 +74,11 @@ def brute(t: Trace, group: str, busiest: bool = False) -> tuple[np.ndarray, np.n
             if hit:
                 ranks.add(int(t.rank[j]))
         p.append(len(ranks))
-        per_node = [sum(1 for r in ranks if t.node_of_rank[r] == k) for k in set(t.node_of_rank.tolist())]  # type: ignore[union-attr,index]
-        node = t.node_of_rank[t.rank[i]]  # type: ignore[index]
-        m.append(max(per_node) if busiest else sum(1 for r in ranks if t.node_of_rank[r] == node))  # type: ignore[index]
+        nodes = t.node_of_rank
+        assert nodes is not None, "derived traces know each rank's node"
+        per_node = [sum(1 for r in ranks if nodes[r] == k) for k in set(nodes.tolist())]
+        node = nodes[t.rank[i]]
+        m.append(max(per_node) if busiest else sum(1 for r in ranks if nodes[r] == node))
     return np.array(p), np.array(m)
 
 

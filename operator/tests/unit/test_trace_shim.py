@@ -483,7 +483,18 @@ def _table_at(path: Path) -> int:
     return int(struct.unpack_from("<Q", path.read_bytes(), 40)[0])
 
 
-ERROR_CASES: dict[str, Callable[[list[Path]], None]] = {
+Corruption = Callable[[list[Path]], object]  # spoils some of the three files; what it returns is ignored
+
+
+def _in_turn(*steps: Corruption) -> Corruption:
+    """Several corruptions, applied in the order given."""
+    def apply(ps: list[Path]) -> None:
+        for step in steps:
+            step(ps)
+    return apply
+
+
+ERROR_CASES: dict[str, Corruption] = {
     "header": lambda ps: ps[1].write_bytes(ps[1].read_bytes()[:30]),
     "magic": lambda ps: patch(ps[1], 0, "8s", b"NOTATRAC"),
     "magic with NULs": lambda ps: patch(ps[1], 0, "8s", b"PFS\0\0\0\0\0"),
@@ -500,18 +511,19 @@ ERROR_CASES: dict[str, Callable[[list[Path]], None]] = {
     "file_id": lambda ps: _patch_record(ps[1], 3, 32, "<I", 2),
     "file_id far past the table": lambda ps: _patch_record(ps[1], 3, 32, "<I", 2**32 - 1),
     "op": lambda ps: _patch_record(ps[1], 2, 36, "B", 0),
-    "op, then file_id in a later block": lambda ps: (_patch_record(ps[2], 5, 36, "B", 3),
-                                                      _patch_record(ps[2], 9000, 32, "<I", 9)),
-    "op in a block, file_id later in it": lambda ps: (_patch_record(ps[1], 1, 36, "B", 3),
-                                                       _patch_record(ps[1], 4, 32, "<I", 9)),
-    "ops in two blocks": lambda ps: (_patch_record(ps[2], 6000, 36, "B", 4), _patch_record(ps[2], 9000, 36, "B", 5)),
-    "op in one file, magic in a later one": lambda ps: (_patch_record(ps[0], 0, 36, "B", 9),
-                                                        patch(ps[2], 0, "8s", b"XXXXXXXX")),
-    "file_id in one file, table in a later one": lambda ps: (_patch_record(ps[0], 0, 32, "<I", 9),
-                                                             ps[2].write_bytes(ps[2].read_bytes()[:-1])),
+    "op, then file_id in a later block": _in_turn(lambda ps: _patch_record(ps[2], 5, 36, "B", 3),
+                                                  lambda ps: _patch_record(ps[2], 9000, 32, "<I", 9)),
+    "op in a block, file_id later in it": _in_turn(lambda ps: _patch_record(ps[1], 1, 36, "B", 3),
+                                                   lambda ps: _patch_record(ps[1], 4, 32, "<I", 9)),
+    "ops in two blocks": _in_turn(lambda ps: _patch_record(ps[2], 6000, 36, "B", 4),
+                                  lambda ps: _patch_record(ps[2], 9000, 36, "B", 5)),
+    "op in one file, magic in a later one": _in_turn(lambda ps: _patch_record(ps[0], 0, 36, "B", 9),
+                                                     lambda ps: patch(ps[2], 0, "8s", b"XXXXXXXX")),
+    "file_id in one file, table in a later one": _in_turn(lambda ps: _patch_record(ps[0], 0, 32, "<I", 9),
+                                                          lambda ps: ps[2].write_bytes(ps[2].read_bytes()[:-1])),
     "duplicate rank": lambda ps: patch(ps[2], 16, "<I", 0),
-    "duplicate rank and a bad table": lambda ps: (patch(ps[2], 16, "<I", 0),
-                                                  ps[1].write_bytes(ps[1].read_bytes()[:-1])),
+    "duplicate rank and a bad table": _in_turn(lambda ps: patch(ps[2], 16, "<I", 0),
+                                               lambda ps: ps[1].write_bytes(ps[1].read_bytes()[:-1])),
     "comm_size": lambda ps: patch(ps[1], 20, "<I", 99),
 }
 

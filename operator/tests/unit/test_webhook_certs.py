@@ -9,6 +9,7 @@ import datetime as dt
 import ssl
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -88,8 +89,8 @@ def test_an_expiring_ca_is_replaced_and_the_old_one_stays_trusted_until_it_expir
     assert set(new.secret_data()) == {"ca.crt", "ca.key", "tls.crt", "tls.key", "ca-previous.crt"}
 
 
-def mwc(bundle: str | None = None, selector: dict | None = None) -> dict:  # type: ignore[type-arg]
-    hook: dict = {"name": webhook.WEBHOOK, "clientConfig": {"service": {"name": "s"}}}  # type: ignore[type-arg]
+def mwc(bundle: str | None = None, selector: dict | None = None) -> dict:
+    hook: dict = {"name": webhook.WEBHOOK, "clientConfig": {"service": {"name": "s"}}}
     if bundle is not None:
         hook["clientConfig"]["caBundle"] = bundle
     if selector is not None:
@@ -113,7 +114,7 @@ def test_the_configuration_patch_sets_bundle_and_scope_and_is_guarded() -> None:
 def test_no_policy_means_a_scope_no_namespace_can_match() -> None:
     (expr,) = webhook.scope_selector(set())["matchExpressions"]
     assert expr["values"] == [webhook.NO_NAMESPACE] and "." in webhook.NO_NAMESPACE  # never a namespace name
-    pols = [{"metadata": {"namespace": "a"}, "spec": {}},
-            {"metadata": {"namespace": "b"}, "spec": {"shim": {"enabled": False}}},
-            {"metadata": {"namespace": "c", "deletionTimestamp": "t"}, "spec": {}}]
+    pols: list[dict[str, Any]] = [{"metadata": {"namespace": "a"}, "spec": {}},
+                                  {"metadata": {"namespace": "b"}, "spec": {"shim": {"enabled": False}}},
+                                  {"metadata": {"namespace": "c", "deletionTimestamp": "t"}, "spec": {}}]
     assert webhook.injecting_namespaces(pols) == {"a"}

@@ -40,9 +40,9 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def printed(layout: str, p: int, n: int, m: int, s: int, g: int | None) -> tuple[str, list[F]]:
+def printed(layout: str, p: int, n: int, m: int, size: int, g: int | None) -> tuple[str, list[F]]:
     """003 Table 2 exactly as printed. Returns (row label, [ce, cv, ca, cb]) as exact rationals."""
-    s = F(s)
+    s = F(size)
     if layout == "1-DV":
         q = ceil_div(p, n)
         if p <= n:
@@ -75,9 +75,9 @@ def side(server: F, client: F) -> str:
     return "server" if server > client else "client" if client > server else "tie"
 
 
-def corrected(layout: str, p: int, n: int, m: int, s: int, g: int | None) -> tuple[dict[str, str], list[F]]:
+def corrected(layout: str, p: int, n: int, m: int, size: int, g: int | None) -> tuple[dict[str, str], list[F]]:
     """The max form (larger of server-side and client-side serial counts) with docs/seeds.md §6 A1-A3 fixes."""
-    s = F(s)
+    s = F(size)
     if layout == "1-DV":
         q = ceil_div(p, n)
         se, ce_ = F(q), F(m)
@@ -238,8 +238,9 @@ def main() -> None:
         cases.append(case)
         return cid
 
-    for tag, pname, random, p, n, g, m, s, ms in WORKED_ROWS:
-        for layout, value in ms.items():
+    g: int | None  # the 2-D group size of a case, None for the other layouts
+    for tag, pname, random, p, n, g, m, s, by_layout in WORKED_ROWS:
+        for layout, value in by_layout.items():
             cid = add("printed", layout, p, n, m, g if layout == "2-D" else None, s, random, pname,
                       f"digest-2.9-{tag}-{layout}")
             hand.append({"id": cid, "checked_against": f"docs/seeds.md §2.9 row {tag}: {layout} = {value} ms "

@@ -22,6 +22,8 @@ from pfslayout.shimconfig import (
     MAX_HINTS,
     MAX_REPLICAS,
     CollectiveHints,
+    HintValue,
+    Layout,
     LazySync,
     Replica,
     Route,
@@ -107,10 +109,11 @@ def _random_config(rng: random.Random, k: int) -> ShimConfig:
 
 def accepted() -> list[tuple[str, ShimConfig]]:
     """Hand-picked edge cases first, then the seeded random set."""
+    layouts: list[Layout] = ["1-DV", "1-DH", "2-D", "auto"]
     full = [Replica(dir=f"/r/{i}", layout=layout, g=2 if layout == "2-D" else None, strip_size=65536 << i,
                     datafiles=(i % 4) + 1)
-            for i, layout in enumerate(["1-DV", "1-DH", "2-D", "auto"] * 2)]
-    many_hints = {f"hint_{i:02d}": i for i in range(MAX_HINTS)}
+            for i, layout in enumerate(layouts * 2)]
+    many_hints: dict[str, HintValue] = {f"hint_{i:02d}": i for i in range(MAX_HINTS)}
     out: list[tuple[str, ShimConfig]] = [
         ("minimal", ShimConfig()),
         ("example-of-docs", ShimConfig(

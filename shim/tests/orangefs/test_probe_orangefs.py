@@ -19,7 +19,7 @@ import pytest
 
 from pfslayout.orangefs.commands import server_args, storage_init_script
 from pfslayout.orangefs.fsconf import parse_fs_conf
-from pfstestkit.ofs_loopback import OrangeFS, ServerGroup, free_ports, orangefs, servers, workdir  # noqa: F401  (fixtures)
+from pfstestkit.ofs_loopback import OrangeFS, ServerGroup, free_ports
 from pfstestkit.probe import IMPLS, Probe, build_probe, check_doc, probe_lines
 
 pytestmark = pytest.mark.timeout(900)
@@ -143,7 +143,8 @@ def test_pvfs2_probe_fits_through_calibrate(pvfs2_probe: Probe, filesystem: dict
     result = json.loads(fit.stdout)
     for name in ("e", "v", "alpha_seq", "alpha_rand", "beta"):
         assert math.isfinite(result[name]) and result[name] >= 0, name
-    assert result["fit"]["cells"] == len(doc["cells"]) and result["fit"]["rank"] == len(result["fit"]["identified"]) >= 5
+    assert result["fit"]["cells"] == len(doc["cells"])
+    assert result["fit"]["rank"] == len(result["fit"]["identified"]) >= 5
     assert math.isfinite(result["fit"]["r2"])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from pfslayout.errors import InputError
 
@@ -20,7 +21,7 @@ def _positive(name: str, values: np.ndarray) -> None:
         raise InputError(name, "must be a non-empty list of positive numbers")
 
 
-def ilp_costs(S: np.ndarray, B: np.ndarray, BN: float, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ilp_costs(S: npt.ArrayLike, B: npt.ArrayLike, BN: float, A: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """C1[i, j] (chunk i placed on j: disk time plus serving every other processor over the network)
     and C2[i, j] (processor j reaching chunk i remotely), 002 §4.2."""
     S = np.asarray(S, dtype=float)
@@ -35,13 +36,13 @@ def ilp_costs(S: np.ndarray, B: np.ndarray, BN: float, A: np.ndarray) -> tuple[n
     return C1, C2
 
 
-def ilp_makespan(X: np.ndarray, C1: np.ndarray, C2: np.ndarray) -> float:
+def ilp_makespan(X: npt.ArrayLike, C1: np.ndarray, C2: np.ndarray) -> float:
     """The ILP objective Max_j Σ_i X_ij C1_ij + (1 − X_ij) C2_ij for an assignment matrix X."""
     X = np.asarray(X, dtype=float)
     return float(np.max((X * C1 + (1 - X) * C2).sum(axis=0)))
 
 
-def cost_matrix(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray) -> np.ndarray:
+def cost_matrix(S: npt.ArrayLike, B: npt.ArrayLike, NB: float, owner: npt.ArrayLike) -> np.ndarray:
     """T[c][d] = S_c/B_d + (d is not owner[c]'s local disk) S_c/NB (docs/seeds.md §6 C2). owner −1 = no local disk."""
     S = np.asarray(S, dtype=float)
     B = np.asarray(B, dtype=float)
@@ -61,7 +62,8 @@ class Placement:
     makespan: float
 
 
-def coarse_balance(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray, order: str = "index") -> Placement:
+def coarse_balance(S: npt.ArrayLike, B: npt.ArrayLike, NB: float, owner: npt.ArrayLike,
+                   order: str = "index") -> Placement:
     """Greedy min-cost assignment (002 §4.3.1, docs/seeds.md §3.6(b)); ties go to the lowest disk index."""
     own = cost_matrix(S, B, NB, owner)  # each chunk's own cost on each disk
     T = own.copy()  # own cost plus the work already queued on that disk
@@ -84,7 +86,7 @@ def coarse_balance(S: np.ndarray, B: np.ndarray, NB: float, owner: np.ndarray, o
     return Placement(assignment=assignment, loads=loads.tolist(), makespan=float(loads.max()))
 
 
-def local_placement(S: np.ndarray, B: np.ndarray, owner: np.ndarray) -> Placement:
+def local_placement(S: npt.ArrayLike, B: npt.ArrayLike, owner: npt.ArrayLike) -> Placement:
     """Every chunk on its owner's local disk (the unbalanced P2P baseline)."""
     S = np.asarray(S, dtype=float)
     B = np.asarray(B, dtype=float)
@@ -100,7 +102,8 @@ def fine_split(S_i: float, B_i: float, S_j: float, B_j: float, NB: float) -> flo
     return (B_i * S_j - B_j * S_i) / (B_i + B_j + B_i * B_j * inv_nb)
 
 
-def fine_balance(S: np.ndarray, B: np.ndarray, NB: float, eps: float = 1e-9, max_iter: int = 10_000) -> np.ndarray:
+def fine_balance(S: npt.ArrayLike, B: npt.ArrayLike, NB: float, eps: float = 1e-9,
+                 max_iter: int = 10_000) -> np.ndarray:
     """Repeatedly move Eq. (2)'s amount from the slowest to the fastest-finishing disk (docs/seeds.md §3.6(c)).
 
     The pairing and stopping rule are ours. Loads are bytes; returns the balanced loads.
@@ -121,7 +124,7 @@ def fine_balance(S: np.ndarray, B: np.ndarray, NB: float, eps: float = 1e-9, max
     return S
 
 
-def strip_sizes(bandwidth: np.ndarray, row_bytes: int, align: int = 4096) -> list[int]:
+def strip_sizes(bandwidth: npt.ArrayLike, row_bytes: int, align: int = 4096) -> list[int]:
     """Turn per-server speed into varstrip_dist strip sizes: one stripe row of ``row_bytes`` balanced by
     fine_balance (every byte is remote in a striped file, so NB is folded into ``bandwidth``), then
     rounded to ``align`` bytes with the remainder given to the fastest servers. Every strip ≥ align."""

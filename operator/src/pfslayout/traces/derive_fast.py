@@ -33,7 +33,8 @@ from pfslayout.traces.jit_group import (
     sequential_flags,
     sequential_in_index_order,
 )
-from pfslayout.traces.jit_order import WINDOW_SHIFT, start_order
+from pfslayout.traces.jit_order import WINDOW_SHIFT as WINDOW_SHIFT  # re-exported: tests shrink the windows here
+from pfslayout.traces.jit_order import start_order
 from pfslayout.traces.jit_sort import stable_argsort
 from pfslayout.traces.jit_sweep import distinct_overlaps, sweep_windows, unorder
 from pfslayout.traces.model import Trace
