@@ -12,6 +12,7 @@ Only the standard library is imported, so e2e/lint.sh can check its arguments be
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 import shlex
@@ -75,6 +76,20 @@ def run(cmd: Sequence[str], cwd: Path = REPO) -> Outcome:
     proc = subprocess.run(list(cmd), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           check=False)
     return Outcome(proc.returncode == 0, proc.stdout)
+
+
+def run_all(commands: Sequence[Sequence[str]]) -> Outcome:
+    """Independent commands side by side, one per core; their outputs in the order given."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = list(pool.map(run, commands))
+    return Outcome(all(r.ok for r in results), "".join(r.output for r in results))
+
+
+def shares(items: Sequence[str]) -> list[list[str]]:
+    """ITEMS in one contiguous share per core (none empty)."""
+    n = max(1, min(os.cpu_count() or 2, len(items)))
+    size = -(-len(items) // n)
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
 
 
 def repo_files() -> list[str]:
@@ -192,11 +207,16 @@ class OrangeFS:
     prefix: Path
 
     def cflags(self) -> list[str]:
-        config = self.prefix / "bin" / "pvfs2-config"
-        if os.access(config, os.X_OK):
-            return shlex.split(subprocess.run([str(config), "--cflags"], capture_output=True, text=True,
-                                              check=True).stdout)
-        return [f"-I{self.prefix / 'include'}"]
+        return pvfs2_cflags(self.prefix)
+
+
+@functools.cache
+def pvfs2_cflags(prefix: Path) -> list[str]:
+    config = prefix / "bin" / "pvfs2-config"
+    if os.access(config, os.X_OK):
+        return shlex.split(subprocess.run([str(config), "--cflags"], capture_output=True, text=True,
+                                          check=True).stdout)
+    return [f"-I{prefix / 'include'}"]
 
 
 def find_orangefs() -> tuple[OrangeFS | None, str]:
@@ -215,6 +235,7 @@ def find_orangefs() -> tuple[OrangeFS | None, str]:
                   "(`images/build/host.sh orangefs` builds it)")
 
 
+@functools.cache
 def jansson_cflags() -> list[str]:
     pkg_config = host_tool("pkg-config", "pkg-config")
     proc = subprocess.run([pkg_config, "--cflags", "jansson"], capture_output=True, text=True, check=False)
@@ -266,16 +287,15 @@ def check_c(sources: Sequence[str] | None = None) -> Outcome:
     sources = list(sources) if sources is not None else c_sources()
     orangefs, where = find_orangefs()
     commands, unknown, skipped = c_plan(sources, orangefs)
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        results = list(pool.map(run, commands))
-    output = "".join(r.output for r in results)
+    compiled = run_all(commands)
+    output = compiled.output
     notes = [f"{len(commands)} compiles of {len(sources) - len(unknown) - len(skipped)} files "
              f"(mpicc.mpich, clang for the fuzzer)" + (f", with OrangeFS's headers from {where}" if orangefs else "")]
     if skipped:
         notes.append(f"not checked: {' '.join(skipped)} — {where}; the test command's CMake build compiles them")
     for src in unknown:
         output += f"{src}:1: error: no compile flags for it in pfstestkit.lint.C_RULES (add its CMake target's)\n"
-    return Outcome(all(r.ok for r in results) and not unknown, output, notes)
+    return Outcome(compiled.ok and not unknown, output, notes)
 
 
 # --- mypy -----------------------------------------------------------------------------------------------
@@ -301,7 +321,7 @@ def check_commands(commands: Sequence[Sequence[str]]) -> Outcome:
 
 RUNNERS: dict[str, Callable[[], Outcome]] = {
     "ruff": lambda: check_commands([ruff_command()]),
-    "shellcheck": lambda: check_commands([shellcheck_command(shell_scripts())]),
+    "shellcheck": lambda: run_all([shellcheck_command(share) for share in shares(shell_scripts())]),
     "hadolint": lambda: check_commands([hadolint_command(dockerfiles())]),
     "c": check_c,
     "mypy": lambda: check_commands([mypy_command(), mypy_command(MYPY_LOOSE_PATHS)]),
