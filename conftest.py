@@ -34,4 +34,4 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     file elsewhere, the longest first, and the serial lane alone after all the others."""
     from pfstestkit.scheduling import LaneScheduling
 
-    return LaneScheduling(config, log)  # type: ignore[arg-type]
+    return LaneScheduling(config, log)

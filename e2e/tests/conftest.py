@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pfstestkit import node_audit
+from pfstestkit import CLUSTER_SH, node_audit
 from pfstestkit.cluster import (
-    CLUSTER_SH,
     UP_TIMEOUT_S,
     Cluster,
     cluster_env,

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from pfstestkit.crd_release import CRDS, REPO, crd_namespace, install_crds
+from pfstestkit import REPO
+from pfstestkit.crd_release import CRDS, crd_namespace, install_crds
 
 ACCEPTED = REPO / "e2e" / "tests" / "invalid" / "accepted"
 
@@ -145,7 +146,7 @@ def test_status_rewrite_removes_what_a_nested_object_no_longer_has(cluster, ns: 
             "params": {"e": 3e-5, "v": 1e-9, "alpha_seq": 1e-4, "alpha_rand": 2e-4, "beta": 1e-9},
             "fit": {"rank": 5, "identified": {"e": True, "v": True}, "warnings": []}}
 
-    def write(patch: dict) -> dict:  # type: ignore[type-arg]
+    def write(patch: dict) -> dict:
         cluster.kubectl("patch", "cc", name, "-n", ns, "--subresource=status", "--type=merge",
                         "-p", json.dumps({"status": patch}))
         return dict(cluster.kubectl_json("get", "cc", name, "-n", ns)["status"])

@@ -20,7 +20,8 @@ import yaml
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from pfstestkit.crd_release import REPO, crd_namespace
+from pfstestkit import REPO
+from pfstestkit.crd_release import crd_namespace
 from pfstestkit.local_operator import Operator
 
 EXAMPLES = {"OrangeFSCluster": "orangefs-small.yaml", "CostCalibration": "costcalibration.yaml",

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pfstestkit.crd_release import REPO, crd_namespace, install_crds
+from pfstestkit import REPO
+from pfstestkit.crd_release import crd_namespace, install_crds
 
 INVALID = sorted((REPO / "e2e" / "tests" / "invalid").glob("*.yaml"))
 ACCEPTED = sorted((REPO / "e2e" / "tests" / "invalid" / "accepted").glob("*.yaml"))

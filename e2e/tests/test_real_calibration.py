@@ -19,8 +19,8 @@ import yaml
 
 from pfslayout.kinds.costcalibration.plan import make_plan
 from pfslayout.kinds.costcalibration.spec import parse_spec
+from pfstestkit import REPO
 from pfstestkit.cluster import Cluster
-from pfstestkit.crd_release import REPO
 from pfstestkit.ofs_pods import operator_log, wait_ofs_ready
 from pfstestkit.real import assert_real_pods, place
 

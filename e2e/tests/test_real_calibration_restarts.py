@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pfstestkit.crd_release import REPO
+from pfstestkit import REPO
 from pfstestkit.local_operator import local_operator
 from pfstestkit.real import place
 

@@ -38,9 +38,9 @@ from typing import Any
 import pytest
 
 from pfstestkit.crd_release import empty_namespace
-from pfstestkit.kinds import MOUNT
+from pfstestkit.kinds import MOUNT, OFS
 from pfstestkit.mpijobs import finished, launcher_log, mpijob
-from pfstestkit.ofs_pods import OFS, deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
+from pfstestkit.ofs_pods import deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
 from pfstestkit.real import assert_real_pods, place
 
 pytestmark = pytest.mark.timeout(1500)

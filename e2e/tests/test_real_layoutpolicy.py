@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from pfstestkit.crd_release import REPO
+from pfstestkit import REPO
 from pfstestkit.kinds import MOUNT
 from pfstestkit.ofs_pods import datafiles, sh, toolbox, wait_ofs_ready
 from pfstestkit.policies import RECHECK_S, cond, lp_status, read_hint, reasons

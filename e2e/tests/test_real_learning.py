@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from pfstestkit.crd_release import REPO
+from pfstestkit import REPO
 from pfstestkit.kinds import MOUNT
 from pfstestkit.ofs_pods import sh, toolbox, wait_ofs_ready
 from pfstestkit.policies import cond, lp_status, read_hint, reasons

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pfstestkit.crd_release import RELEASE, RELEASE_NS, REPO
+from pfstestkit import REPO
+from pfstestkit.crd_release import RELEASE, RELEASE_NS
 from pfstestkit.kinds import MOUNT, OFS
 from pfstestkit.ofs_pods import (
     datafiles,

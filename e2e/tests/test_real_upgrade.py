@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pfstestkit.crd_release import RELEASE, RELEASE_NS, REPO, empty_namespace, install_crds
+from pfstestkit import REPO
+from pfstestkit.crd_release import RELEASE, RELEASE_NS, empty_namespace, install_crds
 from pfstestkit.faults import edit_narrow, lp_state, narrow_strip, ofs, ofs_state, policy
 from pfstestkit.lanes import current
 from pfstestkit.local_operator import environment, local_operator

@@ -185,6 +185,7 @@ def test_the_operator_issues_renews_and_replaces_its_certificate(cluster: Cluste
         lambda: (d := secret_data(cluster) if cluster.kubectl("get", "secret", SECRET, "-n", RELEASE_NS,
                                                                check=False).returncode == 0 else None)
         and d["ca.crt"] != data["ca.crt"] and d["ca.crt"], "a new CA", timeout=30, interval=1)
+    assert isinstance(new_ca, bytes)
     cluster.wait_until(lambda: webhook_config(cluster)["clientConfig"]["caBundle"] ==
                        base64.b64encode(new_ca).decode(), "the new bundle patched in", timeout=30, interval=1)
     cluster.wait_until(answered_by_our_webhook, "a denial from the webhook under the new CA", timeout=60, interval=1)
@@ -375,11 +376,11 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster: Cluster, webhook_oper
 
     # Open MPI: the same policy selects a job of the image's Open MPI flavour; it gets the shim built for
     # Open MPI's ABI, and the variables reach every rank through orted's launch agent, beside the user's -x.
-    out = Path(f"/tmp/pfse2e-{namespace}")  # the real node is this machine
-    out.mkdir()
-    out.chmod(0o777)
+    host_out = Path(f"/tmp/pfse2e-{namespace}")  # the real node is this machine
+    host_out.mkdir()
+    host_out.chmod(0o777)
     try:
-        ompi = place(openmpi_job("ompi-wh", SELECTED, str(out)), cluster.mode)
+        ompi = place(openmpi_job("ompi-wh", SELECTED, str(host_out)), cluster.mode)
         cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(ompi))
         got = get_job(cluster, namespace, "ompi-wh")
         assert got["metadata"]["annotations"]["pfslayout.io/injected"] == "wh"
@@ -391,14 +392,14 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster: Cluster, webhook_oper
         state = finished(cluster, namespace, "ompi-wh")
         log = launcher_log(cluster, namespace, "ompi-wh")
         assert state == "Succeeded" and "Summary of all tests" in log, log[-4000:]
-        names = sorted(p.name for p in out.iterdir())
+        names = sorted(p.name for p in host_out.iterdir())
         assert [n for n in names if n.endswith(".pfstrace")] == [f"ompi-wh.rank-{r:06d}.pfstrace" for r in range(4)], \
             names
-        ranks = [json.loads((out / f"ompi-wh.stats.rank-{r:06d}.json").read_text()) for r in range(4)]
+        ranks = [json.loads((host_out / f"ompi-wh.stats.rank-{r:06d}.json").read_text()) for r in range(4)]
         assert [(s["rank"], s["size"]) for s in ranks] == [(r, 4) for r in range(4)]
-        assert all((out / f"ompi-wh.rank-{r:06d}.pfstrace").stat().st_size > 64 for r in range(4))
+        assert all((host_out / f"ompi-wh.rank-{r:06d}.pfstrace").stat().st_size > 64 for r in range(4))
     finally:
-        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(host_out, ignore_errors=True)
 
     # The unselected job ran as written.
     assert finished(cluster, namespace, "plain") == "Succeeded"

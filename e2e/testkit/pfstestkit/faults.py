@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pfstestkit.cluster import Cluster
 from pfstestkit.crd_release import install_release
 from pfstestkit.kinds import LP, OFS
 from pfstestkit.local_operator import environment
@@ -66,7 +67,7 @@ def lp_state(cluster: Any, ns: str) -> dict[str, Any] | None:
 
 
 @pytest.fixture(scope="module")
-def identity(cluster) -> Iterator[Path]:  # noqa: ANN001
+def identity(cluster: Cluster) -> Iterator[Path]:
     """The chart installed; a kubeconfig with its ServiceAccount's token; a short drift-check period."""
     if cluster.mode != "local":
         pytest.skip("kills the operator process: the local control plane runs it on the host")

@@ -61,8 +61,8 @@ class Operator:
     def log_tail(self, n: int = 60) -> str:
         if self.log is None:
             lane = current()
-            return self.cluster.kubectl("logs", "-n", lane.release_ns, f"deployment/{lane.release}", f"--tail={n}",
-                                        check=False).stdout
+            return str(self.cluster.kubectl("logs", "-n", lane.release_ns, f"deployment/{lane.release}",
+                                            f"--tail={n}", check=False).stdout)
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
 
     def alive(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pfstestkit.cluster import Cluster
 from pfstestkit.real import assert_real_pods
 
 SSHD = "exec /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"
@@ -34,23 +35,24 @@ def mpijob(name: str, command: str, labels: dict[str, str], suspend: bool) -> di
                          "Worker": {"replicas": 2, "restartPolicy": "Never", "template": pod("worker", SSHD)}}}}
 
 
-def get_job(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
-    return cluster.kubectl_json("get", "mpijobs.kubeflow.org", name, "-n", ns)
+def get_job(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
+    job: dict[str, Any] = cluster.kubectl_json("get", "mpijobs.kubeflow.org", name, "-n", ns)
+    return job
 
 
-def finished(cluster, ns: str, name: str, timeout: float = 420) -> str:  # noqa: ANN001
+def finished(cluster: Cluster, ns: str, name: str, timeout: float = 420) -> str:
     def state() -> str | None:
         for c in (get_job(cluster, ns, name).get("status") or {}).get("conditions") or []:
             if c["type"] in ("Succeeded", "Failed") and c["status"] == "True":
                 return str(c["type"])
         return None
-    got = cluster.wait_until(state, f"MPIJob {name} finished", timeout=timeout, interval=3)
+    got: str = cluster.wait_until(state, f"MPIJob {name} finished", timeout=timeout, interval=3)
     pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}")["items"]
     assert_real_pods(cluster, pods)
     return got
 
 
-def launcher_log(cluster, ns: str, name: str) -> str:  # noqa: ANN001
+def launcher_log(cluster: Cluster, ns: str, name: str) -> str:
     pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name},"
                                 "training.kubeflow.org/job-role=launcher")["items"]
     return cluster.kubectl("logs", "-n", ns, pods[0]["metadata"]["name"], check=False).stdout if pods else ""

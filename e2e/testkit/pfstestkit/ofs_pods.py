@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pfstestkit.cluster import Cluster
 from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS
 from pfstestkit.kinds import OFS
 from pfstestkit.lanes import current
@@ -17,8 +18,9 @@ from pfstestkit.real import assert_real_pods, chart_values, image_build
 READY_TIMEOUT = 240
 
 
-def deployment_pods(cluster, ns: str, selector: str) -> list[dict[str, Any]]:  # noqa: ANN001
-    return cluster.kubectl_json("get", "pods", "-n", ns, "-l", selector)["items"]
+def deployment_pods(cluster: Cluster, ns: str, selector: str) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = cluster.kubectl_json("get", "pods", "-n", ns, "-l", selector)["items"]
+    return pods
 
 
 def pod_ready(pod: dict[str, Any]) -> bool:
@@ -27,7 +29,7 @@ def pod_ready(pod: dict[str, Any]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def incluster_operator(cluster) -> Iterator[dict[str, Any]]:  # noqa: ANN001
+def incluster_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
     """The chart installed with the operator image, its pod on a real node. Uninstalled afterwards, so the
     modules that run the operator as a local process never meet a second operator."""
     cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
@@ -57,37 +59,38 @@ def incluster_operator(cluster) -> Iterator[dict[str, Any]]:  # noqa: ANN001
             cluster.helm("uninstall", RELEASE, "-n", RELEASE_NS, "--wait", "--timeout", "120s", check=False)
 
 
-def operator_log(cluster) -> str:  # noqa: ANN001
-    return cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", "--tail=200", check=False).stdout
+def operator_log(cluster: Cluster) -> str:
+    return str(cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", "--tail=200", check=False).stdout)
 
 
-def wait_ofs_ready(cluster, ns: str, name: str, servers: int) -> dict[str, Any]:  # noqa: ANN001
+def wait_ofs_ready(cluster: Cluster, ns: str, name: str, servers: int) -> dict[str, Any]:
     def probe() -> dict[str, Any] | None:
-        obj = cluster.kubectl_json("get", OFS, name, "-n", ns)
+        obj: dict[str, Any] = cluster.kubectl_json("get", OFS, name, "-n", ns)
         st = obj.get("status") or {}
-        ready = next((c for c in st.get("conditions") or [] if c["type"] == "Ready"), {})
+        ready: dict[str, Any] = next((c for c in st.get("conditions") or [] if c["type"] == "Ready"), {})
         return obj if ready.get("status") == "True" and st.get("readyServers") == servers else None
     try:
-        return cluster.wait_until(probe, f"{ns}/{name} Ready with {servers} real servers", timeout=READY_TIMEOUT,
-                                  interval=1)
+        ready_obj: dict[str, Any] = cluster.wait_until(probe, f"{ns}/{name} Ready with {servers} real servers",
+                                                       timeout=READY_TIMEOUT, interval=1)
+        return ready_obj
     except AssertionError as err:
         pods = cluster.kubectl("get", "pods", "-n", ns, "-o", "wide", check=False).stdout
         raise AssertionError(f"{err}\npods:\n{pods}\noperator log:\n{operator_log(cluster)}") from None
 
 
-def toolbox(cluster, ns: str, name: str) -> str:  # noqa: ANN001
+def toolbox(cluster: Cluster, ns: str, name: str) -> str:
     pods = [p for p in deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name},"
                                        "app.kubernetes.io/component=client") if pod_ready(p)]
     assert pods, f"no Ready toolbox pod for {ns}/{name}"
     return str(pods[0]["metadata"]["name"])
 
 
-def sh(cluster, ns: str, pod: str, script: str, stdin: str | None = None, timeout: float = 120) -> str:  # noqa: ANN001
+def sh(cluster: Cluster, ns: str, pod: str, script: str, stdin: str | None = None, timeout: float = 120) -> str:
     """Runs `script` in the pod's first container; kwok could not (exec is off for its nodes)."""
     args = ["exec", "-n", ns, pod]
     if stdin is not None:
         args.append("-i")
-    return cluster.kubectl(*args, "--", "sh", "-c", script, input=stdin, timeout=timeout).stdout
+    return str(cluster.kubectl(*args, "--", "sh", "-c", script, input=stdin, timeout=timeout).stdout)
 
 
 def datafiles(viewdist: str) -> int:

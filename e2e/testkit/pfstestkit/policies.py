@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pfstestkit.cluster import Cluster
 from pfstestkit.crd_release import install_release
 from pfstestkit.kinds import LP
 from pfstestkit.local_operator import Operator, environment, local_operator
@@ -18,7 +19,7 @@ RECHECK_S = 20
 
 
 @pytest.fixture(scope="module")
-def lp_operator(cluster, tmp_path_factory) -> Iterator[Operator]:  # noqa: ANN001
+def lp_operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     """The operator as a local process with the chart's identity and a short drift-check period."""
     if cluster.mode != "local":
         pytest.skip("the drift period is set on the local operator process")
@@ -28,7 +29,7 @@ def lp_operator(cluster, tmp_path_factory) -> Iterator[Operator]:  # noqa: ANN00
         yield op
 
 
-def lp_status(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
+def lp_status(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
     return cluster.kubectl_json("get", LP, name, "-n", ns).get("status") or {}
 
 
@@ -36,12 +37,12 @@ def cond(status: dict[str, Any], type_: str) -> dict[str, Any]:
     return next((c for c in status.get("conditions") or [] if c["type"] == type_), {})
 
 
-def reasons(cluster, ns: str, name: str) -> list[str]:  # noqa: ANN001
+def reasons(cluster: Cluster, ns: str, name: str) -> list[str]:
     items = cluster.kubectl_json("get", "events", "-n", ns, "--field-selector",
                                  f"involvedObject.kind=LayoutPolicy,involvedObject.name={name}")["items"]
     return [e["reason"] for e in items]
 
 
-def read_hint(cluster, ns: str, pod: str, path: str, key: str) -> str:  # noqa: ANN001
+def read_hint(cluster: Cluster, ns: str, pod: str, path: str, key: str) -> str:
     out = sh(cluster, ns, pod, f"pvfs2-xattr -t -k {key} {path}")
     return out.split('Value : "', 1)[1].rsplit('"', 1)[0] if 'Value : "' in out else ""
