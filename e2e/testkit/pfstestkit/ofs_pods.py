@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pfstestkit.cluster import Cluster
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS
+from pfstestkit.crd_release import CHART
 from pfstestkit.kinds import OFS
 from pfstestkit.lanes import current
 from pfstestkit.real import assert_real_pods, chart_values, image_build
@@ -30,15 +30,16 @@ def pod_ready(pod: dict[str, Any]) -> bool:
 
 @pytest.fixture(scope="module")
 def incluster_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
-    """The chart installed with the operator image, its pod on a real node. Uninstalled afterwards, so the
-    modules that run the operator as a local process never meet a second operator."""
-    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+    """The lane's chart release installed with the operator image, its pod on a real node. Uninstalled
+    afterwards, so the modules that run the operator as a local process never meet a second operator."""
+    lane = current()
+    cluster.helm("upgrade", "--install", lane.release, str(CHART), "-n", lane.release_ns, "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *current().chart_values,
+                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *lane.chart_values,
                  "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",
                  "--wait", "--timeout", "300s", timeout=360)
-    selector = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
-    pods = cluster.wait_until(lambda: [p for p in deployment_pods(cluster, RELEASE_NS, selector) if pod_ready(p)],
+    selector = f"app.kubernetes.io/instance={lane.release},app.kubernetes.io/component=operator"
+    pods = cluster.wait_until(lambda: [p for p in deployment_pods(cluster, lane.release_ns, selector) if pod_ready(p)],
                               "the operator pod Ready", timeout=180, interval=1)
     assert_real_pods(cluster, pods)
     try:
@@ -49,18 +50,21 @@ def incluster_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
         def leftovers() -> list[str]:
             items = cluster.kubectl_json("get", OFS, "-A")["items"]
             return [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in items
-                    if o["metadata"]["namespace"].startswith(current().prefix)]
+                    if o["metadata"]["namespace"].startswith(lane.prefix)]
         try:
             cluster.wait_until(lambda: not leftovers(), "the tests' OrangeFSClusters to be deleted",
                                timeout=180, interval=2)
         except AssertionError as err:
             raise AssertionError(f"{err}\noperator log:\n{operator_log(cluster)}") from None
         finally:
-            cluster.helm("uninstall", RELEASE, "-n", RELEASE_NS, "--wait", "--timeout", "120s", check=False)
+            cluster.helm("uninstall", lane.release, "-n", lane.release_ns, "--wait", "--timeout", "120s", check=False)
 
 
 def operator_log(cluster: Cluster) -> str:
-    return str(cluster.kubectl("logs", "-n", RELEASE_NS, f"deployment/{RELEASE}", "--tail=200", check=False).stdout)
+    """The tail of the in-cluster operator's log (the current lane's release)."""
+    lane = current()
+    return str(cluster.kubectl("logs", "-n", lane.release_ns, f"deployment/{lane.release}", "--tail=200",
+                               check=False).stdout)
 
 
 def wait_ofs_ready(cluster: Cluster, ns: str, name: str, servers: int) -> dict[str, Any]:
