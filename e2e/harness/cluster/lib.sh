@@ -3,7 +3,7 @@
 # shellcheck shell=bash disable=SC2034  # the variables are for the scripts that source this file
 
 CLUSTER_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd "$CLUSTER_LIB_DIR/../.." && pwd)
+REPO_ROOT=$(cd "$CLUSTER_LIB_DIR/../../.." && pwd)
 # shellcheck source=versions.env
 . "$CLUSTER_LIB_DIR/versions.env"
 
