@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from pfstestkit.lanes import SERIAL
+from pfstestkit.scheduling import join_group
 from pfstestkit.tiers import MARKERS, PlanError, tier_of, tiers_of_expression
 
 
@@ -18,6 +20,13 @@ def pytest_configure(config: pytest.Config) -> None:
             tiers_of_expression(expr)
         except PlanError as err:
             raise pytest.UsageError(str(err)) from None
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A test marked `serial` (it measures time or load, or changes what every test shares) runs in the
+    serial group: alone, after every other test of a run side by side (pfstestkit.scheduling)."""
+    if item.get_closest_marker("serial"):
+        join_group(item, SERIAL)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the tier must be on the item by then

@@ -35,6 +35,7 @@ from pfstestkit.local_operator import Operator, in_cluster_operator, local_opera
 from pfstestkit.node_audit import task_dir
 from pfstestkit.ofs_pods import incluster_operator  # noqa: F401  (a fixture: the chart's operator on the real node)
 from pfstestkit.policies import lp_operator  # noqa: F401  (a fixture: the operator serving LayoutPolicies)
+from pfstestkit.scheduling import join_group
 
 
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselection: build only when e2e tests will run
@@ -49,16 +50,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Builds the cluster binaries before any test starts: a cold build (~14 min on 2 cores) inside the
     session fixture would count against the first test's timeout. A no-op when they are cached (the
     test command has already built them); a failed build surfaces in the fixture."""
-    here = Path(__file__).parent
-    for item in items:
-        if item.path.parent == here:
-            # A test that restarts, stops or audits what everything shares is serial whatever its module.
-            shared_part = any(item.get_closest_marker(m) for m in ("restarts_control_plane", "stops_cluster",
-                                                                     "node_audit"))
-            lane = SERIAL if shared_part else lane_of(item.path)
-            item.add_marker(pytest.mark.xdist_group(lane))
-            if lane == SERIAL:
-                item.add_marker(pytest.mark.serial)
     items.sort(key=lambda item: (item.get_closest_marker("serial") is not None,
                                  item.get_closest_marker("stops_cluster") is not None,
                                  item.get_closest_marker("node_audit") is not None,
@@ -68,6 +59,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not any("cluster" in getattr(item, "fixturenames", ()) for item in items):
         return
     subprocess.run([str(CLUSTER_SH), "build"], stdout=subprocess.DEVNULL, timeout=UP_TIMEOUT_S, check=False)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Each e2e test joins its lane's xdist group as it is collected — before pytest-xdist turns groups into
+    work units in its own collection hook. A test that restarts, stops or audits what everything shares is
+    in the serial lane whatever its module."""
+    if item.path.parent != Path(__file__).parent:
+        return
+    shared_part = any(item.get_closest_marker(m) for m in ("restarts_control_plane", "stops_cluster", "node_audit"))
+    lane = SERIAL if shared_part else lane_of(item.path)
+    join_group(item, lane)
+    if lane == SERIAL:
+        item.add_marker(pytest.mark.serial)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -116,7 +116,7 @@ def test_a_served_namespace_not_enrolled_says_how_and_recovers_once_enrolled(clu
             return ready if ready.get("reason") == "NamespaceNotEnrolled" else None
         ready = cluster.wait_until(refused, f"{ns}/{name} NamespaceNotEnrolled", timeout=60)
         assert ready["status"] == "False"
-        assert (f"`kubectl -n {ns} create rolebinding {current().release} --clusterrole={current().namespace_role} "
+        assert (f"`kubectl -n {ns} create rolebinding pfs-layout-operator --clusterrole={current().namespace_role} "
                 f"--serviceaccount={current().service_account}`") in ready["message"]
         assert "forbidden" in ready["message"]  # the API server's own words follow the command
         assert cluster.kubectl("get", "configmaps,statefulsets", "-n", ns, "-l", f"pfslayout.io/cluster={name}",

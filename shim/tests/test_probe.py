@@ -128,6 +128,7 @@ sys.exit(done.returncode)
 """
 
 
+@pytest.mark.serial  # compares CPU time with wall time: needs the machine to itself
 def test_ranks_outside_a_cell_wait_without_spinning(probe: Probe) -> None:
     """p = 1 cells in a 3-rank launch: the two ranks outside the cell wait in the probe's agreement step
     for the whole cell. A blocking collective busy-polls there (MPICH and Open MPI both do), which costs
