@@ -66,9 +66,10 @@ fi
 
 paths=()
 [ "$HAS_PATHS" = 1 ] || paths=(operator/tests shim/tests lab/tests e2e/tests)
-# Workers: the end-to-end lanes mostly wait on pods, so with them one worker more than the cores keeps both
-# busy; tiers that compute get one per core.
-if needs cluster; then workers=${PFSLAYOUT_TEST_WORKERS:-3}; else workers=${PFSLAYOUT_TEST_WORKERS:-$(nproc)}; fi
+# Workers: tiers that compute get one per core. With the e2e tier the default stays one process for now:
+# the lanes' first full run side by side (4 workers) stalled with only the serial lane left (2026-11-27,
+# not yet understood), so `PFSLAYOUT_TEST_WORKERS=3` runs them side by side only when asked.
+if needs cluster; then workers=${PFSLAYOUT_TEST_WORKERS:-1}; else workers=${PFSLAYOUT_TEST_WORKERS:-$(nproc)}; fi
 xdist=()
 [ "$workers" -le 1 ] || xdist=(-n "$workers" --dist loadgroup)
 
