@@ -128,7 +128,6 @@ sys.exit(done.returncode)
 """
 
 
-@pytest.mark.serial  # compares CPU time with wall time: needs the machine to itself
 def test_ranks_outside_a_cell_wait_without_spinning(probe: Probe) -> None:
     """p = 1 cells in a 3-rank launch: the two ranks outside the cell wait in the probe's agreement step
     for the whole cell. A blocking collective busy-polls there (MPICH and Open MPI both do), which costs
@@ -151,10 +150,11 @@ def test_ranks_outside_a_cell_wait_without_spinning(probe: Probe) -> None:
         cpu = {r: float((work / f"cpu-{r}").read_text()) for r in range(3)}
         assert in_cells > 0.5, f"the cells ran only {in_cells:.2f} s: too short to tell"
         # rank 0 runs the p = 1 cells (packed placement); ranks 1 and 2 only wait. Spinning, each would use
-        # about as much CPU as the cells last; napping, a few percent of it plus MPI's start-up.
-        assert cpu[0] > 0.5 * in_cells, (cpu, in_cells)
+        # about as much CPU as the working rank (on a busy machine all three get the same share of the
+        # cores); napping, a few percent of it plus MPI's start-up. Compared with rank 0's CPU, not with the
+        # wall time, so the check holds while other tests share the cores.
         for r in (1, 2):
-            assert cpu[r] < 0.25 * in_cells, (r, cpu, in_cells)
+            assert cpu[r] < 0.25 * cpu[0], (r, cpu, in_cells)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

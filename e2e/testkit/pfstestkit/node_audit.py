@@ -11,10 +11,11 @@ once per pod from the API server, so the audit knows which pods the project crea
 
 `test_real_pod_hardening.py` checks the record at the end of the session (docs/reliability.md).
 
-Sessions that share one cluster (pytest-xdist workers) share one audit: the first to take the lock in the
-run's audit directory (PFSLAYOUT_E2E_AUDIT_DIR, made by e2e/test-all.sh) scans for all of them and
-appends what it sees to `record.jsonl` there; the hardening test reads that file, whichever worker runs
-it. Without that directory a session scans for itself and keeps its record in memory.
+Sessions that share one cluster (pytest-xdist workers) share one audit: the session holding the lock in
+the run's audit directory (PFSLAYOUT_E2E_AUDIT_DIR, made by e2e/test-all.sh) scans for all of them and
+appends what it sees to `record.jsonl` there, the others wait for the lock and take over when it leaves;
+the hardening test reads that file, whichever worker runs it. Without that directory a session scans
+for itself and keeps its record in memory.
 """
 
 from __future__ import annotations
@@ -70,6 +71,20 @@ class NodeAudit:
             t.start()
             self._threads.append(t)
         return self
+
+    def scan_when_free(self, lock_path: Path) -> None:
+        """Starts scanning once this session holds the run's scanner lock (kept until stop())."""
+        lock = open(lock_path, "w")  # noqa: SIM115  (held, and so open, while this session scans)
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if self._stop.wait(0.5):
+                    lock.close()
+                    return
+        self._lock = lock
+        self.start()
 
     def stop(self) -> None:
         self._stop.set()
@@ -171,21 +186,20 @@ def audit_dir() -> Path | None:
     return Path(path) if path else None
 
 
-def start(task: Path, pod_labels: Callable[[str, str], dict[str, str] | None]) -> NodeAudit | None:
-    """This session's scanner, or None when another session of the run already scans for it."""
+def start(task: Path, pod_labels: Callable[[str, str], dict[str, str] | None]) -> NodeAudit:
+    """This session's audit: its own scanner, or — with a run's audit directory — a scanner that waits for
+    the run's lock, so one session scans at a time and another takes over when it leaves (pytest-xdist shuts
+    workers down one by one before the serial lane, which runs pods too)."""
     shared = audit_dir()
     if shared is None:
         return NodeAudit(task, pod_labels).start()
     shared.mkdir(parents=True, exist_ok=True)
-    lock = open(shared / "scanner.lock", "w")  # noqa: SIM115  (held, and so open, for the session)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
-        return None
     audit = NodeAudit(task, pod_labels, sink=shared / "record.jsonl")
-    audit._lock = lock
-    return audit.start()
+    waiter = threading.Thread(target=audit.scan_when_free, args=(shared / "scanner.lock",), name="node-audit",
+                              daemon=True)
+    waiter.start()
+    audit._threads.append(waiter)
+    return audit
 
 
 def note_released(ns: str, jobs: set[str], own: NodeAudit | None) -> None:

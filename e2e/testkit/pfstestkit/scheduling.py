@@ -3,9 +3,9 @@
 A unit of work is an e2e lane (the `xdist_group` the e2e conftest gives each test from
 pfstestkit.lanes) or, elsewhere, one test file — so a file's module and session fixtures are set up on one
 worker. Lanes go out first, longest first (their measured minutes, lanes.MINUTES), then the files with
-the most tests; the serial lane waits until no other unit is queued and every worker is idle, then runs
-on one worker alone: its tests restart the API server, stop the cluster or audit what every other lane
-ran on the real node.
+the most tests; the serial lane waits until no other unit is queued and every other worker has finished
+and left, then runs on one worker alone: its tests restart the API server, stop the cluster or audit what
+every other lane ran on the real node.
 """
 
 from __future__ import annotations
@@ -45,17 +45,44 @@ class LaneScheduling(LoadGroupScheduling):  # type: ignore[misc]  # pytest-xdist
             return (1, -float(len(tests)))
         return OrderedDict(sorted(units.items(), key=key))
 
+    _serial_runner: Any = None
+
     def _assign_work_unit(self, node: Any) -> None:
         scope = next((s for s in self.workqueue if s != SERIAL), None)
         if scope is None:
-            # Only the serial lane is left: it starts when no worker has anything pending.
-            if any(self._pending_of(work) for work in self.assigned_work.values()):
-                return
-            scope = SERIAL
+            self._release_serial(node)
+        else:
+            self._send(node, scope)
+
+    def _send(self, node: Any, scope: str) -> None:
         work_unit = self.workqueue.pop(scope)
         self.assigned_work.setdefault(node, {})[scope] = work_unit
         collection = self.registered_collections[node]
         node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
+
+    def _release_serial(self, asking: Any) -> None:
+        """Only the serial unit is left. A worker runs the last test it was sent only once it gets more work
+        or a shutdown (pytest needs the next item to finish the last one's fixtures), so no worker ever
+        reaches zero pending on its own: the first to ask becomes the serial runner, every other worker
+        down to its last test is shut down (it runs that test and exits), and the serial unit goes to the
+        runner once none of them has anything pending."""
+        if SERIAL not in self.workqueue:
+            return
+        if self._serial_runner is None:
+            self._serial_runner = asking
+        others = [(node, work) for node, work in self.assigned_work.items() if node is not self._serial_runner]
+        for node, work in others:
+            if not node.shutting_down and self._pending_of(work) <= 1:
+                node.shutdown()
+        if not any(self._pending_of(work) for _, work in others):
+            self._send(self._serial_runner, SERIAL)
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        super().mark_test_complete(node, item_index, duration)
+        # A worker that is shutting down no longer reaches _reschedule: its last test may be the one the
+        # serial unit waits for.
+        if self._serial_runner is not None:
+            self._release_serial(self._serial_runner)
 
     def schedule(self) -> None:
         if self.collection is None and self.collection_is_completed and self._check_nodes_have_same_collection():

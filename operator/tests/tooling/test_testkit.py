@@ -6,15 +6,17 @@ tier's folder, every e2e module in a lane, no test importing another test module
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pfstestkit import REPO, lanes, tiers
+from pfstestkit import REPO, lanes, node_audit, tiers
 from pfstestkit.scheduling import LaneScheduling
 
 
@@ -144,7 +146,9 @@ class FakeNode:
     """A worker as the scheduler sees it: the tests it was sent."""
 
     name: str
+    done: set[int]  # every test any worker has finished, shared by the fake workers of one run
     sent: list[list[int]] = field(default_factory=list)
+    done_when_sent: list[set[int]] = field(default_factory=list)
     shutting_down: bool = False
 
     @property
@@ -153,6 +157,7 @@ class FakeNode:
 
     def send_runtest_some(self, indices: list[int]) -> None:
         self.sent.append(indices)
+        self.done_when_sent.append(set(self.done))
 
     def shutdown(self) -> None:
         self.shutting_down = True
@@ -170,9 +175,10 @@ class FakeOption:
 @dataclass
 class FakeConfig:
     option: FakeOption = field(default_factory=FakeOption)
+    workers: int = 2
 
     def getvalue(self, name: str) -> Any:
-        return ["popen", "popen"] if name == "tx" else None
+        return ["popen"] * self.workers if name == "tx" else None
 
 
 COLLECTION = [
@@ -184,11 +190,16 @@ COLLECTION = [
 ]
 
 
-def _complete(sched: LaneScheduling, node: FakeNode, done: set[int]) -> None:
-    """The node runs everything it was sent (and whatever it is sent meanwhile)."""
-    while todo := [i for batch in node.sent for i in batch if i not in done]:
-        for index in todo:
-            done.add(index)
+def _complete(sched: LaneScheduling, node: FakeNode) -> None:
+    """The node runs what it was sent as an xdist worker does: the last test waits until more work or a
+    shutdown arrives (pytest runs a test only once it knows the next one)."""
+    while True:
+        todo = [i for batch in node.sent for i in batch if i not in node.done]
+        runnable = todo if node.shutting_down else todo[:-1]
+        if not runnable:
+            return
+        for index in runnable:
+            node.done.add(index)
             sched.mark_test_complete(node, index)
 
 
@@ -198,7 +209,8 @@ def _sent(node: FakeNode) -> set[int]:
 
 def test_the_serial_lane_waits_for_every_worker_and_runs_alone() -> None:
     sched = LaneScheduling(FakeConfig())
-    gw0, gw1 = FakeNode("gw0"), FakeNode("gw1")
+    done: set[int] = set()
+    gw0, gw1 = FakeNode("gw0", done), FakeNode("gw1", done)
     for node in (gw0, gw1):
         sched.add_node(node)
         sched.add_node_collection(node, COLLECTION)
@@ -206,13 +218,72 @@ def test_the_serial_lane_waits_for_every_worker_and_runs_alone() -> None:
     # The lanes went out first, the longest (lanes.MINUTES) first: r and a, one per worker; then files.
     assert {frozenset(gw0.sent[0]), frozenset(gw1.sent[0])} == {frozenset({5}), frozenset({3, 4})}
     serial = {6, 7}
-    done: set[int] = set()
-    # gw0 runs all it gets; the serial lane is held while gw1 still has tests.
-    _complete(sched, gw0, done)
-    assert _sent(gw0) & serial == set()
-    assert "s" in sched.workqueue
-    # gw1 finishes last: every worker is idle now, and gw1 gets the serial lane, alone.
-    _complete(sched, gw1, done)
-    assert sorted(gw1.sent[-1]) == [6, 7]
-    assert _sent(gw0) | _sent(gw1) == set(range(len(COLLECTION)))
+    # gw0 runs what it can; when only the serial lane is left it becomes its runner, while gw1 still works.
+    _complete(sched, gw0)
+    assert "s" in sched.workqueue and _sent(gw0) & serial == set()
+    # gw1 is shut down at its last test, runs it and leaves; only then gw0 gets the serial lane.
+    _complete(sched, gw1)
+    assert gw1.shutting_down and _sent(gw1) & serial == set()
+    assert sorted(gw0.sent[-1]) == [6, 7] and not gw0.shutting_down
+    assert gw0.done_when_sent[-1] >= _sent(gw1)  # every test of the other worker had finished: alone
+    gw0.shutdown()
+    _complete(sched, gw0)
+    assert done == set(range(len(COLLECTION)))
     assert not sched.workqueue
+
+
+def test_a_lone_worker_runs_the_serial_lane_after_the_rest() -> None:
+    sched = LaneScheduling(FakeConfig(workers=1))
+    done: set[int] = set()
+    gw0 = FakeNode("gw0", done)
+    sched.add_node(gw0)
+    sched.add_node_collection(gw0, COLLECTION)
+    sched.schedule()
+    _complete(sched, gw0)
+    assert sorted(gw0.sent[-1]) == [6, 7]
+    gw0.shutdown()
+    _complete(sched, gw0)
+    assert done == set(range(len(COLLECTION)))
+
+
+# ---------------------------------------------------------------------------------- the shared node audit
+
+
+def _bundle(task: Path, cid: str, pod: str) -> None:
+    """What containerd keeps for a running task: the OCI spec runc enforces (no process: not running)."""
+    (task / cid).mkdir(parents=True)
+    (task / cid / "config.json").write_text(json.dumps({
+        "annotations": {"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-namespace": "ns",
+                        "io.kubernetes.cri.sandbox-name": pod, "io.kubernetes.cri.container-name": "c"},
+        "process": {"user": {"uid": 1000}, "noNewPrivileges": True, "capabilities": {"effective": []}},
+        "linux": {"seccomp": {}}, "root": {"readonly": True}}))
+
+
+def _wait(check: Any, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_one_session_scans_for_the_run_and_another_takes_over_when_it_leaves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PFSLAYOUT_E2E_AUDIT_DIR", str(tmp_path / "audit"))
+    task = tmp_path / "task"
+    task.mkdir()
+    labels = lambda ns, pod: {"app.kubernetes.io/managed-by": "pfs-layout-operator"}  # noqa: E731
+    first, second = node_audit.start(task, labels), node_audit.start(task, labels)
+    try:
+        _bundle(task, "a1", "early")
+        _wait(lambda: "a1" in first.seen, "the first session's scanner sees the container")
+        assert second.seen == {}  # only one scanner at a time
+        first.stop()
+        _bundle(task, "b2", "late")  # a pod of the serial lane, after the first worker left
+        _wait(lambda: "b2" in second.seen, "the second session takes over")
+        second.label()
+        shared = node_audit.record(None, labels)
+        assert shared is not None and set(shared.seen) == {"a1", "b2"}
+        assert shared.labels[("ns", "late")] == {"app.kubernetes.io/managed-by": "pfs-layout-operator"}
+    finally:
+        first.stop()
+        second.stop()
