@@ -3,11 +3,14 @@
 # tiers need — OrangeFS and MPICH with ROMIO's pvfs2 driver, the C shim and probe, Helm, the Kubernetes
 # binaries and the real node's images, each built once and cached under ~/.cache by version and content)
 # and runs the tiers — unit, integration, orangefs, e2e, lab; a test's tier is its folder
-# (e2e/testkit/pfstestkit/tiers.py) — in one pytest session, tests that share nothing side by side.
+# (e2e/testkit/pfstestkit/tiers.py) — in pytest-xdist workers.
+# With the e2e tier and others, it runs two sessions side by side: the other tiers as soon as their own
+# builds are done (one worker per core), the e2e lanes as soon as the cluster is built and up
+# (PFSLAYOUT_E2E_WORKERS, default 3: they mostly wait on pods). The Kubernetes binaries and images build in
+# the background meanwhile, so a cold machine spends its longest build running tests.
 # Extra arguments go to pytest: `-m unit` (a tier expression) or test paths run just those and build
 # only what they need. An unknown tier or a missing path fails at once, before anything is installed.
 # Sources of OrangeFS/IOR: upstream by default, or PFSLAYOUT_SOURCE_MIRROR (docs/images.md).
-# PFSLAYOUT_TEST_WORKERS sets the number of pytest-xdist workers (1: none).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,8 +19,9 @@ step() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)" >&2; }
 
 # The arguments first: plain Python, nothing installed yet.
 plan=$(PYTHONPATH="$root/e2e/testkit" python3 -m pfstestkit.tiers plan "$@") || exit 2
-eval "$plan"   # TIERS, STEPS, HAS_PATHS
+eval "$plan"   # TIERS, STEPS, OTHER_TIERS, E2E_TIERS, REST
 needs() { [[ " $STEPS " == *" $1 "* ]]; }
+has_tier() { [[ " $TIERS " == *" $1 "* ]]; }
 
 step "host packages"
 e2e/harness/setup/host-packages.sh
@@ -30,11 +34,33 @@ export PATH="$venv/bin:$PATH"
 # and every process it starts.
 export PYTHONPATH="$root/operator/src:$root/lab:$root/e2e/testkit${PYTHONPATH:+:$PYTHONPATH}"
 
+work=$(mktemp -d "${TMPDIR:-/tmp}/pfslayout-test-all.XXXXXX")
+build_pid='' other_pid='' stop_cluster=0
+# shellcheck disable=SC2329  # run by the EXIT trap
+finish() {
+  for pid in $build_pid $other_pid; do kill "$pid" 2>/dev/null || true; done
+  if [ "$stop_cluster" = 1 ]; then step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true; fi
+  rm -rf "$work"
+}
+trap finish EXIT
+
+if needs helm || needs cluster; then
+  step "Helm"
+  e2e/harness/cluster.sh build helm
+fi
+if needs cluster; then
+  # The longest cold build (the Kubernetes binaries, kwok, the MPI Operator, CoreDNS, then the images,
+  # which wait for the OrangeFS and MPICH trees below through their build lock): in the background.
+  step "Kubernetes binaries and the real node's images, in the background (log: $work/cluster-build.log)"
+  e2e/harness/cluster.sh build >"$work/cluster-build.log" 2>&1 &
+  build_pid=$!
+fi
+
 if needs orangefs && [ -z "${ORANGEFS_PREFIX:-}" ]; then
   step "OrangeFS and MPICH (ROMIO ufs+pvfs2) from source"
   # Without any source (no mirror, upstream out of reach) the OrangeFS tier skips and says why; any
   # other failure fails here.
-  log=${TMPDIR:-/tmp}/pfslayout-orangefs-build.log
+  log=$work/orangefs-build.log
   if ORANGEFS_PREFIX=$(images/build/host.sh orangefs 2>"$log"); then
     export ORANGEFS_PREFIX
   elif grep -q '^fetch-source: ' "$log"; then
@@ -56,44 +82,51 @@ if needs shim; then
   shim/build.sh --test
 fi
 
-if needs cluster; then
-  step "Kubernetes binaries and the real node's images"
-  e2e/harness/cluster.sh build
-elif needs helm; then
-  step "Helm"
-  e2e/harness/cluster.sh build helm
+# pytest's exit 5 (no test selected) is no failure of a session whose filter selects nothing.
+pytest_session() {
+  local rc=0
+  python -m pytest "$@" || rc=$?
+  [ "$rc" = 5 ] && rc=0
+  return "$rc"
+}
+cores=$(nproc)
+other_rc=0
+if [ -n "$build_pid" ] && [ "$TIERS" != e2e ]; then
+  step "pytest, the tiers but e2e (${TIERS// /, } less e2e), beside the cluster build (log: $work/other.log)"
+  pytest_session -n "$cores" --dist loadgroup -m "$OTHER_TIERS" "${REST[@]}" >"$work/other.log" 2>&1 &
+  other_pid=$!
 fi
 
-paths=()
-[ "$HAS_PATHS" = 1 ] || paths=(operator/tests shim/tests lab/tests e2e/tests)
-# Workers: tiers that compute get one per core. With the e2e tier the default stays one process for now:
-# the lanes' first full run side by side (4 workers) stalled with only the serial lane left (2026-11-27,
-# not yet understood), so `PFSLAYOUT_TEST_WORKERS=3` runs them side by side only when asked.
-if needs cluster; then workers=${PFSLAYOUT_TEST_WORKERS:-1}; else workers=${PFSLAYOUT_TEST_WORKERS:-$(nproc)}; fi
-xdist=()
-[ "$workers" -le 1 ] || xdist=(-n "$workers" --dist loadgroup)
-
-stop_cluster=0
-audit_dir=
-# shellcheck disable=SC2329  # run by the EXIT trap
-finish() {
-  [ -z "$audit_dir" ] || rm -rf "$audit_dir"
-  if [ "$stop_cluster" = 1 ]; then step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true; fi
-}
-trap finish EXIT
-if needs cluster; then
-  # The cluster is brought up once for every worker (they join it; the last one out leaves it to us)
-  # and stopped when the run ends, unless it was running before.
+e2e_rc=0
+if [ -n "$build_pid" ]; then
+  if ! wait "$build_pid"; then
+    build_pid=
+    tail -n 60 "$work/cluster-build.log" >&2
+    echo "test-all: the cluster build failed (above)" >&2
+    exit 1
+  fi
+  build_pid=
   step "test cluster up"
+  # Brought up once for every worker (they join it; the last one out leaves it to us) and stopped when the
+  # run ends, unless it was running before.
   if [ "$(e2e/harness/cluster.sh up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then stop_cluster=1; fi
   # One scanner of the real node's containers for all workers; the hardening test reads its record here.
-  audit_dir=$(mktemp -d "${TMPDIR:-/tmp}/pfslayout-audit.XXXXXX")
-  export PFSLAYOUT_E2E_AUDIT_DIR=$audit_dir
+  export PFSLAYOUT_E2E_AUDIT_DIR=$work/audit
+  step "pytest: e2e (lanes side by side)"
+  workers=${PFSLAYOUT_E2E_WORKERS:-3}
+  session=(-m "$E2E_TIERS")
+  [ -n "$other_pid" ] || session=()   # e2e alone: the arguments say what to run
+  pytest_session -n "$workers" --dist loadgroup "${session[@]}" "${REST[@]}" || e2e_rc=$?
+else
+  step "pytest: ${TIERS// /, }"
+  pytest_session -n "$cores" --dist loadgroup "${REST[@]}" || other_rc=$?
 fi
 
-step "pytest: ${TIERS// /, }"
-set +e
-python -m pytest "${xdist[@]}" "${paths[@]}" "$@"
-rc=$?
-set -e
-exit "$rc"
+if [ -n "$other_pid" ]; then
+  wait "$other_pid" || other_rc=$?
+  other_pid=
+  step "pytest, the tiers but e2e: its output"
+  cat "$work/other.log"
+fi
+echo "test-all: e2e session exit $e2e_rc, other tiers' session exit $other_rc" >&2
+[ "$e2e_rc" = 0 ] && [ "$other_rc" = 0 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -125,6 +126,13 @@ class Plan:
     tiers: frozenset[str]
     steps: tuple[str, ...]
     paths: tuple[str, ...]
+    markexpr: str | None = None  # the arguments' `-m` expressions, joined with `and`
+    rest: tuple[str, ...] = ()  # the arguments without their `-m` options
+
+
+def split_session(plan: Plan, tiers: str) -> str:
+    """The `-m` expression of one of the test command's sessions: the arguments' own, narrowed to `tiers`."""
+    return f"({plan.markexpr}) and ({tiers})" if plan.markexpr else tiers
 
 
 def _option_value(args: Sequence[str], i: int, name: str) -> tuple[str | None, int]:
@@ -147,17 +155,22 @@ def plan(args: Sequence[str]) -> Plan:
     """What the test command runs and builds for pytest arguments `args`."""
     tiers: set[str] = set(TIERS)
     paths: list[str] = []
+    exprs: list[str] = []
+    rest: list[str] = []
     i = 0
     while i < len(args):
         expr, j = _option_value(args, i, "-m")
         if expr is not None:
             tiers &= tiers_of_expression(expr)
+            exprs.append(expr)
             i = j
             continue
         arg = args[i]
         if arg in _VALUED:
+            rest += args[i:i + 2]
             i += 2
             continue
+        rest.append(arg)
         if not arg.startswith("-"):
             path = arg.split("::", 1)[0]
             if not (REPO / path).exists() and not Path(path).exists():
@@ -180,7 +193,8 @@ def plan(args: Sequence[str]) -> Plan:
                 of_paths.add(tier)
         tiers &= of_paths
     steps = tuple(s for s in STEPS if any(s in NEEDS[t] for t in tiers))
-    return Plan(frozenset(tiers), steps, tuple(paths))
+    markexpr = (exprs[0] if len(exprs) == 1 else " and ".join(f"({e})" for e in exprs)) if exprs else None
+    return Plan(frozenset(tiers), steps, tuple(paths), markexpr, tuple(rest))
 
 
 def test_paths() -> tuple[str, ...]:
@@ -199,9 +213,13 @@ def main(argv: Iterable[str]) -> int:
         print(f"test-all: {err}", file=sys.stderr)
         return 2
     # shell-readable: eval "$(python -m pfstestkit.tiers plan "$@")"
-    print(f"TIERS='{' '.join(sorted(p.tiers))}'")
-    print(f"STEPS='{' '.join(p.steps)}'")
-    print(f"HAS_PATHS={1 if p.paths else 0}")
+    print(f"TIERS={shlex.quote(' '.join(sorted(p.tiers)))}")
+    print(f"STEPS={shlex.quote(' '.join(p.steps))}")
+    # The two sessions a run of the e2e tier with other tiers splits into (e2e/test-all.sh), and the
+    # arguments each gets besides its -m.
+    print(f"OTHER_TIERS={shlex.quote(split_session(p, 'not e2e'))}")
+    print(f"E2E_TIERS={shlex.quote(split_session(p, 'e2e'))}")
+    print(f"REST=({' '.join(shlex.quote(a) for a in p.rest)})")
     return 0
 
 

@@ -71,6 +71,14 @@ def test_the_plan_builds_what_the_selected_tiers_need(args: list[str], tiers_: s
     assert plan.steps == steps
 
 
+def test_a_run_with_the_e2e_tier_splits_into_two_sessions_that_keep_the_arguments() -> None:
+    plan = tiers.plan(["-m", "unit or e2e", "-x", "-k", "real"])
+    assert tiers.split_session(plan, "not e2e") == "(unit or e2e) and (not e2e)"
+    assert tiers.split_session(plan, "e2e") == "(unit or e2e) and (e2e)"
+    assert plan.rest == ("-x", "-k", "real")
+    assert tiers.split_session(tiers.plan([]), "e2e") == "e2e"
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["-m", "units"], "-m 'units': unknown tier 'units'; the tiers are unit, integration, orangefs, e2e, lab"),
     (["-m", "unit or fast"], "unknown tier 'fast'"),
