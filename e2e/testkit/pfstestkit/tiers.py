@@ -10,6 +10,7 @@ import ast
 import itertools
 import shlex
 import sys
+import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,8 +199,10 @@ def plan(args: Sequence[str]) -> Plan:
 
 
 def test_paths() -> tuple[str, ...]:
-    """Every tier's top folders, for a run given no test path."""
-    return ("operator/tests", "shim/tests", "lab/tests", "e2e/tests")
+    """Every tier's top folders: pytest's `testpaths` (the root pyproject.toml), where a run given no test
+    path collects."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return tuple(config["tool"]["pytest"]["ini_options"]["testpaths"])
 
 
 def main(argv: Iterable[str]) -> int:

@@ -268,7 +268,7 @@ def _bundle(task: Path, cid: str, pod: str) -> None:
 
 
 def _wait(check: Any, what: str) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # the scanners poll every 10 ms, but the machine may be busy
     while not check():
         assert time.monotonic() < deadline, what
         time.sleep(0.05)
