@@ -66,8 +66,8 @@ class NodeAudit:
 
     def start(self) -> NodeAudit:
         # The API lookups (a subprocess each) run apart, so the 10 ms scan never waits for one.
-        for target, period in ((self.scan, SCAN_S), (self.label, LABELS_S)):
-            t = threading.Thread(target=self._loop, args=(target, period), name="node-audit", daemon=True)
+        for target, period, name in ((self.scan, SCAN_S, "node-audit-scan"), (self.label, LABELS_S, "node-audit")):
+            t = threading.Thread(target=self._loop, args=(target, period), name=name, daemon=True)
             t.start()
             self._threads.append(t)
         return self
@@ -85,6 +85,11 @@ class NodeAudit:
                     return
         self._lock = lock
         self.start()
+
+    @property
+    def scanning(self) -> bool:
+        """Whether this session's scanner runs (with a shared audit: whether it holds the run's lock)."""
+        return any(t.name == "node-audit-scan" for t in self._threads)
 
     def stop(self) -> None:
         self._stop.set()

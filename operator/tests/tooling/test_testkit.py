@@ -280,11 +280,15 @@ def test_one_session_scans_for_the_run_and_another_takes_over_when_it_leaves(
     task = tmp_path / "task"
     task.mkdir()
     labels = lambda ns, pod: {"app.kubernetes.io/managed-by": "pfs-layout-operator"}  # noqa: E731
-    first, second = node_audit.start(task, labels), node_audit.start(task, labels)
+    # The second session starts once the first holds the run's lock: which of two sessions started together
+    # wins it is up to the scheduler, and this test is about the one that is left waiting.
+    first = node_audit.start(task, labels)
+    _wait(lambda: first.scanning, "the first session takes the run's scanner lock")
+    second = node_audit.start(task, labels)
     try:
         _bundle(task, "a1", "early")
         _wait(lambda: "a1" in first.seen, "the first session's scanner sees the container")
-        assert second.seen == {}  # only one scanner at a time
+        assert second.seen == {} and not second.scanning  # only one scanner at a time
         first.stop()
         _bundle(task, "b2", "late")  # a pod of the serial lane, after the first worker left
         _wait(lambda: "b2" in second.seen, "the second session takes over")
