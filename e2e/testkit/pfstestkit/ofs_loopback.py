@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,13 @@ class Workdir:
 
 @pytest.fixture
 def workdir() -> Iterator[Workdir]:
+    with make_workdir() as work:
+        yield work
+
+
+@contextmanager
+def make_workdir() -> Iterator[Workdir]:
+    """A fresh Workdir, removed afterwards (the `workdir` fixture; fixtures of a wider scope use it directly)."""
     path = Path(tempfile.mkdtemp(prefix="pfslayout-ofs-"))
     uid = gid = None
     if os.geteuid() == 0:
@@ -221,3 +229,17 @@ def datafiles(orangefs: OrangeFS, servers: ServerGroup, path: str) -> int:
     assert result.returncode == 0, result.stdout + result.stderr
     line = next(x for x in result.stdout.splitlines() if x.startswith("Number of datafiles/servers"))
     return int(line.split("=")[1])
+
+
+@contextmanager
+def running_servers(ofs: OrangeFS, count: int) -> Iterator[ServerGroup]:
+    """`count` servers rendered, initialised and started in a fresh Workdir, stopped and removed afterwards
+    (for fixtures of a wider scope than `servers`)."""
+    with make_workdir() as work:
+        group = ServerGroup(ofs, work, work.path / "fs.conf")
+        try:
+            ports = free_ports(count)
+            init_and_start(group, render(group, ports), ports)
+            yield group
+        finally:
+            group.stop_all()
