@@ -4,10 +4,12 @@
 # binaries and the real node's images, each built once and cached under ~/.cache by version and content)
 # and runs the tiers — unit, integration, orangefs, e2e, lab; a test's tier is its folder
 # (e2e/testkit/pfstestkit/tiers.py) — in pytest-xdist workers.
-# With the e2e tier and others, it runs two sessions side by side: the other tiers as soon as their own
-# builds are done (one worker per core), the e2e lanes as soon as the cluster is built and up
-# (PFSLAYOUT_E2E_WORKERS, default 3: they mostly wait on pods). The Kubernetes binaries and images build in
-# the background meanwhile, so a cold machine spends its longest build running tests.
+# With the e2e tier and others, it runs two sessions one after the other: the other tiers as soon as their
+# own builds are done (one worker per core) while the Kubernetes binaries and images build in the
+# background — so a cold machine spends its longest build running tests — then the e2e lanes side by side
+# on the cluster (PFSLAYOUT_E2E_WORKERS, default 3: they mostly wait on pods). Not both sessions at once:
+# on 2 cores the other tiers' compilers and mpirun starve the API server and the e2e tests' pods miss
+# their deadlines (ten timeouts in a run that tried it).
 # Extra arguments go to pytest: `-m unit` (a tier expression) or test paths run just those and build
 # only what they need. An unknown tier or a missing path fails at once, before anything is installed.
 # Sources of OrangeFS/IOR: upstream by default, or PFSLAYOUT_SOURCE_MIRROR (docs/images.md).
@@ -35,10 +37,10 @@ export PATH="$venv/bin:$PATH"
 export PYTHONPATH="$root/operator/src:$root/lab:$root/e2e/testkit${PYTHONPATH:+:$PYTHONPATH}"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/pfslayout-test-all.XXXXXX")
-build_pid='' other_pid='' stop_cluster=0
+build_pid='' stop_cluster=0
 # shellcheck disable=SC2329  # run by the EXIT trap
 finish() {
-  for pid in $build_pid $other_pid; do kill "$pid" 2>/dev/null || true; done
+  [ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null || true
   if [ "$stop_cluster" = 1 ]; then step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true; fi
   rm -rf "$work"
 }
@@ -90,11 +92,12 @@ pytest_session() {
   return "$rc"
 }
 cores=$(nproc)
+# The slowest tests of each session, so the lanes' estimates (pfstestkit.lanes.MINUTES) can follow them.
+durations=(--durations=25)
 other_rc=0
 if [ -n "$build_pid" ] && [ "$TIERS" != e2e ]; then
-  step "pytest, the tiers but e2e (${TIERS// /, } less e2e), beside the cluster build (log: $work/other.log)"
-  pytest_session -n "$cores" --dist loadgroup -m "$OTHER_TIERS" "${REST[@]}" >"$work/other.log" 2>&1 &
-  other_pid=$!
+  step "pytest, the tiers but e2e (${TIERS// /, } less e2e), beside the cluster build"
+  pytest_session -n "$cores" --dist loadgroup "${durations[@]}" -m "$OTHER_TIERS" "${REST[@]}" || other_rc=$?
 fi
 
 e2e_rc=0
@@ -115,18 +118,12 @@ if [ -n "$build_pid" ]; then
   step "pytest: e2e (lanes side by side)"
   workers=${PFSLAYOUT_E2E_WORKERS:-3}
   session=(-m "$E2E_TIERS")
-  [ -n "$other_pid" ] || session=()   # e2e alone: the arguments say what to run
-  pytest_session -n "$workers" --dist loadgroup "${session[@]}" "${REST[@]}" || e2e_rc=$?
+  [ "$TIERS" != e2e ] || session=()   # e2e alone: the arguments say what to run
+  pytest_session -n "$workers" --dist loadgroup "${durations[@]}" "${session[@]}" "${REST[@]}" || e2e_rc=$?
 else
   step "pytest: ${TIERS// /, }"
-  pytest_session -n "$cores" --dist loadgroup "${REST[@]}" || other_rc=$?
+  pytest_session -n "$cores" --dist loadgroup "${durations[@]}" "${REST[@]}" || other_rc=$?
 fi
 
-if [ -n "$other_pid" ]; then
-  wait "$other_pid" || other_rc=$?
-  other_pid=
-  step "pytest, the tiers but e2e: its output"
-  cat "$work/other.log"
-fi
 echo "test-all: e2e session exit $e2e_rc, other tiers' session exit $other_rc" >&2
 [ "$e2e_rc" = 0 ] && [ "$other_rc" = 0 ]
