@@ -132,6 +132,14 @@ class _Reconcile:
                     "configMapName": params_configmap(self.owner.name, spec)})
         return run
 
+    def identity(self, run: Run) -> dict[str, Any]:
+        """What names the run in the status, in every status write of it: the operator can be killed between
+        start_run's save of the measurements and its first status write, and the run then resumes from the
+        ConfigMap without start_run (a published run once lacked measurementsConfigMap that way)."""
+        started = self.old.get("startTime") if self.old.get("run") == run.number else None
+        return {"run": run.number, "startTime": started or now(),
+                "measurementsConfigMap": objs.measurements_configmap_name(self.owner.name)}
+
     def save(self, run: Run) -> None:
         self.kube.apply(objs.measurements_configmap(self.owner, run.number, run.run_for, run.digest, run.data))
 
@@ -149,7 +157,7 @@ class _Reconcile:
         done = self.done_jobs(run, plan)
         message = f"{failed['where']}: {failed['reason']}: {failed['message']}"
         return self.refuse("Failed", "ProbeFailed", message[:4000], {
-            "run": run.number, "cells": st.progress(sum(j.cells for j in plan.jobs if j.index in done),
+            **self.identity(run), "cells": st.progress(sum(j.cells for j in plan.jobs if j.index in done),
                                                     plan.total_cells),
             "jobs": {"total": len(plan.jobs), "succeeded": len(done), "failed": 1, "running": 0}})
 
@@ -242,7 +250,7 @@ class _Reconcile:
                                   st.history_entry(run.number, self.generation, completion, reason, result),
                                   spec.history_limit)
         status = self.write({
-            "phase": "Succeeded", "run": run.number, "params": st.params_block(result), "fit": st.fit_block(result),
+            "phase": "Succeeded", **self.identity(run), "params": st.params_block(result), "fit": st.fit_block(result),
             "cells": st.progress(plan.total_cells, plan.total_cells),
             "jobs": {"total": len(plan.jobs), "succeeded": len(plan.jobs), "failed": 0, "running": 0},
             "configMapName": cm_name, "completionTime": completion, "history": history,
@@ -328,7 +336,7 @@ class _Reconcile:
                           f"{job.cells} cells, {spec.grid.nodes}x{spec.grid.ranks_per_node} ranks")
         cells = sum(j.cells for j in plan.jobs if j.index in done)
         return self.write({
-            "phase": "Running", "run": run.number, "cells": st.progress(cells, plan.total_cells),
+            "phase": "Running", **self.identity(run), "cells": st.progress(cells, plan.total_cells),
             "jobs": {"total": len(plan.jobs), "succeeded": len(done), "failed": 0, "running": running},
             "conditions": st.ready(False, "Probing", f"run {run.number}: {len(done)}/{len(plan.jobs)} probe jobs "
                                    f"done, {running} running, {cells}/{plan.total_cells} cells measured",
