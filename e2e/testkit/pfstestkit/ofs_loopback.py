@@ -172,7 +172,14 @@ class ServerGroup:
 
 @pytest.fixture
 def servers(orangefs: OrangeFS, workdir: Workdir) -> Iterator[ServerGroup]:
-    group = ServerGroup(orangefs, workdir, workdir.path / "fs.conf")
+    with server_group(orangefs, workdir) as group:
+        yield group
+
+
+@contextmanager
+def server_group(ofs: OrangeFS, work: Workdir) -> Iterator[ServerGroup]:
+    """The servers of `work` (none started yet), every one started stopped afterwards."""
+    group = ServerGroup(ofs, work, work.path / "fs.conf")
     try:
         yield group
     finally:
@@ -235,11 +242,7 @@ def datafiles(orangefs: OrangeFS, servers: ServerGroup, path: str) -> int:
 def running_servers(ofs: OrangeFS, count: int) -> Iterator[ServerGroup]:
     """`count` servers rendered, initialised and started in a fresh Workdir, stopped and removed afterwards
     (for fixtures of a wider scope than `servers`)."""
-    with make_workdir() as work:
-        group = ServerGroup(ofs, work, work.path / "fs.conf")
-        try:
-            ports = free_ports(count)
-            init_and_start(group, render(group, ports), ports)
-            yield group
-        finally:
-            group.stop_all()
+    with make_workdir() as work, server_group(ofs, work) as group:
+        ports = free_ports(count)
+        init_and_start(group, render(group, ports), ports)
+        yield group
