@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
+from pfslayout.operator import finalizer
 from pfstestkit.crd_release import enroll, served_namespace
 from pfstestkit.kinds import OFS
 from pfstestkit.lanes import current
-from pfstestkit.local_operator import Operator
+from pfstestkit.local_operator import Operator, local_operator
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "policies" / "orangefs-small.yaml"
@@ -299,6 +300,44 @@ def test_hostpath_delete_wipes_each_servers_directory_on_its_node(cluster, opera
     scheduled = [e["message"] for e in events(cluster, ns, name) if e["reason"] == "WipeScheduled"]
     for pod, node in nodes.items():
         assert any(pod in m and m.endswith(f"on {node}") for m in scheduled), scheduled
+
+
+def test_an_operator_of_other_namespaces_leaves_the_finalizer_and_an_earlier_one_is_taken_over(
+        cluster, operator: Operator, namespace: str, tmp_path: Path) -> None:  # noqa: ANN001
+    """Two operators with different `watchNamespaces`: the one serving elsewhere must not lift this
+    one's finalizer (Kopf lifts its finalizer from every object its filters exclude: with one name for
+    all, a deleted cluster vanished without its deletion handlers while e2e lanes ran side by side), and
+    the finalizer an earlier operator version left (the original name) is taken over, so deletion still
+    runs the handlers and finishes."""
+    ns, name = namespace, "scoped"
+    mine = finalizer.name(current().watch)
+    assert mine != finalizer.LEGACY
+    elsewhere = (f"{current().prefix}elsewhere-none-*",)  # matches no namespace of this test
+    assert finalizer.name(elsewhere) != mine
+    manifest = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster", "metadata": {"name": name},
+                "spec": {"servers": {"count": 1}, "client": {"enabled": False},
+                         "storage": {"type": "emptyDir", "size": "64Mi"}}}
+    with local_operator(cluster, operator.kubeconfig, tmp_path, watch=elsewhere) as other:
+        cluster.apply(manifest, namespace=ns)
+        obj = wait_ready(cluster, operator, ns, name, 1)
+        assert obj["metadata"]["finalizers"] == [mine], obj["metadata"]
+        # An earlier version's finalizer beside it, as an upgrade finds it: taken over, the other kept.
+        cluster.kubectl("patch", OFS, name, "-n", ns, "--type=json", "-p",
+                        json.dumps([{"op": "add", "path": "/metadata/finalizers/0", "value": finalizer.LEGACY},
+                                    {"op": "add", "path": "/metadata/finalizers/-", "value": "example.com/keep"}]))
+        cluster.wait_until(
+            lambda: get_ofs(cluster, ns, name)["metadata"].get("finalizers") == [mine, "example.com/keep"],
+            f"{finalizer.LEGACY} taken over as {mine}", timeout=30)
+        cluster.kubectl("delete", OFS, name, "-n", ns, "--wait=false")
+        wait_event(cluster, ns, name, "Deleting", "emptyDir")  # the deletion handler ran
+        cluster.wait_until(lambda: get_ofs(cluster, ns, name)["metadata"].get("finalizers") == ["example.com/keep"],
+                           "only the foreign finalizer left after the handlers", timeout=30)
+        assert other.alive(), other.log_tail()
+        assert not [e for e in events(cluster, ns, name) if e["reason"] == "FinalizerConflict"]
+        cluster.kubectl("patch", OFS, name, "-n", ns, "--type=json", "-p",
+                        '[{"op": "remove", "path": "/metadata/finalizers"}]')
+        cluster.wait_until(lambda: cluster.kubectl("get", OFS, name, "-n", ns, check=False).returncode != 0,
+                           f"{ns}/{name} gone", timeout=30)
 
 
 @pytest.mark.parametrize("storage", ["hostPath", "pvc"])

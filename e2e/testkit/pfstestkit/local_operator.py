@@ -102,16 +102,17 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def local_operator(cluster: Any, kubeconfig: Path, log_dir: Path) -> Iterator[Operator]:
+def local_operator(cluster: Any, kubeconfig: Path, log_dir: Path,
+                   watch: tuple[str, ...] | None = None) -> Iterator[Operator]:
     """The operator as a local process with `kubeconfig`'s identity, Ready (liveness answering) on entry
-    and stopped on exit."""
+    and stopped on exit; serving `watch` (default: the lane's namespaces)."""
     health, metrics = free_port(), free_port()
     log = log_dir / "kopf.log"
     # No in-cluster hints: the process must use the kubeconfig, never a ServiceAccount of the host.
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
     lane = current()  # serves the namespaces of the lane that starts it, as that lane's release's account
     env.update(KUBECONFIG=str(kubeconfig), PFSLAYOUT_METRICS_ADDR=f"127.0.0.1:{metrics}", PYTHONUNBUFFERED="1",
-               PFSLAYOUT_WATCH_NAMESPACES=",".join(lane.watch), PFSLAYOUT_NAMESPACE_ROLE=lane.namespace_role,
+               PFSLAYOUT_WATCH_NAMESPACES=",".join(watch or lane.watch), PFSLAYOUT_NAMESPACE_ROLE=lane.namespace_role,
                PFSLAYOUT_SERVICE_ACCOUNT=lane.service_account, PFSLAYOUT_FORBIDDEN_RETRY_SECONDS="5")
     with open(log, "wb") as out:
         # Its own session: a Ctrl-C of pytest reaches the fixture's teardown, which stops it in order.

@@ -10,6 +10,7 @@ import pytest
 
 from pfslayout import metrics
 from pfslayout.errors import InputError
+from pfslayout.operator import finalizer, scope
 from pfslayout.operator import settings as op_settings
 
 
@@ -21,7 +22,7 @@ def test_kopf_settings_have_timeouts_and_pfslayout_keys(monkeypatch: pytest.Monk
     assert s.watching.server_timeout == 120
     assert s.watching.client_timeout is not None and s.watching.client_timeout > s.watching.server_timeout
     assert s.watching.connect_timeout == 10
-    assert s.persistence.finalizer == "pfslayout.io/finalizer"
+    assert s.persistence.finalizer == finalizer.name(scope.current())
     assert isinstance(s.persistence.progress_storage, kopf.AnnotationsProgressStorage)
     assert s.persistence.progress_storage.prefix == "operator.pfslayout.io"
     assert isinstance(s.persistence.diffbase_storage, kopf.AnnotationsDiffBaseStorage)

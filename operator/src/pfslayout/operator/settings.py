@@ -18,13 +18,12 @@ import kopf
 
 from pfslayout import metrics
 from pfslayout.k8s.api import load_config
-from pfslayout.operator import scope
+from pfslayout.operator import finalizer, scope
 from pfslayout.operator.env import seconds
 from pfslayout.operator.reconcilers import webhook
 from pfslayout.operator.runtime import kube
 
 PREFIX = "pfslayout.io"
-FINALIZER = f"{PREFIX}/finalizer"
 # Kopf's bookkeeping annotations live in their own subdomain: Kopf drops every annotation under its
 # storage prefix from the diff it reacts to, and users' `pfslayout.io/...` annotations (e.g. the
 # scale-down consent) must count as changes.
@@ -42,7 +41,8 @@ def configure(settings: kopf.OperatorSettings) -> None:
                                                 settings.watching.server_timeout + 30)
     settings.watching.connect_timeout = seconds("PFSLAYOUT_WATCH_CONNECT_TIMEOUT", 10)
     settings.networking.request_timeout = seconds("PFSLAYOUT_REQUEST_TIMEOUT", 60)
-    settings.persistence.finalizer = FINALIZER
+    # Named after the served namespaces: operators of other scopes never remove it (operator/finalizer.py).
+    settings.persistence.finalizer = finalizer.name(scope.current())
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=STORAGE_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=STORAGE_PREFIX, key="last-handled-configuration")
