@@ -268,16 +268,22 @@ HYBRID = {"path": "/hy", "mode": "hybrid", "fileSharing": "shared", "hybrid": {"
     {"name": "wide", "layout": "1-DH", "stripSize": 65536},
     {"name": "grouped", "layout": "2-D", "groups": 2, "stripSize": 1048576}]}}
 REPLICAS = (f"{MOUNT}/hy/.replica-wide/crash.dat", f"{MOUNT}/hy/.replica-grouped/crash.dat")
-# Rank 3 SIGKILLs itself 2 s into a shared-file write of 4 KiB requests (~5 s here; the shell's pid is
-# IOR's after exec; `$$$$` because Kubernetes turns `$$` in a command into `$`); small writes all go to
-# one replica, the other lags (the shim's routing, docs/shim.md).
-CRASH = ("mpiexec -n 4 sh -c 'if [ \"$PMI_RANK\" = 3 ]; then (sleep 2; kill -9 $$$$) & fi; "
+# Rank 3 SIGKILLs itself mid-write of a shared file in 4 KiB requests (~5 s here): once the first stale
+# marker shows that the write is under way and one replica lags, plus a second — progress, not a clock
+# (CI's first run of this test started the write after rank 3's old 2-s timer had already fired, and no
+# replica lagged yet). Small writes all go to one replica, the other lags (the shim's routing,
+# docs/shim.md). The shell's pid is IOR's after exec; `$$$$` because Kubernetes turns `$$` in a command
+# into `$`; the marker wait gives up after 120 s and kills anyway (the test then names the missing marker).
+REPLICA_DIRS = f"{MOUNT}/hy/.replica-wide {MOUNT}/hy/.replica-grouped"
+CRASH = ("mpiexec -n 4 sh -c 'if [ \"$PMI_RANK\" = 3 ]; then "
+         "(timeout 120 sh -c \"until /opt/orangefs/bin/pvfs2-ls " + REPLICA_DIRS + " 2>/dev/null "
+         "| grep -q pfsstale; do sleep 0.2; done\"; sleep 1; kill -9 $$$$) & fi; "
          f"exec ior -a MPIIO -o {MOUNT}/hy/crash.dat -t 4k -b 32m -w -k'")
 REOPEN = f"mpiexec -n 4 ior -a MPIIO -o {MOUNT}/hy/crash.dat -t 1m -b 32m -r -k || true"
 
 
 def listing(cluster: Any, ns: str, tool: str) -> str:
-    return sh(cluster, ns, tool, f"pvfs2-ls {MOUNT}/hy/.replica-wide {MOUNT}/hy/.replica-grouped")
+    return sh(cluster, ns, tool, f"pvfs2-ls {REPLICA_DIRS}")
 
 
 def test_a_rank_killed_mid_write_on_a_replica_set_is_repaired_never_divergent(cluster: Any, served: str) -> None:

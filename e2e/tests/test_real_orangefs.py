@@ -8,6 +8,7 @@ IOR through ROMIO's `pvfs2:` driver on two worker pods with IOR checking every b
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -54,7 +55,7 @@ def example_clusters() -> list[Path]:
 
 
 
-def for_real_node(doc: dict[str, Any], mode: str) -> dict[str, Any]:
+def for_real_node(doc: dict[str, Any], mode: str, namespace: str) -> dict[str, Any]:
     """The example as a user would apply it, placed on the real node, cleaning up after itself."""
     doc = place(doc, mode)
     spec = doc["spec"]
@@ -63,11 +64,13 @@ def for_real_node(doc: dict[str, Any], mode: str) -> dict[str, Any]:
     spec["reclaimPolicy"] = "Delete"
     # Calibration has its own tests (test_real_calibration.py); here it would only add probe jobs.
     spec.setdefault("calibration", {})["auto"] = False
-    # A sibling of the example's hostPath: the demo keeps its data there (Retain), and a server finding
-    # another file system's storage (another FS ID) refuses to start.
+    # Beside the example's hostPath, one directory per test namespace: the demo keeps its data at the
+    # example's path (Retain), and a server finding another file system's storage (another FS ID) refuses
+    # to start — as every server did in CI behind the directories a killed run had left at one shared
+    # sibling path.
     host = (spec.get("storage") or {}).get("hostPath")
     if host:
-        host["path"] = host["path"].rstrip("/") + "-e2e"
+        host["path"] = f"{host['path'].rstrip('/')}-e2e/{namespace}"
     return doc
 
 
@@ -75,7 +78,7 @@ def for_real_node(doc: dict[str, Any], mode: str) -> dict[str, Any]:
 def test_example_runs_real_orangefs_servers(cluster, incluster_operator, namespace: str,  # noqa: ANN001
                                             example: Path) -> None:
     doc = for_real_node(next(d for d in yaml.safe_load_all(example.read_text())
-                             if d and d.get("kind") == "OrangeFSCluster"), cluster.mode)
+                             if d and d.get("kind") == "OrangeFSCluster"), cluster.mode, namespace)
     name, servers = doc["metadata"]["name"], int(doc["spec"]["servers"]["count"])
     host_root = Path((doc["spec"]["storage"].get("hostPath") or {}).get("path") or "/nonexistent")
     host_root_existed = host_root.exists()
@@ -139,6 +142,8 @@ def test_example_runs_real_orangefs_servers(cluster, incluster_operator, namespa
             shutil.rmtree(d, ignore_errors=True)
         if host_dirs and not host_root_existed:
             host_root.rmdir()  # the kubelet created it (DirectoryOrCreate); empty once the wipe is done
+            with contextlib.suppress(OSError):  # the lanes' sibling tests may still use the parent
+                host_root.parent.rmdir()
 
 
 def test_helm_test_runs_for_real_and_fails_with_the_operator_down(cluster, incluster_operator) -> None:  # noqa: ANN001
@@ -231,7 +236,7 @@ def ior_summary(log: str) -> dict[str, dict[str, str]]:
 
 def test_mpijob_runs_mpi_io_over_pvfs2_on_two_worker_pods(cluster, incluster_operator, namespace: str) -> None:  # noqa: ANN001
     ofs = yaml.safe_load((REPO / "policies" / "orangefs-small.yaml").read_text())
-    ofs = for_real_node(ofs, cluster.mode)
+    ofs = for_real_node(ofs, cluster.mode, namespace)
     cluster.apply(ofs, namespace=namespace)
     wait_ofs_ready(cluster, namespace, ofs["metadata"]["name"], int(ofs["spec"]["servers"]["count"]))
     tool = toolbox(cluster, namespace, ofs["metadata"]["name"])
