@@ -118,9 +118,9 @@ if [ -n "$build_pid" ]; then
   export PFSLAYOUT_E2E_AUDIT_DIR=$work/audit
   step "pytest: e2e (lanes side by side)"
   workers=${PFSLAYOUT_E2E_WORKERS:-1}
-  session=(-m "$E2E_TIERS")
-  [ "$TIERS" != e2e ] || session=()   # e2e alone: the arguments say what to run
-  pytest_session -n "$workers" --dist loadgroup "${durations[@]}" "${session[@]}" "${REST[@]}" || e2e_rc=$?
+  # Always with the tier expression: REST holds the paths and options, never the -m (a run of
+  # `-m e2e --durations=0` once collected every tier here).
+  pytest_session -n "$workers" --dist loadgroup "${durations[@]}" -m "$E2E_TIERS" "${REST[@]}" || e2e_rc=$?
 else
   step "pytest: ${TIERS// /, }"
   pytest_session -n "$cores" --dist loadgroup "${durations[@]}" "${REST[@]}" || other_rc=$?
