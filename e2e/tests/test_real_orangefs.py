@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from pfstestkit import REPO
-from pfstestkit.crd_release import RELEASE, RELEASE_NS
+from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS
 from pfstestkit.kinds import MOUNT, OFS
 from pfstestkit.ofs_pods import (
     datafiles,
@@ -151,6 +151,9 @@ def test_helm_test_runs_for_real_and_fails_with_the_operator_down(cluster, inclu
     # The test pod printed what its own HTTP request got back from the operator.
     assert re.search(r"/healthz 200", passed.stdout), passed.stdout
     test_pod = f"{RELEASE}-test-health"
+    # Against an operator that is down, a few attempts prove the failure as well as the default minute.
+    cluster.helm("upgrade", RELEASE, str(CHART), "-n", RELEASE_NS, "--reuse-values", "--set", "tests.attempts=3",
+                 timeout=240)
     cluster.kubectl("scale", "deployment", RELEASE, "-n", RELEASE_NS, "--replicas=0")
     try:
         cluster.wait_until(lambda: not deployment_pods(cluster, RELEASE_NS, "app.kubernetes.io/component=operator"),
