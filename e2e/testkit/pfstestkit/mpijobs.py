@@ -46,10 +46,24 @@ def finished(cluster: Cluster, ns: str, name: str, timeout: float = 420) -> str:
             if c["type"] in ("Succeeded", "Failed") and c["status"] == "True":
                 return str(c["type"])
         return None
-    got: str = cluster.wait_until(state, f"MPIJob {name} finished", timeout=timeout, interval=3)
+    try:
+        got: str = cluster.wait_until(state, f"MPIJob {name} finished", timeout=timeout, interval=3)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n{stalled(cluster, ns, name)}") from None
     pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}")["items"]
     assert_real_pods(cluster, pods)
     return got
+
+
+def stalled(cluster: Cluster, ns: str, name: str) -> str:
+    """What a job that did not finish left to read: its conditions, its pods and Jobs, the namespace's
+    Events (an MPIJob that never finished with lanes side by side left nothing else to go on)."""
+    job = cluster.kubectl("get", "mpijobs.kubeflow.org", name, "-n", ns, "-o",
+                          "jsonpath={.spec.runPolicy.suspend} {.status.conditions}", check=False)
+    pods = cluster.kubectl("get", "pods,jobs", "-n", ns, "-o", "wide", check=False)
+    events = cluster.kubectl("get", "events", "-n", ns, "--sort-by=.lastTimestamp", check=False)
+    return (f"MPIJob {name} (suspend, conditions): {job.stdout.strip() or job.stderr.strip()}\n"
+            f"pods and jobs:\n{pods.stdout}\nevents (last 40):\n" + "\n".join(events.stdout.splitlines()[-40:]))
 
 
 def launcher_log(cluster: Cluster, ns: str, name: str) -> str:
