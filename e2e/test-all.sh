@@ -116,8 +116,8 @@ if [ -n "$build_pid" ]; then
   if [ "$(e2e/harness/cluster.sh up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then stop_cluster=1; fi
   # One scanner of the real node's containers for all workers; the hardening test reads its record here.
   export PFSLAYOUT_E2E_AUDIT_DIR=$work/audit
-  step "pytest: e2e (${PFSLAYOUT_E2E_WORKERS:-1} lane(s) at a time)"
   workers=${PFSLAYOUT_E2E_WORKERS:-1}
+  step "pytest: e2e ($workers lane(s) at a time)"
   # Always with the tier expression: REST holds the paths and options, never the -m (a run of
   # `-m e2e --durations=0` once collected every tier here).
   pytest_session -n "$workers" --dist loadgroup "${durations[@]}" -m "$E2E_TIERS" "${REST[@]}" || e2e_rc=$?
