@@ -24,9 +24,10 @@ def join_group(item: pytest.Item, group: str) -> None:
     """Puts a test in an xdist group the way `--dist loadgroup` expects: its node id ends in `@<group>`.
     pytest-xdist 3.8 does that for `xdist_group` marks by setting `item._nodeid`, which pytest 9 no longer
     reads (the id is `item._id`), so its groups fall apart into single tests; this sets the id pytest reads.
-    Only in a worker of a loadgroup run: elsewhere ids stay as they are."""
+    Only in a worker of a loadgroup run (pytest-xdist sets `option.loadgroup` there and nowhere else: a run
+    with `-n0` or without pytest-xdist has no such option): elsewhere ids stay as they are."""
     item.add_marker(pytest.mark.xdist_group(group))
-    if item.config.getvalue("loadgroup") and not item.nodeid.endswith(f"@{group}"):
+    if getattr(item.config.option, "loadgroup", False) and not item.nodeid.endswith(f"@{group}"):
         item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pfstestkit import REPO, lanes, node_audit, tiers
-from pfstestkit.scheduling import LaneScheduling
+from pfstestkit.scheduling import LaneScheduling, join_group
 
 
 def test_every_test_file_is_in_a_tiers_folder() -> None:
@@ -186,7 +186,9 @@ class FakeConfig:
     workers: int = 2
 
     def getvalue(self, name: str) -> Any:
-        return ["popen"] * self.workers if name == "tx" else None
+        if name == "tx":
+            return ["popen"] * self.workers
+        raise ValueError(f"no option named {name!r}")  # as pytest's Config.getvalue
 
 
 COLLECTION = [
@@ -299,3 +301,28 @@ def test_one_session_scans_for_the_run_and_another_takes_over_when_it_leaves(
     finally:
         first.stop()
         second.stop()
+
+
+@dataclass
+class FakeItem:
+    """What join_group touches of a pytest item: its config, node id and markers."""
+    config: Any
+    nodeid: str
+    marks: list[Any] = field(default_factory=list)
+
+    def add_marker(self, mark: Any) -> None:
+        self.marks.append(mark)
+
+
+def test_join_group_renames_only_in_a_loadgroup_worker() -> None:
+    """Outside a worker of a `--dist loadgroup` run (`-n0`, or pytest without pytest-xdist) the option does
+    not exist: the test keeps its id (before, reading it failed the whole collection)."""
+    plain = FakeItem(FakeConfig(), "e2e/tests/test_x.py::test_1")
+    join_group(plain, "a")  # type: ignore[arg-type]  # the fake has what join_group reads
+    assert not hasattr(plain, "_id") and [m.kwargs for m in plain.marks] == [{}] and \
+        [m.args for m in plain.marks] == [("a",)]
+    option = FakeOption()
+    option.loadgroup = True  # type: ignore[attr-defined]  # what pytest-xdist sets in its workers
+    worker = FakeItem(FakeConfig(option=option), "e2e/tests/test_x.py::test_1")
+    join_group(worker, "a")  # type: ignore[arg-type]
+    assert str(worker._id) == "e2e/tests/test_x.py::test_1@a"  # type: ignore[attr-defined]
