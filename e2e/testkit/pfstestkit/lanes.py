@@ -45,19 +45,19 @@ MODULES: dict[str, str] = {
     "test_real_data_faults.py": "b",
     "test_real_calibration_restarts.py": "b",
     "test_real_operator_kills.py": "c",
+    "test_real_api_faults.py": "c",  # its restart test is marked restarts_control_plane: the serial lane
     "test_real_calibration.py": "d",
     "test_generated_specs.py": "d",
     # the serial lane: after everything else, alone
-    "test_real_api_faults.py": SERIAL,
     "test_real_upgrade.py": SERIAL,
     "test_real_pod_hardening.py": SERIAL,
     "test_real_node_stop.py": SERIAL,
 }
 
-# Each lane's run time in minutes on the 2-core machine (warm, the lanes side by side): the scheduler
-# starts the longest first. Measured by e2e/test-all.sh runs (docs/test-cluster.md, Timings).
-# (First estimates from the serial run of 2026-11-27: r ≈ 11, a ≈ 8, b ≈ 8, c ≈ 6, d ≈ 9.)
-MINUTES: dict[str, float] = {"r": 11.0, "d": 9.0, "a": 8.0, "b": 8.0, "c": 6.0}
+# Each lane's run time in minutes on the 2-core machine, two lanes side by side (2026-11-28,
+# `PFSLAYOUT_E2E_WORKERS=2`, docs/test-cluster.md Timings; lane b less a 10-min MPIJob hang, c with the
+# silent-watch test it took over from the serial lane): the scheduler starts the longest first.
+MINUTES: dict[str, float] = {"b": 9.0, "a": 7.5, "d": 7.0, "c": 7.0, "r": 5.5}
 
 
 @dataclass(frozen=True)
