@@ -274,10 +274,14 @@ REPLICAS = (f"{MOUNT}/hy/.replica-wide/crash.dat", f"{MOUNT}/hy/.replica-grouped
 # replica lagged yet). Small writes all go to one replica, the other lags (the shim's routing,
 # docs/shim.md). The shell's pid is IOR's after exec; `$$$$` because Kubernetes turns `$$` in a command
 # into `$`; the marker wait gives up after 120 s and kills anyway (the test then names the missing marker).
+# The killer keeps none of the rank's output pipes and each `pvfs2-ls` is bounded to 10 s: Hydra's proxy
+# takes a rank for ended once its output is closed too, so a killer (or a `pvfs2-ls` stuck on a loaded
+# server) holding them could keep the job running after the kill — the suspected cause of a `crash` job
+# that ran 10 minutes with two lanes side by side (2026-11-28; its pods' processes were not kept then).
 REPLICA_DIRS = f"{MOUNT}/hy/.replica-wide {MOUNT}/hy/.replica-grouped"
 CRASH = ("mpiexec -n 4 sh -c 'if [ \"$PMI_RANK\" = 3 ]; then "
-         "(timeout 120 sh -c \"until /opt/orangefs/bin/pvfs2-ls " + REPLICA_DIRS + " 2>/dev/null "
-         "| grep -q pfsstale; do sleep 0.2; done\"; sleep 1; kill -9 $$$$) & fi; "
+         "(timeout 120 sh -c \"until timeout 10 /opt/orangefs/bin/pvfs2-ls " + REPLICA_DIRS + " 2>/dev/null "
+         "| grep -q pfsstale; do sleep 0.2; done\"; sleep 1; kill -9 $$$$) </dev/null >/dev/null 2>&1 & fi; "
          f"exec ior -a MPIIO -o {MOUNT}/hy/crash.dat -t 4k -b 32m -w -k'")
 REOPEN = f"mpiexec -n 4 ior -a MPIIO -o {MOUNT}/hy/crash.dat -t 1m -b 32m -r -k || true"
 

@@ -55,15 +55,28 @@ def finished(cluster: Cluster, ns: str, name: str, timeout: float = 420) -> str:
     return got
 
 
+# What runs in a pod, without ps (the MPI image has none): pid and command line of every process.
+PROCESSES = ('for p in /proc/[0-9]*; do printf "%s " "${p#/proc/}"; tr "\\0" " " < "$p/cmdline" 2>/dev/null; '
+             'echo; done')
+
+
 def stalled(cluster: Cluster, ns: str, name: str) -> str:
     """What a job that did not finish left to read: its conditions, its pods and Jobs, the namespace's
-    Events (an MPIJob that never finished with lanes side by side left nothing else to go on)."""
+    Events, the launcher's log and the processes of each of its pods (MPIJobs that never finished with
+    lanes side by side left nothing else to go on)."""
     job = cluster.kubectl("get", "mpijobs.kubeflow.org", name, "-n", ns, "-o",
                           "jsonpath={.spec.runPolicy.suspend} {.status.conditions}", check=False)
     pods = cluster.kubectl("get", "pods,jobs", "-n", ns, "-o", "wide", check=False)
     events = cluster.kubectl("get", "events", "-n", ns, "--sort-by=.lastTimestamp", check=False)
-    return (f"MPIJob {name} (suspend, conditions): {job.stdout.strip() or job.stderr.strip()}\n"
-            f"pods and jobs:\n{pods.stdout}\nevents (last 40):\n" + "\n".join(events.stdout.splitlines()[-40:]))
+    out = (f"MPIJob {name} (suspend, conditions): {job.stdout.strip() or job.stderr.strip()}\n"
+           f"pods and jobs:\n{pods.stdout}\nevents (last 40):\n" + "\n".join(events.stdout.splitlines()[-40:]))
+    out += "\nlauncher log (last 60 lines):\n" + "\n".join(launcher_log(cluster, ns, name).splitlines()[-60:])
+    members = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}")["items"]
+    for pod in members:
+        ps = cluster.kubectl("exec", "-n", ns, pod["metadata"]["name"], "--", "sh", "-c", PROCESSES,
+                             check=False, timeout=30)
+        out += f"\nprocesses of {pod['metadata']['name']}:\n{ps.stdout or ps.stderr}"
+    return out
 
 
 def launcher_log(cluster: Cluster, ns: str, name: str) -> str:
