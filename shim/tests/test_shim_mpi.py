@@ -145,16 +145,17 @@ def test_hints_at_create_merge_with_user_hints(mpi: MpiBuild, tmp_path: Path) ->
 def expected_replica(np: int, size: int, servers: int, variant: str = "corrected") -> int:
     """Argmin over the replicas' layouts of the Python cost model (pfslayout cost), p = np, m = 1.
     Cached: both MPI flavours ask the same question, and each CLI start costs a second."""
-    params_file = Path(tempfile.mkdtemp(prefix="pfsshim-params-")) / "params.json"
-    params_file.write_text(json.dumps(PARAMS))
     costs = []
-    for _, spec in LAYOUTS:
-        cmd = [*pfslayout_cmd(), "cost", "--layout", spec["layout"], "--p", str(np), "--n", str(servers),
-               "--m", "1", "--s", str(size), "--params", str(params_file), "--variant", variant, "--json"]
-        if spec["layout"] == "2-D":
-            cmd += ["--g", str(spec["g"])]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
-        costs.append(json.loads(out)["total"])
+    with tempfile.TemporaryDirectory(prefix="pfsshim-params-") as tmp:  # mkdtemp left one per call in /tmp
+        params_file = Path(tmp) / "params.json"
+        params_file.write_text(json.dumps(PARAMS))
+        for _, spec in LAYOUTS:
+            cmd = [*pfslayout_cmd(), "cost", "--layout", spec["layout"], "--p", str(np), "--n", str(servers),
+                   "--m", "1", "--s", str(size), "--params", str(params_file), "--variant", variant, "--json"]
+            if spec["layout"] == "2-D":
+                cmd += ["--g", str(spec["g"])]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
+            costs.append(json.loads(out)["total"])
     return min(range(len(costs)), key=lambda i: (costs[i], i))
 
 

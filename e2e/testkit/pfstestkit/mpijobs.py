@@ -70,12 +70,17 @@ def stalled(cluster: Cluster, ns: str, name: str) -> str:
     events = cluster.kubectl("get", "events", "-n", ns, "--sort-by=.lastTimestamp", check=False)
     out = (f"MPIJob {name} (suspend, conditions): {job.stdout.strip() or job.stderr.strip()}\n"
            f"pods and jobs:\n{pods.stdout}\nevents (last 40):\n" + "\n".join(events.stdout.splitlines()[-40:]))
-    out += "\nlauncher log (last 60 lines):\n" + "\n".join(launcher_log(cluster, ns, name).splitlines()[-60:])
-    members = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}")["items"]
-    for pod in members:
-        ps = cluster.kubectl("exec", "-n", ns, pod["metadata"]["name"], "--", "sh", "-c", PROCESSES,
-                             check=False, timeout=30)
-        out += f"\nprocesses of {pod['metadata']['name']}:\n{ps.stdout or ps.stderr}"
+    # Every call below unchecked: what explains a timeout must never replace it with an error of its own.
+    members = cluster.kubectl("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}", "-o",
+                              "jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.training\\.kubeflow\\.org/"
+                              "job-role}{\"\\n\"}{end}", check=False).stdout.split("\n")
+    for line in filter(None, members):
+        pod, _, role = line.partition(" ")
+        if role == "launcher":
+            log = cluster.kubectl("logs", "-n", ns, pod, "--tail=60", check=False)
+            out += f"\nlog of {pod} (last 60 lines):\n{log.stdout or log.stderr}"
+        ps = cluster.kubectl("exec", "-n", ns, pod, "--", "sh", "-c", PROCESSES, check=False, timeout=30)
+        out += f"\nprocesses of {pod}:\n{ps.stdout or ps.stderr}"
     return out
 
 
