@@ -7,8 +7,9 @@
 # With the e2e tier and others, it runs two sessions one after the other: the other tiers as soon as their
 # own builds are done (one worker per core) while the Kubernetes binaries and images build in the
 # background — so a cold machine spends its longest build running tests — then the e2e lanes on the
-# cluster (PFSLAYOUT_E2E_WORKERS, default 1: one lane after another; 3 puts them side by side, but on 2 cores
-# two MPIJobs stalled that way in a run of 2026-11-28, see docs/test-cluster.md). Not both sessions at once:
+# cluster (PFSLAYOUT_E2E_WORKERS, default 2: two lanes side by side, then the serial lane alone — on 2 cores
+# 28 min against 38 one after another, the CPUs being a third busy either way; 1 runs them in a row, 3
+# stalled two MPIJobs in a run of 2026-11-28, see docs/test-cluster.md). Not both sessions at once:
 # on 2 cores the other tiers' compilers and mpirun starve the API server and the e2e tests' pods miss
 # their deadlines (ten timeouts in a run that tried it).
 # Extra arguments go to pytest: `-m unit` (a tier expression) or test paths run just those and build
@@ -116,7 +117,7 @@ if [ -n "$build_pid" ]; then
   if [ "$(e2e/harness/cluster.sh up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then stop_cluster=1; fi
   # One scanner of the real node's containers for all workers; the hardening test reads its record here.
   export PFSLAYOUT_E2E_AUDIT_DIR=$work/audit
-  workers=${PFSLAYOUT_E2E_WORKERS:-1}
+  workers=${PFSLAYOUT_E2E_WORKERS:-2}
   step "pytest: e2e ($workers lane(s) at a time)"
   # Always with the tier expression: REST holds the paths and options, never the -m (a run of
   # `-m e2e --durations=0` once collected every tier here).
