@@ -31,6 +31,19 @@ def test_kopf_settings_have_timeouts_and_pfslayout_keys(monkeypatch: pytest.Monk
     assert s.posting.reporting_instance  # the events API rejects an empty one
 
 
+def test_every_retried_handler_and_timer_backs_off_seconds_not_kopfs_minute() -> None:
+    """Kopf retries a handler or timer that raised after its `backoff`, 60 s unless set: a timer without
+    one stalled calibration and layout progress a minute after each API-server restart."""
+    import pfslayout.operator  # noqa: F401  # registers every handler with Kopf's default registry
+    from pfslayout.operator.env import seconds
+
+    registry = kopf.get_default_registry()
+    retried = [*registry._spawning.get_all_handlers(), *registry._changing.get_all_handlers()]
+    assert {h.id for h in retried} >= {"progress", "resync", "reconcile", "cleanup", "wipe-hostpath"}
+    assert all(h.backoff == seconds("PFSLAYOUT_RETRY_SECONDS", 5) for h in retried), \
+        [(h.id, h.backoff) for h in retried]
+
+
 def test_user_annotations_under_pfslayout_io_stay_in_kopfs_diff() -> None:
     """Kopf drops annotations under its storage prefix from the essence it diffs; the scale-down consent
     (`pfslayout.io/confirm-scale-down`) must survive, or annotating would not trigger a reconcile."""

@@ -46,7 +46,11 @@ def register(resource: CustomResource, step: Callable[[dict[str, Any]], dict[str
         def on_cause(body: kopf.Body, logger: Any, **_: Any) -> None:
             run(body, logger)
 
-    @kopf.timer(group, version, plural, id="progress", interval=poll_s, initial_delay=poll_s, when=scope.in_scope)
+    # The timer's own backoff too: without one Kopf waits its default 60 s after a failed run, so a run that
+    # met an API-server restart held calibration and layout progress back a minute (the API-fault e2e test's
+    # operator log: "Timer 'progress' failed ... will try again in 60 seconds"; now 5).
+    @kopf.timer(group, version, plural, id="progress", interval=poll_s, initial_delay=poll_s, backoff=backoff_s,
+                when=scope.in_scope)
     @metrics.instrumented(resource.kind, "progress")
     def on_progress(body: kopf.Body, logger: Any, **_: Any) -> None:
         if (body.get("metadata") or {}).get("deletionTimestamp"):

@@ -20,7 +20,8 @@ from pfslayout.operator.runtime import kube, post
 
 KIND = OFS.kind
 RESYNC_S = seconds("PFSLAYOUT_RESYNC_SECONDS", 300)
-# Kopf waits 60 s before retrying a handler that raised; an API hiccup should cost seconds, not a minute.
+# Kopf waits 60 s before retrying a handler or timer that raised; an API hiccup should cost seconds, not a
+# minute. Every retried handler and timer sets it (test_operator_plumbing checks Kopf's registry).
 BACKOFF_S = seconds("PFSLAYOUT_RETRY_SECONDS", 5)
 
 
@@ -59,7 +60,7 @@ def on_resume(body: kopf.Body, logger: Any, **_: Any) -> None:
 
 
 @kopf.timer(OFS.group, OFS.version, OFS.plural, id="resync", interval=RESYNC_S, idle=RESYNC_S / 2,
-            initial_delay=RESYNC_S, when=scope.in_scope)
+            initial_delay=RESYNC_S, backoff=BACKOFF_S, when=scope.in_scope)
 @metrics.instrumented(KIND, "resync")
 def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
     """Undo drift nobody announced (a child edited or deleted by hand): the same idempotent apply."""
@@ -89,7 +90,7 @@ def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
     _cleanup(body, logger, lambda: reconciler.mark_terminating(kube(), dict(body), post))
 
 
-@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="wipe-hostpath", when=scope.in_scope)
+@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="wipe-hostpath", backoff=BACKOFF_S, when=scope.in_scope)
 @metrics.instrumented(KIND, "delete-wipe")
 def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None:
     """Runs after `cleanup`; only does something for hostPath storage with reclaimPolicy Delete."""
