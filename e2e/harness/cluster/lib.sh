@@ -10,12 +10,13 @@ REPO_ROOT=$(cd "$CLUSTER_LIB_DIR/../../.." && pwd)
 CACHE_ROOT=${PFSLAYOUT_CACHE:-$HOME/.cache/pfs-layout-operator}
 # -n1: the set of commands built (n1 adds kubelet and kube-proxy for the real node).
 K8S_DIR=$CACHE_ROOT/k8s-$K8S_VERSION-n1
-COREDNS_DIR=$CACHE_ROOT/coredns-$COREDNS_VERSION
 # The suffix names the set of upstream Stages copied beside the binary: bump it when build.sh copies others.
 KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION-s3
 HELM_DIR=$CACHE_ROOT/helm-$HELM_VERSION
-# Our own entry point is part of what is built: its hash is in the key, so editing it rebuilds.
-MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION-$(sha256sum "$CLUSTER_LIB_DIR/mpi-operator/main.go" | cut -c1-8)
+# Our own entry points are part of what is built: their hash is in the key, so editing one rebuilds.
+entry_point_key() { sha256sum "$CLUSTER_LIB_DIR/$1/main.go" | cut -c1-8; }
+MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION-$(entry_point_key mpi-operator)
+COREDNS_DIR=$CACHE_ROOT/coredns-$COREDNS_VERSION-$(entry_point_key coredns)
 # Go's own caches live beside the binaries so a warm machine rebuilds nothing and `rm -rf` of one
 # directory cleans everything.
 export GOCACHE=${PFSLAYOUT_GOCACHE:-$CACHE_ROOT/go/build}
