@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pfstestkit.lanes import SERIAL
+from pfstestkit.lanes import SERIAL, minutes_by_lane
 from pfstestkit.scheduling import join_group
 from pfstestkit.tiers import MARKERS, PlanError, tier_of, tiers_of_expression
 
@@ -44,3 +44,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     from pfstestkit.scheduling import LaneScheduling
 
     return LaneScheduling(config, log)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Each e2e lane's minutes in a run side by side, under pytest's slowest durations: what
+    pfstestkit.lanes.MINUTES is set from."""
+    lanes = minutes_by_lane(rep for reports in terminalreporter.stats.values() for rep in reports)
+    if lanes:
+        terminalreporter.write_line("lane minutes (setup + call + teardown of its tests): " +
+                                    ", ".join(f"{lane} {minutes:.1f}" for lane, minutes in lanes.items()))

@@ -18,8 +18,10 @@ The module → lane table below is the one place a module's lane is set; a modul
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # The chart release a user installs (and the demo): the shared lanes use it.
 RELEASE, RELEASE_NS = "pfs-layout-operator", "pfs-layout-system"
@@ -58,6 +60,19 @@ MODULES: dict[str, str] = {
 # `.ci/run`, 2026-11-28, docs/test-cluster.md Timings): the scheduler starts the longest first. Seven lanes
 # of 2-9 minutes rather than five of 5-10, so the two workers end close together before the serial lane.
 MINUTES: dict[str, float] = {"d": 8.5, "b": 7.9, "c": 7.5, "f": 6.3, "r": 5.5, "a": 3.5, "e": 2.0}
+
+
+def minutes_by_lane(reports: Iterable[Any]) -> dict[str, float]:
+    """Each lane's minutes in a run side by side — the setup, call and teardown of its tests, from pytest's
+    reports, whose node ids end in `@<lane>` there (scheduling.join_group) — longest first: the figures
+    MINUTES follows. A test's time depends on its neighbours (docs/test-cluster.md), so read several runs."""
+    lanes = set(MODULES.values())
+    totals: dict[str, float] = {}
+    for rep in reports:
+        lane = str(getattr(rep, "nodeid", "")).rpartition("@")[2]
+        if lane in lanes and isinstance(getattr(rep, "duration", None), float):
+            totals[lane] = totals.get(lane, 0.0) + rep.duration / 60
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
 @dataclass(frozen=True)

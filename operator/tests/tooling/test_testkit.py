@@ -38,6 +38,22 @@ def test_every_e2e_module_has_a_lane_and_every_lane_entry_a_module() -> None:
     assert set(lanes.MINUTES) <= set(lanes.MODULES.values()) - {lanes.SERIAL}
 
 
+def test_lane_minutes_add_up_each_lanes_reports_and_nothing_else() -> None:
+    from types import SimpleNamespace
+
+    def rep(nodeid: str, seconds: float) -> SimpleNamespace:
+        return SimpleNamespace(nodeid=nodeid, duration=seconds)
+    reports = [rep("e2e/tests/test_real_calibration.py::test_x@d", 300.0),
+               rep("e2e/tests/test_real_calibration.py::test_x@d", 60.0),  # its teardown
+               rep("e2e/tests/test_real_node.py::test_y@a", 90.0),
+               rep("e2e/tests/test_real_upgrade.py::test_z@s", 30.0),
+               rep("operator/tests/unit/test_a.py::test_b[user@host]", 500.0),  # no lane: a parameter's @
+               rep("operator/tests/unit/test_a.py::test_c", 500.0),
+               SimpleNamespace(nodeid="e2e/tests/test_real_node.py::test_y@a")]  # a warning: no duration
+    assert lanes.minutes_by_lane(reports) == {"d": 6.0, "a": 1.5, "s": 0.5}
+    assert list(lanes.minutes_by_lane(reports)) == ["d", "a", "s"]
+
+
 def test_lanes_own_disjoint_namespaces_and_releases() -> None:
     names = sorted(set(lanes.MODULES.values()))
     owned = [lanes.Lane(n) for n in names]
