@@ -56,10 +56,10 @@ MODULES: dict[str, str] = {
     "test_real_node_stop.py": SERIAL,
 }
 
-# Each lane's run time in minutes on the 2-core machine, two lanes side by side (the e2e session of a cold
-# `.ci/run`, 2026-11-28, docs/test-cluster.md Timings): the scheduler starts the longest first. Seven lanes
-# of 2-9 minutes rather than five of 5-10, so the two workers end close together before the serial lane.
-MINUTES: dict[str, float] = {"d": 8.5, "b": 7.9, "c": 7.5, "f": 6.3, "r": 5.5, "a": 3.5, "e": 2.0}
+# Each lane's run time in minutes on the 2-core machine, two lanes side by side: the `lane minutes` line of
+# `e2e/test-all.sh -m e2e` (9a0f7ce + 72f6454, 2026-11-28, 27 min 26 s; docs/test-cluster.md Timings). The
+# scheduler starts the longest first; these seven split into two workers' 20.2 minutes each.
+MINUTES: dict[str, float] = {"d": 11.9, "b": 8.7, "c": 6.0, "r": 5.5, "f": 4.0, "a": 2.4, "e": 1.9}
 
 
 def minutes_by_lane(reports: Iterable[Any]) -> dict[str, float]:
