@@ -8,7 +8,7 @@
 # own builds are done (one worker per core) while the Kubernetes binaries and images build in the
 # background — so a cold machine spends its longest build running tests — then the e2e lanes on the
 # cluster (PFSLAYOUT_E2E_WORKERS, default 2: two lanes side by side, then the serial lane alone — on 2 cores
-# 28 min against 38 one after another, the CPUs being a third busy either way; 1 runs them in a row, 3
+# 27 min against 38 one after another, the CPUs half idle either way; 1 runs them in a row, 3
 # stalled two MPIJobs in a run of 2026-11-28, see docs/test-cluster.md). Not both sessions at once:
 # on 2 cores the other tiers' compilers and mpirun starve the API server and the e2e tests' pods miss
 # their deadlines (ten timeouts in a run that tried it).
