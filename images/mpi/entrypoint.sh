@@ -6,6 +6,12 @@
 # and reports its own error. Everything else is exec'd unchanged (workers: sshd -De ...).
 # The hostfile is the one the MPI Operator names for the job's MPI: HYDRA_HOST_FILE (MPICH),
 # OMPI_MCA_orte_default_hostfile (Open MPI), I_MPI_HYDRA_HOST_FILE (Intel MPI); all /etc/mpi/hostfile.
+# An MPICH launcher also gets HYDRA_IFACE (unless the job sets it): Hydra's proxies connect back to
+# mpiexec by the name in its control-port string, the launcher's hostname, whose DNS record appears only
+# once the launcher is in the headless Service's endpoints — a proxy started before that fails with
+# "unable to get host address" and mpiexec waits until the job's deadline. With an interface named,
+# the string carries that interface's address, which needs no DNS (docs/operator.md, "Hydra and the
+# launcher's DNS name").
 set -eu
 
 HOSTFILE=${HYDRA_HOST_FILE:-${OMPI_MCA_orte_default_hostfile:-${I_MPI_HYDRA_HOST_FILE:-/etc/mpi/hostfile}}}
@@ -28,6 +34,12 @@ if [ "${K_MPI_JOB_ROLE:-}" = "launcher" ] && [ -r "$HOSTFILE" ]; then
   sed -e 's/#.*//' -e 's/^[[:space:]]*//' -e 's/[:[:space:]].*//' -e '/^$/d' "$HOSTFILE" | while read -r host; do
     wait_resolvable "$host"
   done
+fi
+
+IFACE=${PFSLAYOUT_HYDRA_IFACE:-eth0}
+if [ "${K_MPI_JOB_ROLE:-}" = "launcher" ] && [ -n "${HYDRA_HOST_FILE:-}" ] && [ -z "${HYDRA_IFACE:-}" ] &&
+  [ -e "/sys/class/net/$IFACE" ]; then
+  export HYDRA_IFACE="$IFACE"
 fi
 
 if [ "$#" -eq 0 ]; then
