@@ -114,13 +114,17 @@ start_apiserver() {
   wait_for "kube-apiserver /readyz" kube-apiserver kubectl get --raw /readyz
 }
 
-# A fault for the tests (issue 14): one control-plane process stopped by PID and started again with the
-# same arguments and state, as a crash and a supervisor's restart would.
+# A fault for the tests (issue 14): one control-plane process killed by PID and started again with the
+# same arguments and state, as a crash and a supervisor's restart would. SIGKILL, not SIGTERM: a crash
+# gives no notice, and the API server's graceful shutdown outlasted stop_group's 15 s every time (it
+# then got SIGKILL anyway), so each restart kept the API server away 17 s instead of ~2 — long enough
+# for client-go's watch backoff (doubling to 30 s, jittered up to 60) to leave the controller manager
+# deaf for up to a minute after /readyz: a Job created then got its pod 60 s later.
 restart() {
   [ -f "$STATE_DIR/up.complete" ] || die "restart: no cluster is up (e2e/harness/cluster.sh up)"
   case ${1:-} in
-    etcd) stop_group etcd; start_etcd ;;
-    kube-apiserver) stop_group kube-apiserver; start_apiserver ;;
+    etcd) crash etcd "$PORT_ETCD_CLIENT" "$PORT_ETCD_PEER"; start_etcd ;;
+    kube-apiserver) crash kube-apiserver "$PORT_APISERVER"; start_apiserver ;;
     *) die "restart: etcd or kube-apiserver, not '${1:-}'" ;;
   esac
   wait_for "kube-apiserver /readyz" kube-apiserver kubectl get --raw /readyz
@@ -214,6 +218,21 @@ nodes_ready() {
 
 # Stops a group of components together: SIGTERM to all, then SIGKILL to whatever is left after 15 s
 # (the state is throwaway). Each takes ~2 s to exit on its own.
+crash() { # component port...: SIGKILL, then wait until the process and its listening sockets are gone
+  local c=$1 pid p deadline=$((SECONDS + 15))
+  shift
+  if pid=$(pid_of "$c"); then
+    kill -KILL "$pid" 2>/dev/null || true
+    while pid_of "$c" >/dev/null; do sleep 0.05; done
+  fi
+  rm -f "$PIDS/$c.pid"
+  # Seen once: the new API server's bind failed ("address already in use") right after the old one
+  # was gone from /proc.
+  for p in "$@"; do
+    while [ -n "$(ss -Hltn "src 127.0.0.1:$p")" ] && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+  done
+}
+
 stop_group() {
   local c pid deadline=$((SECONDS + 15)) pending
   for c in "$@"; do
