@@ -450,8 +450,14 @@ def test_admission_across_an_api_server_restart_answers_from_the_operators_cache
         return denial(dry_run(cluster, ns, probe).stderr, name)
     # Wait for the decision from the policy's status, not the earlier "not reconciled yet" refusal: the
     # assertion after the restart is about the webhook's cache keeping what it knew, so it must have known it.
-    known = cluster.wait_until(lambda: denial(dry_run(cluster, namespace, probe).stderr, "kept", from_status=True),
-                               "the webhook deciding for policy kept from its status", timeout=60, interval=1)
+    try:
+        known = cluster.wait_until(lambda: denial(dry_run(cluster, namespace, probe).stderr, "kept", from_status=True),
+                                   "the webhook deciding for policy kept from its status", timeout=60, interval=1)
+    except AssertionError as err:  # seen once in CI, after the restarts of test_real_api_faults: say what held it
+        scope = webhook_config(cluster)["namespaceSelector"]
+        raise AssertionError(f"{err}\nlast answer: {dry_run(cluster, namespace, probe).stderr.strip()[:300]}\n"
+                             f"policy status: {lp_status(cluster, namespace, 'kept')}\nwebhook scope: {scope}\n"
+                             f"operator log:\n{operator_log(cluster)}") from None
     assert "ClusterNotReady" in known, known
 
     start = time.monotonic()
