@@ -65,8 +65,8 @@ def test_suspended_jobs_get_the_shim_in_every_rank(cluster, lp_operator, namespa
     for role in ("Launcher", "Worker"):
         spec = got["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]
         assert [c["name"] for c in spec["initContainers"]] == ["pfslayout-shim"]
-        assert spec["containers"][0]["command"] == job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"][
-            "containers"][0]["command"]  # the user's container is the user's
+        assert spec["containers"][0]["args"] == job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"][
+            "containers"][0]["args"]  # the user's container is the user's
     log = launcher_log(cluster, namespace, "ior-injected")
     assert "Summary of all tests" in log and "cannot write the trace" not in log, log[-3000:]
     # Every rank loaded the shim: each wrote its trace onto OrangeFS through MPI-IO.

@@ -186,12 +186,10 @@ def mpijob(name: str, ofs: str, workers: int, ranks: int, mode: str) -> dict[str
     security = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     pod_security = {"runAsUser": 10001, "runAsGroup": 10001, "runAsNonRoot": True,
                     "seccompProfile": {"type": "RuntimeDefault"}}
-    # The workers' names resolve once their pods are in the Service's endpoints; ssh gives up at once on a
-    # name that does not resolve yet, and Hydra then waits forever for that proxy.
+    # In `args`: the image's entrypoint runs first — it waits for the workers' names (ssh gives up at once
+    # on a name that does not resolve yet) and gives Hydra the pod's interface (docs/images.md).
     script = (
         "set -e; "
-        "for h in $(cut -d: -f1 /etc/mpi/hostfile); do "
-        "for i in $(seq 60); do getent hosts $h >/dev/null && break; sleep 1; done; done; "
         f"mpiexec -n {ranks} hostname | sort | uniq -c; "
         f"mpiexec -n {ranks} ior -a MPIIO -w -r -W -R -C -e -g -b {IOR_BLOCK} -t {IOR_TRANSFER} "
         f"-o pvfs2:{MOUNT}/ior/shared.dat -k"
@@ -210,7 +208,7 @@ def mpijob(name: str, ofs: str, workers: int, ranks: int, mode: str) -> dict[str
                 "Launcher": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {
                     "securityContext": pod_security,
                     "containers": [{"name": "launcher", "image": MPI_IMAGE, "imagePullPolicy": "IfNotPresent",
-                                    "command": ["bash", "-c", script], "securityContext": security,
+                                    "args": ["bash", "-c", script], "securityContext": security,
                                     "volumeMounts": [mount]}],
                     "volumes": [pvfs2tab]}}},
                 "Worker": {"replicas": workers, "template": {"spec": {

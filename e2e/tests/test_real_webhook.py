@@ -213,10 +213,8 @@ def user_job(name: str, args: list[str], labels: dict[str, str]) -> dict[str, An
     job = mpijob(name, "unused", labels, suspend=False)
     del job["spec"]["runPolicy"]["suspend"]
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    del launcher["command"]
     launcher["args"] = args
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    del worker["command"]
     worker["args"] = ["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"]
     return job
 

@@ -10,12 +10,11 @@ from pfstestkit.real import assert_real_pods
 SSHD = "exec /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"
 
 
-WAIT_DNS = ("for h in $(sed -e 's/[: ].*//' -e '/^#/d' -e '/^$/d' /etc/mpi/hostfile); do "
-            "for i in $(seq 60); do getent hosts \"$h\" >/dev/null && break; sleep 1; done; done")
-
-
 def mpijob(name: str, command: str, labels: dict[str, str], suspend: bool) -> dict[str, Any]:
-    """What a user writes: the MPI image, a plain mpiexec; no shim, no pvfs2tab, no preload."""
+    """What a user writes: the MPI image, a plain mpiexec; no shim, no pvfs2tab, no preload. The command
+    goes in `args`, so the image's entrypoint runs first (docs/images.md): on the launcher it waits for the
+    workers' names and gives Hydra the pod's interface (a job that sets `command` replaces it, and its
+    Hydra proxies may then fail to resolve the launcher's name — seen in CI)."""
     security = {"runAsUser": 10001, "runAsGroup": 10001, "runAsNonRoot": True,
                 "seccompProfile": {"type": "RuntimeDefault"}}
 
@@ -23,7 +22,7 @@ def mpijob(name: str, command: str, labels: dict[str, str], suspend: bool) -> di
         return {"spec": {"securityContext": security, "enableServiceLinks": False, "containers": [{
             "name": role, "image": "pfslayout/mpi:dev", "imagePullPolicy": "IfNotPresent",
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-            "command": ["sh", "-c", cmd]}]}}
+            "args": ["sh", "-c", cmd]}]}}
     return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name, "labels": labels},
             "spec": {"slotsPerWorker": 2, "mpiImplementation": "MPICH",
                      "launcherCreationPolicy": "WaitForWorkersReady", "sshAuthMountPath": "/home/mpiuser/.ssh",
@@ -31,7 +30,7 @@ def mpijob(name: str, command: str, labels: dict[str, str], suspend: bool) -> di
                                    "suspend": suspend},
                      "mpiReplicaSpecs": {
                          "Launcher": {"replicas": 1, "restartPolicy": "Never",
-                                      "template": pod("launcher", f"set -eu\n{WAIT_DNS}\n{command}\n")},
+                                      "template": pod("launcher", f"set -eu\n{command}\n")},
                          "Worker": {"replicas": 2, "restartPolicy": "Never", "template": pod("worker", SSHD)}}}}
 
 
