@@ -21,6 +21,7 @@ import pytest
 
 from pfstestkit import lab as labenv
 from pfstestkit.lab import lab
+from pfstestkit.priority import measuring
 
 PREFIX = "pfslabt"
 RATE_MBIT = 400
@@ -32,6 +33,14 @@ pytestmark = pytest.mark.timeout(900)
 @pytest.fixture(scope="module")
 def lab_env() -> Iterator[dict[str, str]]:
     yield from labenv.lab_env(PREFIX, "10.252.0", "pfslab-test-")
+
+
+@pytest.fixture(autouse=True)
+def full_priority() -> Iterator[None]:
+    """The smoke run checks measured link rates: at normal priority even when the test command runs this
+    tier at the lowest, beside the e2e lanes (pfstestkit.priority)."""
+    with measuring():
+        yield
 
 
 def leftovers(env: dict[str, str]) -> list[str]:

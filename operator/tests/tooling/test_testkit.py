@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 import time
@@ -342,3 +343,26 @@ def test_join_group_renames_only_in_a_loadgroup_worker() -> None:
     worker = FakeItem(FakeConfig(option=option), "e2e/tests/test_x.py::test_1")
     join_group(worker, "a")  # type: ignore[arg-type]
     assert str(worker._id) == "e2e/tests/test_x.py::test_1@a"  # type: ignore[attr-defined]
+
+
+PRIORITY_PROBE = """
+import os, subprocess, threading
+from pfstestkit.priority import measuring
+tid = threading.get_native_id()
+def child():
+    return subprocess.run(["sh", "-c", "nice; ionice"], capture_output=True, text=True).stdout.split()
+print(os.getpriority(os.PRIO_PROCESS, tid), *child())
+with measuring():
+    print(os.getpriority(os.PRIO_PROCESS, tid), *child())
+print(os.getpriority(os.PRIO_PROCESS, tid), *child())
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="lowering a niceness needs CAP_SYS_NICE (the test command runs as root)")
+def test_measuring_gives_normal_priority_back_to_the_thread_and_its_children() -> None:
+    """A process at nice 19 and ionice idle (as the test command runs the tiers but e2e) measures at
+    normal priority inside measuring(), its child processes too, and returns to the lowest afterwards."""
+    out = subprocess.run(["nice", "-n", "19", "ionice", "-c", "3", sys.executable, "-c", PRIORITY_PROBE],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert [line.split() for line in out] == [["19", "19", "idle"], ["0", "0", "best-effort:", "prio", "4"],
+                                              ["19", "19", "idle"]], out
