@@ -56,10 +56,10 @@ MODULES: dict[str, str] = {
     "test_real_node_stop.py": SERIAL,
 }
 
-# Each lane's run time in minutes on the 2-core machine, two lanes side by side: the `lane minutes` line of
-# `e2e/test-all.sh -m e2e` (9a0f7ce + 72f6454, 2026-11-28, 27 min 26 s; docs/test-cluster.md Timings). The
-# scheduler starts the longest first; these seven split into two workers' 20.2 minutes each.
-MINUTES: dict[str, float] = {"d": 11.9, "b": 8.7, "c": 6.0, "r": 5.5, "f": 4.0, "a": 2.4, "e": 1.9}
+# Each lane's run time in minutes on the 2-core machine, three lanes side by side: the `lane minutes` line of
+# `PFSLAYOUT_E2E_WORKERS=3 e2e/test-all.sh -m e2e` (d98d3ea, 2026-11-28, 19 min 13 s; docs/test-cluster.md
+# Timings). The scheduler starts the longest first; these seven split into three workers' 11.5-13.4 minutes.
+MINUTES: dict[str, float] = {"c": 8.1, "d": 8.0, "b": 6.3, "r": 5.5, "f": 3.6, "a": 3.4, "e": 1.9}
 
 
 def minutes_by_lane(reports: Iterable[Any]) -> dict[str, float]:
