@@ -8,8 +8,8 @@
 # own builds are done (one worker per core), in the background at the lowest CPU and I/O priority (nice
 # 19, ionice idle), beside the Kubernetes build on a cold machine and beside the e2e lanes on a warm one;
 # and the e2e lanes on the cluster (PFSLAYOUT_E2E_WORKERS, default 3: three lanes side by side, then the
-# serial lane alone — on 2 cores 19 min against 27 with 2 and 38 one after another; the CPUs stay ~30 %
-# idle). The other tiers' output is printed once they are done. At equal priority the two sessions were
+# serial lane alone — on 2 cores 19 min against 27 with 2 and 38 one after another; 22 min with the other
+# tiers beside them, the CPUs 87 % busy). The other tiers' output is printed once they are done. At equal priority the two sessions were
 # tried once (2026-11): the other tiers' compilers and mpirun starved the API server and ten e2e tests
 # missed their deadlines; at the lowest priority they only take what the e2e lanes leave (docs/test-cluster.md).
 # Extra arguments go to pytest: `-m unit` (a tier expression) or test paths run just those and build

@@ -216,14 +216,12 @@ nodes_ready() {
   [ "$n" -ge "$NODE_COUNT" ]
 }
 
-# Stops a group of components together: SIGTERM to all, then SIGKILL to whatever is left after 15 s
-# (the state is throwaway). Each takes ~2 s to exit on its own.
 crash() { # component port...: SIGKILL, then wait until the process and its listening sockets are gone
   local c=$1 pid p deadline=$((SECONDS + 15))
   shift
   if pid=$(pid_of "$c"); then
     kill -KILL "$pid" 2>/dev/null || true
-    while pid_of "$c" >/dev/null; do sleep 0.05; done
+    while pid_of "$c" >/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
   fi
   rm -f "$PIDS/$c.pid"
   # Seen once: the new API server's bind failed ("address already in use") right after the old one
@@ -233,6 +231,8 @@ crash() { # component port...: SIGKILL, then wait until the process and its list
   done
 }
 
+# Stops a group of components together: SIGTERM to all, then SIGKILL to whatever is left after 15 s
+# (the state is throwaway). Each takes ~2 s to exit on its own.
 stop_group() {
   local c pid deadline=$((SECONDS + 15)) pending
   for c in "$@"; do
