@@ -113,6 +113,11 @@ e2e_rc=0
 if [ -n "$build_pid" ]; then
   if ! wait "$build_pid"; then
     build_pid=
+    if [ -n "$other_pid" ]; then  # their results still count: let them finish and show them
+      wait "$other_pid" || true
+      other_pid=
+      cat "$work/other-tiers.log"
+    fi
     tail -n 60 "$work/cluster-build.log" >&2
     echo "test-all: the cluster build failed (above)" >&2
     exit 1
