@@ -177,13 +177,15 @@ def test_start_order_is_a_stable_sort_with_each_windows_ends(values: list[float]
     assert np.array_equal(ord_s, expect) and np.array_equal(pair_s, pair[expect])
     assert np.array_equal(es, eff[expect])
     assert sb[0] == eb[0] == 0 and sb[-1] == eb[-1] == v.size and np.all(np.diff(sb) >= 0)
-    ends = []
-    for c in range(sb.size - 1):
-        window = by_end[eb[c]:eb[c + 1]]
-        assert np.all(np.diff(window) > 0)  # in position order
-        assert np.all(window < sb[c + 1])  # a request ends in its start's window or a later one
-        ends.append(window[np.argsort(es[window], kind="stable")])
-    assert np.array_equal(es[np.concatenate(ends)], np.sort(eff))
+    # Per window, vectorised (a Python loop over up to 1.5 M one-request windows took minutes): w[k] is
+    # the window of by_end's k-th entry.
+    w = np.repeat(np.arange(sb.size - 1), np.diff(eb))
+    same = w[1:] == w[:-1]
+    assert np.all(np.diff(by_end)[same] > 0)  # in position order
+    assert np.all(by_end < sb[w + 1])  # a request ends in its start's window or a later one
+    # each window sorted stably by effective end (ties keep position order), windows in window order
+    ends = by_end[np.lexsort((np.arange(by_end.size), es[by_end], w))]
+    assert np.array_equal(es[ends], np.sort(eff))
 
 
 @pytest.mark.parametrize("m_of", ["issuing-node", "busiest-node"])
