@@ -285,56 +285,52 @@ static int parse_rule(errbuf *eb, int i, json_t *obj, const pfs_config *cfg, int
     return 0;
 }
 
-static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
+/* "params": the five measured parameters the router costs each request with, and the optional per-operation
+ * terms; absent, the unset markers stay and the rules may not have replicas (parse_rules checks) */
+static int parse_params(errbuf *eb, json_t *v, pfs_config *cfg)
 {
-    static const char *const keys[] = {"format", "params", "variant", "servers", "ranks_per_node", "rules",
-                                       "trace", "stats", "lazy_sync", "route", NULL};
-    if (!json_is_object(root))
-        return fail(eb, "(top level)", "must be a JSON object with \"format\": \"%s\"", PFS_CONFIG_FORMAT);
-    json_t *fmt = json_object_get(root, "format");
-    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), PFS_CONFIG_FORMAT) != 0)
-        return fail(eb, "format", "must be \"%s\" (this shim reads only that version)", PFS_CONFIG_FORMAT);
-    if (check_keys(eb, "", root, keys))
-        return -1;
-
-    json_t *v;
-    int have_params = 0;
     cfg->params.e_write = cfg->params.beta_write = PFS_PARAM_UNSET; /* writes cost as reads unless given */
     cfg->params.e_shared = PFS_PARAM_UNSET;                          /* no shared-core term unless given */
-    if ((v = json_object_get(root, "params"))) {
-        static const char *const pkeys[] = {"e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write",
-                                            "e_shared", "servers", NULL};
-        if (!json_is_object(v))
-            return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta (e_write, beta_write, e_shared optional)");
-        /* per-server overrides (heterogeneous servers) are accepted for the operator's sake and ignored:
-         * the per-request table uses one value per parameter */
-        if (check_keys(eb, "params", v, pkeys))
+    if (!v)
+        return 0;
+    static const char *const pkeys[] = {"e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write",
+                                        "e_shared", "servers", NULL};
+    if (!json_is_object(v))
+        return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta (e_write, beta_write, e_shared optional)");
+    /* per-server overrides (heterogeneous servers) are accepted for the operator's sake and ignored:
+     * the per-request table uses one value per parameter */
+    if (check_keys(eb, "params", v, pkeys))
+        return -1;
+    const char *names[] = {"e", "v", "alpha_seq", "alpha_rand", "beta"};
+    double *dst[] = {&cfg->params.e, &cfg->params.v, &cfg->params.alpha_seq, &cfg->params.alpha_rand,
+                     &cfg->params.beta};
+    for (int i = 0; i < 5; i++) {
+        char field[64];
+        snprintf(field, sizeof field, "params.%s", names[i]);
+        json_t *x = json_object_get(v, names[i]);
+        if (!x)
+            return fail(eb, field, "missing; give all five of e, v, alpha_seq, alpha_rand, beta");
+        if (get_number(eb, field, x, 0.0, dst[i]))
             return -1;
-        const char *names[] = {"e", "v", "alpha_seq", "alpha_rand", "beta"};
-        double *dst[] = {&cfg->params.e, &cfg->params.v, &cfg->params.alpha_seq, &cfg->params.alpha_rand,
-                         &cfg->params.beta};
-        for (int i = 0; i < 5; i++) {
-            char field[64];
-            snprintf(field, sizeof field, "params.%s", names[i]);
-            json_t *x = json_object_get(v, names[i]);
-            if (!x)
-                return fail(eb, field, "missing; give all five of e, v, alpha_seq, alpha_rand, beta");
-            if (get_number(eb, field, x, 0.0, dst[i]))
-                return -1;
-        }
-        /* optional per-operation terms: a write's e and beta (docs/cost-model.md "Reads and writes") */
-        /* and the shared-core term of every message (docs/cost-model.md "Shared cores") */
-        const char *wnames[] = {"e_write", "beta_write", "e_shared"};
-        double *wdst[] = {&cfg->params.e_write, &cfg->params.beta_write, &cfg->params.e_shared};
-        for (int i = 0; i < 3; i++) {
-            char field[64];
-            snprintf(field, sizeof field, "params.%s", wnames[i]);
-            json_t *x = json_object_get(v, wnames[i]);
-            if (x && get_number(eb, field, x, 0.0, wdst[i]))
-                return -1;
-        }
-        have_params = 1;
     }
+    /* optional per-operation terms: a write's e and beta (docs/cost-model.md "Reads and writes") */
+    /* and the shared-core term of every message (docs/cost-model.md "Shared cores") */
+    const char *wnames[] = {"e_write", "beta_write", "e_shared"};
+    double *wdst[] = {&cfg->params.e_write, &cfg->params.beta_write, &cfg->params.e_shared};
+    for (int i = 0; i < 3; i++) {
+        char field[64];
+        snprintf(field, sizeof field, "params.%s", wnames[i]);
+        json_t *x = json_object_get(v, wnames[i]);
+        if (x && get_number(eb, field, x, 0.0, wdst[i]))
+            return -1;
+    }
+    return 0;
+}
+
+/* "variant", "servers", "ranks_per_node": the cost model's top-level scalars, checked in that order */
+static int parse_model(errbuf *eb, json_t *root, pfs_config *cfg)
+{
+    json_t *v;
     cfg->variant = PFS_V_CORRECTED;
     if ((v = json_object_get(root, "variant"))) {
         const char *s = json_is_string(v) ? json_string_value(v) : "";
@@ -350,109 +346,160 @@ static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
     if ((v = json_object_get(root, "ranks_per_node")) &&
         get_int(eb, "ranks_per_node", v, 1, 1 << 20, &cfg->ranks_per_node))
         return -1;
+    return 0;
+}
 
+/* "trace": the per-rank request trace (off unless enabled, and then it needs a dir) */
+static int parse_trace(errbuf *eb, json_t *v, pfs_config *cfg)
+{
     cfg->trace_max_records = 1u << 20;
-    if ((v = json_object_get(root, "trace"))) {
-        static const char *const tkeys[] = {"enabled", "dir", "max_records", "job_id", NULL};
-        if (!json_is_object(v))
-            return fail(eb, "trace", "must be an object with enabled, dir, max_records, job_id");
-        if (check_keys(eb, "trace", v, tkeys))
-            return -1;
-        json_t *x;
-        if ((x = json_object_get(v, "enabled"))) {
-            if (!json_is_boolean(x))
-                return fail(eb, "trace.enabled", "must be true or false");
-            cfg->trace_enabled = json_is_true(x);
-        }
-        if ((x = json_object_get(v, "dir")) && get_path(eb, "trace.dir", x, &cfg->trace_dir))
-            return -1;
-        if (cfg->trace_enabled && !cfg->trace_dir)
-            return fail(eb, "trace.dir", "required when trace.enabled is true: the directory for the per-rank files");
-        long mr = 0;
-        if ((x = json_object_get(v, "max_records"))) {
-            if (get_int(eb, "trace.max_records", x, 1, (long)1 << 36, &mr))
-                return -1;
-            cfg->trace_max_records = (uint64_t)mr;
-        }
-        if ((x = json_object_get(v, "job_id"))) {
-            const char *s = json_is_string(x) ? json_string_value(x) : "";
-            if (!*s || strchr(s, '/') || strlen(s) > 128)
-                return fail(eb, "trace.job_id", "must be a non-empty file-name-safe string (no '/'), at most 128 characters");
-            cfg->job_id = strdup(s);
-        }
+    if (!v)
+        return 0;
+    static const char *const tkeys[] = {"enabled", "dir", "max_records", "job_id", NULL};
+    if (!json_is_object(v))
+        return fail(eb, "trace", "must be an object with enabled, dir, max_records, job_id");
+    if (check_keys(eb, "trace", v, tkeys))
+        return -1;
+    json_t *x;
+    if ((x = json_object_get(v, "enabled"))) {
+        if (!json_is_boolean(x))
+            return fail(eb, "trace.enabled", "must be true or false");
+        cfg->trace_enabled = json_is_true(x);
     }
-    if ((v = json_object_get(root, "stats"))) {
-        static const char *const skeys[] = {"dir", NULL};
-        if (!json_is_object(v) || check_keys(eb, "stats", v, skeys))
-            return eb->failed ? -1 : fail(eb, "stats", "must be an object {\"dir\": PATH}");
-        if (get_path(eb, "stats.dir", json_object_get(v, "dir"), &cfg->stats_dir))
+    if ((x = json_object_get(v, "dir")) && get_path(eb, "trace.dir", x, &cfg->trace_dir))
+        return -1;
+    if (cfg->trace_enabled && !cfg->trace_dir)
+        return fail(eb, "trace.dir", "required when trace.enabled is true: the directory for the per-rank files");
+    long mr = 0;
+    if ((x = json_object_get(v, "max_records"))) {
+        if (get_int(eb, "trace.max_records", x, 1, (long)1 << 36, &mr))
             return -1;
+        cfg->trace_max_records = (uint64_t)mr;
     }
-    if ((v = json_object_get(root, "route"))) {
-        static const char *const rkeys[] = {"path", "prefix", NULL};
-        if (!json_is_object(v) || check_keys(eb, "route", v, rkeys))
-            return eb->failed ? -1 : fail(eb, "route", "must be an object {\"path\": PATH, \"prefix\": \"pvfs2:\"}");
-        if (get_path(eb, "route.path", json_object_get(v, "path"), &cfg->route_path))
-            return -1;
-        if (pfs_romio_prefix_len(cfg->route_path))
-            return fail(eb, "route.path", "must be a plain path (no ROMIO prefix): the paths opened under it get route.prefix");
-        json_t *x = json_object_get(v, "prefix");
-        const char *p = json_is_string(x) ? json_string_value(x) : "";
-        if (!*p || pfs_romio_prefix_len(p) != strlen(p))
-            return fail(eb, "route.prefix", "must be a ROMIO file-system prefix such as \"pvfs2:\" (letters, digits or _ and a colon)");
-        cfg->route_prefix = strdup(p);
+    if ((x = json_object_get(v, "job_id"))) {
+        const char *s = json_is_string(x) ? json_string_value(x) : "";
+        if (!*s || strchr(s, '/') || strlen(s) > 128)
+            return fail(eb, "trace.job_id", "must be a non-empty file-name-safe string (no '/'), at most 128 characters");
+        cfg->job_id = strdup(s);
     }
+    return 0;
+}
+
+/* "stats": where each closed replica-set file's counters go */
+static int parse_stats(errbuf *eb, json_t *v, pfs_config *cfg)
+{
+    if (!v)
+        return 0;
+    static const char *const skeys[] = {"dir", NULL};
+    if (!json_is_object(v) || check_keys(eb, "stats", v, skeys))
+        return eb->failed ? -1 : fail(eb, "stats", "must be an object {\"dir\": PATH}");
+    return get_path(eb, "stats.dir", json_object_get(v, "dir"), &cfg->stats_dir);
+}
+
+/* "route": the paths under route.path are opened with a ROMIO prefix (route.prefix) */
+static int parse_route(errbuf *eb, json_t *v, pfs_config *cfg)
+{
+    if (!v)
+        return 0;
+    static const char *const rkeys[] = {"path", "prefix", NULL};
+    if (!json_is_object(v) || check_keys(eb, "route", v, rkeys))
+        return eb->failed ? -1 : fail(eb, "route", "must be an object {\"path\": PATH, \"prefix\": \"pvfs2:\"}");
+    if (get_path(eb, "route.path", json_object_get(v, "path"), &cfg->route_path))
+        return -1;
+    if (pfs_romio_prefix_len(cfg->route_path))
+        return fail(eb, "route.path", "must be a plain path (no ROMIO prefix): the paths opened under it get route.prefix");
+    json_t *x = json_object_get(v, "prefix");
+    const char *p = json_is_string(x) ? json_string_value(x) : "";
+    if (!*p || pfs_romio_prefix_len(p) != strlen(p))
+        return fail(eb, "route.prefix", "must be a ROMIO file-system prefix such as \"pvfs2:\" (letters, digits or _ and a colon)");
+    cfg->route_prefix = strdup(p);
+    return 0;
+}
+
+/* "lazy_sync": how the updates owed to the other replicas are applied (docs/shim.md, "Thread and
+ * consistency model"); every switch defaults to on */
+static int parse_lazy_sync(errbuf *eb, json_t *v, pfs_config *cfg)
+{
     cfg->queue_limit_bytes = 64L << 20;
     cfg->lazy_background = 1;
     cfg->lazy_posix = 1;
     cfg->lazy_alongside = 1;
-    if ((v = json_object_get(root, "lazy_sync"))) {
-        static const char *const lkeys[] = {"queue_limit_bytes", "background", "posix", "alongside", NULL};
-        if (!json_is_object(v) || check_keys(eb, "lazy_sync", v, lkeys))
-            return eb->failed ? -1
-                              : fail(eb, "lazy_sync", "must be an object {\"queue_limit_bytes\": N, \"background\": BOOL, "
-                                                      "\"posix\": BOOL, \"alongside\": BOOL}");
-        json_t *x = json_object_get(v, "queue_limit_bytes");
-        if (x && get_int(eb, "lazy_sync.queue_limit_bytes", x, 0, (long)1 << 40, &cfg->queue_limit_bytes))
-            return -1;
-        if ((x = json_object_get(v, "background"))) {
-            if (!json_is_boolean(x))
-                return fail(eb, "lazy_sync.background", "must be true (helper thread) or false (drain at sync points only)");
-            cfg->lazy_background = json_is_true(x);
-        }
-        if ((x = json_object_get(v, "posix"))) {
-            if (!json_is_boolean(x))
-                return fail(eb, "lazy_sync.posix", "must be true (POSIX I/O on replicas where possible) or false (MPI-IO only)");
-            cfg->lazy_posix = json_is_true(x);
-        }
-        if ((x = json_object_get(v, "alongside"))) {
-            if (!json_is_boolean(x))
-                return fail(eb, "lazy_sync.alongside", "must be true (write every copy with the write, overlapped) or "
-                                                       "false (replay the other copies at the next drain)");
-            cfg->lazy_alongside = json_is_true(x);
-        }
+    if (!v)
+        return 0;
+    static const char *const lkeys[] = {"queue_limit_bytes", "background", "posix", "alongside", NULL};
+    if (!json_is_object(v) || check_keys(eb, "lazy_sync", v, lkeys))
+        return eb->failed ? -1
+                          : fail(eb, "lazy_sync", "must be an object {\"queue_limit_bytes\": N, \"background\": BOOL, "
+                                                  "\"posix\": BOOL, \"alongside\": BOOL}");
+    json_t *x = json_object_get(v, "queue_limit_bytes");
+    if (x && get_int(eb, "lazy_sync.queue_limit_bytes", x, 0, (long)1 << 40, &cfg->queue_limit_bytes))
+        return -1;
+    if ((x = json_object_get(v, "background"))) {
+        if (!json_is_boolean(x))
+            return fail(eb, "lazy_sync.background", "must be true (helper thread) or false (drain at sync points only)");
+        cfg->lazy_background = json_is_true(x);
     }
-
-    if ((v = json_object_get(root, "rules"))) {
-        if (!json_is_array(v))
-            return fail(eb, "rules", "must be a list of {path, hints | replicas}");
-        size_t n = json_array_size(v);
-        cfg->rules = calloc(n ? n : 1, sizeof *cfg->rules);
-        if (!cfg->rules)
-            return fail(eb, "rules", "out of memory");
-        for (size_t i = 0; i < n; i++) {
-            cfg->nrules++; /* counted first so pfs_config_free releases a half-parsed rule */
-            if (parse_rule(eb, (int)i, json_array_get(v, i), cfg, have_params, &cfg->rules[i]))
-                return -1;
-            for (size_t j = 0; j < i; j++)
-                if (strcmp(cfg->rules[j].prefix, cfg->rules[i].prefix) == 0) {
-                    char field[64];
-                    snprintf(field, sizeof field, "rules[%zu].path", i);
-                    return fail(eb, field, "\"%s\" is also rules[%zu].path; merge the two rules", cfg->rules[i].prefix, j);
-                }
-        }
+    if ((x = json_object_get(v, "posix"))) {
+        if (!json_is_boolean(x))
+            return fail(eb, "lazy_sync.posix", "must be true (POSIX I/O on replicas where possible) or false (MPI-IO only)");
+        cfg->lazy_posix = json_is_true(x);
+    }
+    if ((x = json_object_get(v, "alongside"))) {
+        if (!json_is_boolean(x))
+            return fail(eb, "lazy_sync.alongside", "must be true (write every copy with the write, overlapped) or "
+                                                   "false (replay the other copies at the next drain)");
+        cfg->lazy_alongside = json_is_true(x);
     }
     return 0;
+}
+
+/* "rules": parsed last, since a rule with replicas needs params and servers from above */
+static int parse_rules(errbuf *eb, json_t *v, pfs_config *cfg, int have_params)
+{
+    if (!v)
+        return 0;
+    if (!json_is_array(v))
+        return fail(eb, "rules", "must be a list of {path, hints | replicas}");
+    size_t n = json_array_size(v);
+    cfg->rules = calloc(n ? n : 1, sizeof *cfg->rules);
+    if (!cfg->rules)
+        return fail(eb, "rules", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        cfg->nrules++; /* counted first so pfs_config_free releases a half-parsed rule */
+        if (parse_rule(eb, (int)i, json_array_get(v, i), cfg, have_params, &cfg->rules[i]))
+            return -1;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(cfg->rules[j].prefix, cfg->rules[i].prefix) == 0) {
+                char field[64];
+                snprintf(field, sizeof field, "rules[%zu].path", i);
+                return fail(eb, field, "\"%s\" is also rules[%zu].path; merge the two rules", cfg->rules[i].prefix, j);
+            }
+    }
+    return 0;
+}
+
+/* The document: its shape and version first, then one section at a time in a fixed order, so the same
+ * bad config always gets the same one-line refusal (the tests compare it). */
+static int parse_doc(errbuf *eb, json_t *root, pfs_config *cfg)
+{
+    static const char *const keys[] = {"format", "params", "variant", "servers", "ranks_per_node", "rules",
+                                       "trace", "stats", "lazy_sync", "route", NULL};
+    if (!json_is_object(root))
+        return fail(eb, "(top level)", "must be a JSON object with \"format\": \"%s\"", PFS_CONFIG_FORMAT);
+    json_t *fmt = json_object_get(root, "format");
+    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), PFS_CONFIG_FORMAT) != 0)
+        return fail(eb, "format", "must be \"%s\" (this shim reads only that version)", PFS_CONFIG_FORMAT);
+    if (check_keys(eb, "", root, keys))
+        return -1;
+    json_t *params = json_object_get(root, "params");
+    if (parse_params(eb, params, cfg) ||
+        parse_model(eb, root, cfg) ||
+        parse_trace(eb, json_object_get(root, "trace"), cfg) ||
+        parse_stats(eb, json_object_get(root, "stats"), cfg) ||
+        parse_route(eb, json_object_get(root, "route"), cfg) ||
+        parse_lazy_sync(eb, json_object_get(root, "lazy_sync"), cfg))
+        return -1;
+    return parse_rules(eb, json_object_get(root, "rules"), cfg, params != NULL);
 }
 
 int pfs_config_parse_text(const char *text, pfs_config *cfg, char *err, size_t errlen)
