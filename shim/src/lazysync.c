@@ -10,6 +10,19 @@
 
 #include "shim_internal.h"
 
+/* A datatype that is one gap-free run of bytes from offset 0 (no lower bound, no holes, no padding).
+ * It lives here, with the entries whose form it decides, rather than with MPI_File_set_view, which also
+ * asks it (for view_contig): the wrapper units call down into this one and never the other way round. */
+int contiguous_type(MPI_Datatype dt)
+{
+    int size;
+    MPI_Aint lb, ext, tlb, text;
+    PMPI_Type_size(dt, &size);
+    PMPI_Type_get_extent(dt, &lb, &ext);
+    PMPI_Type_get_true_extent(dt, &tlb, &text);
+    return lb == 0 && tlb == 0 && (MPI_Aint)size == ext && ext == text;
+}
+
 void posix_apply(void *ctx, pfs_qentry *e, int r)
 {
     pfs_file *f = ctx;

@@ -2,12 +2,16 @@
  *   state.c      process-wide state from MPI_Init to MPI_Finalize, messages, errors
  *   filetable.c  MPI_File -> pfs_file table (the lookup itself is inline, below)
  *   markers.c    stale markers: create, remove, check and repair at open
- *   lazysync.c   the updates owed to the other replicas: build them, apply them (POSIX or MPI)
+ *   lazysync.c   the updates owed to the other replicas: build them, apply them (POSIX or MPI);
+ *                whether a datatype is contiguous (the form of an update, and of a view)
  *   openclose.c  MPI_File_open/close/delete, creation hints, the stats of a closed file
  *   dataio.c     the twenty data calls: pass-through, traced, routed to a replica
  *   views.c      file pointer, view, size, sync, error handler on replica sets
  *   init.c       MPI_Init/MPI_Init_thread/MPI_Finalize, the trace file
  * The MPI-free core (config, cost model, routing decision, dirty ranges, queue, trace) is pfsshim.h.
+ * Calls go one way, down this list's layers as darshan-runtime's do: the wrappers (openclose.c, dataio.c,
+ * views.c, init.c) call the units below them (state, filetable, markers, lazysync) and the core, and
+ * those never call a wrapper unit back.
  */
 #ifndef PFSSHIM_INTERNAL_H
 #define PFSSHIM_INTERNAL_H
@@ -123,6 +127,8 @@ int check_markers(pfs_file *f);
 
 /* ---------------------------------------------------------------- lazysync.c */
 
+/* 1 when dt is plain bytes from offset 0: a write of it is copied as is, a view of it is a byte range */
+int contiguous_type(MPI_Datatype dt);
 void posix_apply(void *ctx, pfs_qentry *e, int r);
 void drain(pfs_file *f);
 pfs_qentry *make_entry(pfs_file *f, const void *buf, int count, MPI_Datatype dt, MPI_Offset o, uint64_t bytes,
@@ -132,10 +138,6 @@ pfs_qentry *make_entry(pfs_file *f, const void *buf, int count, MPI_Datatype dt,
 
 MPI_Info merged_info(MPI_Info user, const char *path, const pfs_hint *h1, int n1, const pfs_hint *h2, int n2,
                      const pfs_hint *h3, int n3);
-
-/* ---------------------------------------------------------------- views.c */
-
-int contiguous_type(MPI_Datatype dt);
 
 /* ---------------------------------------------------------------- init.c */
 

@@ -2,17 +2,6 @@
  * pointer; view, size and sync reach every replica (after a drain where queued updates matter). */
 #include "shim_internal.h"
 
-int contiguous_type(MPI_Datatype dt)
-{
-    int size;
-    MPI_Aint lb, ext, tlb, text;
-    PMPI_Type_size(dt, &size);
-    PMPI_Type_get_extent(dt, &lb, &ext);
-    PMPI_Type_get_true_extent(dt, &tlb, &text);
-    return lb == 0 && tlb == 0 && (MPI_Aint)size == ext && ext == text;
-}
-
-
 int MPI_File_seek(MPI_File fh, MPI_Offset off, int whence)
 {
     pfs_file *f = lookup(fh);
