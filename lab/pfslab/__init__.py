@@ -6,6 +6,6 @@ docs/lab.md.
 Modules: ``net`` (namespaces, bridge, shaping), ``servers`` (pvfs2-servers from the rendered fs.conf),
 ``runs`` (pfsprobe launches, one per process count), ``grids`` (calibration and validation grids),
 ``score`` (decisive cells, correct rate, regret, baselines), ``report`` (JSON, PNG, docs/results.md),
-``product`` (the pfslayout CLI as the lab runs it), ``lifecycle`` (up and down), ``cli`` (the
-``lab`` command).
+``product`` (the pfslayout CLI as the lab runs it), ``hybrid`` (``lab hybrid``'s mixed workload, a
+package: see its docstring), ``lifecycle`` (up and down), ``cli`` (the ``lab`` command).
 """

@@ -11,8 +11,9 @@ import json
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -285,18 +286,20 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
     """A mixed workload (written once, then read back in passes of small random and large sequential
     reads) on every static layout, the default and the shim's replica routing: gain, distance to the
     per-phase oracle, sync cost, break-even."""
-    from pfslab import hybrid as hy
+    from pfslab.hybrid.measure import RunTools, run
+    from pfslab.hybrid.plan import default_phases, make_plan
+    from pfslab.hybrid.report import build_report
 
     state, tools = _state_and_tools()
     if rounds < 1 or procs < 1 or read_passes < 1:
         _fail(f"--rounds {rounds} / --procs {procs} / --read-passes {read_passes}: at least 1")
     params, params_from = _params_for_hybrid(calibration)
     try:
-        phases = hy.default_phases(_sizes(small)[0], _sizes(large)[0], read_passes)
+        phases = default_phases(_sizes(small)[0], _sizes(large)[0], read_passes)
         addresses = [f"tcp://{net.server(i).ip}:{PORT}" for i in range(state.servers)] if pin else []
-        plan = hy.make_plan(state.servers, procs, _sizes(block)[0], phases, params,
-                            [k.strip() for k in replicas.split(",")] if replicas else None, addresses=addresses)
-        run_tools = hy.RunTools.from_env(tools)
+        plan = make_plan(state.servers, procs, _sizes(block)[0], phases, params,
+                         [k.strip() for k in replicas.split(",")] if replicas else None, addresses=addresses)
+        run_tools = RunTools.from_env(tools)
     except (ValueError, LabError) as e:
         _fail(str(e))
         raise  # unreachable
@@ -304,14 +307,28 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
     work.mkdir(exist_ok=True)
     clients = state.clients(-(-procs // max(state.client_namespaces, 1)))
     try:
-        measured = hy.run(run_tools, plan, params, rounds, work, state.pvfs2tab, clients,
-                          log=lambda line: typer.echo(f"lab: {line}", err=True))
+        measured = run(run_tools, plan, params, rounds, work, state.pvfs2tab, clients,
+                       log=lambda line: typer.echo(f"lab: {line}", err=True))
     except LabError as e:
         _fail(str(e), 1)
     setup = {"servers": state.servers, "rate": state.rate, "client_namespaces": state.client_namespaces,
              "orangefs_version": state.orangefs_version, "commit": _commit(), "rounds": rounds,
              "params_from": params_from, "params": params.scalars()}
-    doc = hy.build_report(plan, measured, setup)
+    doc = build_report(plan, measured, setup)
+    report = _write_hybrid_report(doc, state, read_passes, report, results_md, params_from)
+    typer.echo(f"lab: hybrid {doc['total']['hybrid']:.2f} s, default {doc['total']['default']:.2f} s, oracle "
+               f"{doc['oracle']['total']:.2f} s: gain {doc['gain']:+.1%}, distance to the oracle "
+               f"{doc['distance_to_oracle']:+.1%}, write with replicas {doc['sync_cost']['vs_default']:+.1%} vs "
+               f"default; report {report}")
+
+
+def _write_hybrid_report(doc: Mapping[str, Any], state: lifecycle.LabState, read_passes: int, report: Path | None,
+                         results_md: Path, params_from: str) -> Path:
+    """Write a ``lab hybrid`` run's JSON report (``report``, else its default path) and replace its section
+    of ``results_md``; the report's path."""
+    from pfslab.hybrid.report import results_markdown
+    from pfslab.report import replace_marked
+
     # one report and one results.md section per workload and setup; the headline setup's sit at the top
     name = "lab-hybrid" if read_passes == 1 else f"lab-hybrid-reads-{read_passes}"
     where = REPO / "docs" / "results"
@@ -325,14 +342,9 @@ def hybrid(procs: Annotated[int, typer.Option(help="ranks, one file each (p)")] 
     up_command = (f"lab/lab up --servers {state.servers} --rate {state.rate} "
                   f"--client-namespaces {state.client_namespaces}")
     commands = [up_command, *([params_from] if params_from.startswith("lab/lab ") else []), _command("hybrid")]
-    from pfslab.report import replace_marked
-
     replace_marked(results_md, f"<!-- {name}: begin -->", f"<!-- {name}: end -->",
-                    hy.results_markdown(doc, "\n".join(commands)))
-    typer.echo(f"lab: hybrid {doc['total']['hybrid']:.2f} s, default {doc['total']['default']:.2f} s, oracle "
-               f"{doc['oracle']['total']:.2f} s: gain {doc['gain']:+.1%}, distance to the oracle "
-               f"{doc['distance_to_oracle']:+.1%}, write with replicas {doc['sync_cost']['vs_default']:+.1%} vs "
-               f"default; report {report}")
+                   results_markdown(doc, "\n".join(commands)))
+    return report
 
 
 def _command(name: str) -> str:
