@@ -279,7 +279,8 @@ def test_numba_not_imported_by_the_planner() -> None:
     import subprocess
     import sys
 
-    code = "import sys, pfslayout.planner, pfslayout.planner.plan; print('numba' in sys.modules)"
+    code = ("import sys, pfslayout.planner, pfslayout.planner.plan, pfslayout.planner.extract_fast; "
+            "print('numba' in sys.modules)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
     assert out.strip() == "False"

@@ -19,9 +19,9 @@ import json
 import sys
 from typing import Any
 
+from pfslayout.planner.candidates import useful_groups
 from pfslayout.planner.classify import classify_request
 from pfslayout.planner.hints import hints_for
-from pfslayout.planner.plan import useful_groups
 
 SERVERS = (1, 2, 3, 4, 6, 8, 12, 16, 32)
 SIZES = (4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20)

@@ -1,6 +1,8 @@
 """Layout planner: per directory/file, the cost of every candidate layout, the choice, the OrangeFS hints
 that realise it, and a hybrid replica set when the best layouts are too close to call."""
 
+from pfslayout.planner.candidates import useful_groups
+from pfslayout.planner.decide import DEFAULT_DELTA
 from pfslayout.planner.hints import hints_for
 from pfslayout.planner.models import (
     CandidateCost,
@@ -12,7 +14,7 @@ from pfslayout.planner.models import (
     SizeBin,
     WorkloadDescription,
 )
-from pfslayout.planner.plan import DEFAULT_DELTA, plan_trace, plan_workload, useful_groups
+from pfslayout.planner.plan import plan_trace, plan_workload
 from pfslayout.planner.source import plan_from_file
 from pfslayout.planner.workload import load_workloads
 

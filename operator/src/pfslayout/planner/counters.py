@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from pfslayout.costmodel.params import SEED_ETHERNET, CostParams
 from pfslayout.planner.collective import CollectiveCall, advise
+from pfslayout.planner.decide import DEFAULT_DELTA
 from pfslayout.planner.models import Plan, Sharing, TargetKind, WorkloadDescription
-from pfslayout.planner.plan import DEFAULT_DELTA, plan_workload
+from pfslayout.planner.plan import plan_workload
 from pfslayout.traces.darshan_counters import CounterLog, FileCounters
 
 ASSUMPTION = ("planned from Darshan counters (no DXT): they carry no overlap in time, so every rank that "

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from pfslayout.errors import InputError
+from pfslayout.planner.decide import DEFAULT_DELTA
 from pfslayout.planner.models import Sharing, WorkloadDescription
-from pfslayout.planner.plan import DEFAULT_DELTA
 
 # LayoutPolicy rules[].fileSharing -> the planner's sharing
 SHARING: dict[str, Sharing] = {"perProcess": "file-per-process", "shared": "shared"}

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pfslayout.costmodel.params import SEED_ETHERNET, CostParams
+from pfslayout.planner.decide import DEFAULT_DELTA
 from pfslayout.planner.models import Plan
-from pfslayout.planner.plan import DEFAULT_DELTA, plan_trace
+from pfslayout.planner.plan import plan_trace
 
 
 def plan_from_file(path: str | Path, fmt: str | None, n: int, params: CostParams = SEED_ETHERNET,

@@ -20,8 +20,10 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from pfslayout.costmodel.params import SEED_ETHERNET, CostParams
+from pfslayout.planner.decide import DEFAULT_DELTA
 from pfslayout.planner.models import Plan
-from pfslayout.planner.plan import DEFAULT_DELTA, plan_workloads, weighted_workload
+from pfslayout.planner.plan import plan_workloads
+from pfslayout.planner.target import weighted_workload
 from pfslayout.traces.model import OP_READ, Trace
 
 FORMAT: Literal["pfslayout-trace-summary/1"] = "pfslayout-trace-summary/1"
