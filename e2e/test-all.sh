@@ -143,7 +143,9 @@ if [ -n "$build_pid" ]; then
   pytest_session -n "$workers" --dist loadgroup "${durations[@]}" -m "$E2E_TIERS" "${REST[@]}" || e2e_rc=$?
 else
   step "pytest: ${TIERS// /, }"
-  pytest_session -n "$cores" --dist loadgroup "${durations[@]}" "${REST[@]}" || other_rc=$?
+  # No cluster: the e2e tier is not selected, and the tier expression narrows the session (REST never
+  # holds the -m: without it here `-m unit` ran every tier, e2e included).
+  pytest_session -n "$cores" --dist loadgroup "${durations[@]}" -m "$OTHER_TIERS" "${REST[@]}" || other_rc=$?
 fi
 
 if [ -n "$other_pid" ]; then
