@@ -102,7 +102,12 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
                      timeout=240)
         kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
         (tmp_path / "old").mkdir()
-        with environment(PYTHONPATH=str(released_src)), local_operator(cluster, kubeconfig, tmp_path / "old") as op:
+        # Releases before the entry module (pfslayout/operator/main.py) registered their handlers on import
+        # of the package itself.
+        entry = "pfslayout.operator.main" if (released_src / "pfslayout" / "operator" / "main.py").exists() \
+            else "pfslayout.operator"
+        with environment(PYTHONPATH=str(released_src)), \
+                local_operator(cluster, kubeconfig, tmp_path / "old", module=entry) as op:
             cluster.apply(place(ofs(4), cluster.mode), namespace=namespace)
             cluster.apply(policy(), namespace=namespace)
             try:

@@ -1,7 +1,7 @@
 """The one way the e2e tier starts the operator as a local process, and the handle tests use to reach it.
 
 On the local control plane the chart's Deployment is only played by kwok, so the real operator runs on
-the host: the chart's command (`kopf run --standalone --all-namespaces -m pfslayout.operator`, serving
+the host: the chart's command (`kopf run --standalone --all-namespaces -m pfslayout.operator.main`, serving
 its lane's namespaces: PFSLAYOUT_WATCH_NAMESPACES, pfstestkit.lanes) with a kubeconfig holding a bound
 token of the lane's chart ServiceAccount, so it has exactly the chart's RBAC. Kopf liveness and Prometheus
 metrics listen on free loopback ports (sessions sharing one cluster each start their own operator), and its
@@ -27,7 +27,8 @@ from typing import Any
 
 from pfstestkit.lanes import current
 
-MODULE = "pfslayout.operator"
+# The entry module the chart runs (pfslayout/operator/main.py).
+MODULE = "pfslayout.operator.main"
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 20
 
@@ -103,9 +104,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def local_operator(cluster: Any, kubeconfig: Path, log_dir: Path,
-                   watch: tuple[str, ...] | None = None) -> Iterator[Operator]:
+                   watch: tuple[str, ...] | None = None, module: str = MODULE) -> Iterator[Operator]:
     """The operator as a local process with `kubeconfig`'s identity, Ready (liveness answering) on entry
-    and stopped on exit; serving `watch` (default: the lane's namespaces)."""
+    and stopped on exit; serving `watch` (default: the lane's namespaces); `module` is the entry module
+    (a released operator's may differ: test_real_upgrade.py)."""
     health, metrics = free_port(), free_port()
     log = log_dir / "kopf.log"
     # No in-cluster hints: the process must use the kubeconfig, never a ServiceAccount of the host.
@@ -118,7 +120,7 @@ def local_operator(cluster: Any, kubeconfig: Path, log_dir: Path,
         # Its own session: a Ctrl-C of pytest reaches the fixture's teardown, which stops it in order.
         proc = subprocess.Popen(
             [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces",
-             f"--liveness=http://127.0.0.1:{health}/healthz", "-m", MODULE],
+             f"--liveness=http://127.0.0.1:{health}/healthz", "-m", module],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log_dir, start_new_session=True)
     op = Operator(proc, log, f"http://127.0.0.1:{health}/healthz", f"http://127.0.0.1:{metrics}/metrics",
                   kubeconfig, cluster)

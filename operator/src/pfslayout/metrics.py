@@ -16,8 +16,6 @@ from typing import Any, TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
-from pfslayout.errors import InputError
-
 RECONCILES = Counter("pfslayout_reconcile", "Handler invocations, by result (success or error).",
                      ["kind", "handler", "result"])
 ERRORS = Counter("pfslayout_reconcile_errors", "Handler failures, by exception type.",
@@ -84,16 +82,8 @@ def forget(namespace: str, name: str, phases: tuple[str, ...]) -> None:
         READY_SERVERS.remove(namespace, name)
 
 
-def parse_addr(addr: str) -> tuple[str, int]:
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise InputError("PFSLAYOUT_METRICS_ADDR", f"{addr!r} is not HOST:PORT", "set e.g. 127.0.0.1:9090")
-    return host or "0.0.0.0", int(port)
-
-
-def serve(addr: str) -> Any:
-    """Start the /metrics HTTP server in a daemon thread; returns the server (`.server_address`,
-    `.shutdown()`)."""
-    host, port = parse_addr(addr)
+def serve(host: str, port: int) -> Any:
+    """Start the /metrics HTTP server in a daemon thread (the address: settings.py's PFSLAYOUT_METRICS_ADDR);
+    returns the server (`.server_address`, `.shutdown()`)."""
     server, _thread = start_http_server(port, addr=host)
     return server

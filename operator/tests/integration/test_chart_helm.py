@@ -68,7 +68,7 @@ def test_operator_command_is_the_kopf_contract(render: Render) -> None:
     c = operator_container(render())
     assert c["command"][:5] == ["kopf", "run", "--standalone", "--all-namespaces",
                                 "--liveness=http://0.0.0.0:8080/healthz"]
-    assert c["command"][-2:] == ["-m", "pfslayout.operator"]
+    assert c["command"][-2:] == ["-m", "pfslayout.operator.main"]
     env = {e["name"]: e.get("value") for e in c["env"]}
     assert env["PFSLAYOUT_METRICS_ADDR"] == "0.0.0.0:9090"
     assert env["PFSLAYOUT_WATCH_NAMESPACES"] == "default"

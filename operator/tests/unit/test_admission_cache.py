@@ -1,11 +1,11 @@
-"""The admission webhook's copy of the LayoutPolicies (reconcilers/admission.py `PolicyCache`): watch events
+"""The admission webhook's copy of the LayoutPolicies (admission/review.py `PolicyCache`): watch events
 and LISTs merged so that a review needs no API call and a deleted policy does not linger."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pfslayout.operator.reconcilers.admission import PolicyCache
+from pfslayout.operator.admission.policy_cache import PolicyCache
 
 
 def lp(ns: str, name: str, rv: str = "1") -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pfslayout.operator import finalizer, scope
+from pfslayout.operator import finalizer, settings
 from pfslayout.operator.handlers import finalizers as handler
 
 LEGACY = finalizer.LEGACY
@@ -64,12 +64,12 @@ class Log:
 
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str, str]]]:
-    monkeypatch.setenv(scope.VAR, "ns-*")
-    scope.current.cache_clear()
+    monkeypatch.setenv(settings.WATCH_NAMESPACES, "ns-*")
+    settings.current.cache_clear()
     posted: list[tuple[str, str, str]] = []
     monkeypatch.setattr(handler, "post", lambda b, t, r, m: posted.append((t, r, m)))
     yield posted
-    scope.current.cache_clear()
+    settings.current.cache_clear()
 
 
 def patched(b: kopf.Body, patch: kopf.Patch) -> list[str]:

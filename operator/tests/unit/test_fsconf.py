@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pfslayout.errors import InputError
-from pfslayout.kinds.orangefscluster.fsconf import Address, Topology, fs_conf_for
+from pfslayout.kinds.orangefscluster.fsconf_from_spec import Address, Topology, fs_conf_for
 from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.orangefs import handles, naming
 from pfslayout.orangefs.commands import server_args, storage_init_script

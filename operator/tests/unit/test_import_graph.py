@@ -97,3 +97,34 @@ def test_costmodel_fast_does_not_reach_back_into_table() -> None:
     mods = _modules()
     deps = _edges("pfslayout.costmodel.fast", mods["pfslayout.costmodel.fast"], mods)
     assert "pfslayout.costmodel.table" not in deps
+
+
+# The layers, lowest first (docs/operator.md): the domain (cost model, planner, calibration, traces,
+# OrangeFS's own formats) knows nothing of Kubernetes; `kinds` builds the objects of each kind from it
+# without calling the API; `operator` calls the API. Within `operator`, reconcilers never reach up into
+# the Kopf handlers that call them.
+DOMAIN = ("pfslayout.calibration", "pfslayout.costmodel", "pfslayout.planner", "pfslayout.traces",
+          "pfslayout.orangefs", "pfslayout.shimconfig", "pfslayout.units", "pfslayout.errors")
+FORBIDDEN = [(DOMAIN, ("pfslayout.k8s", "pfslayout.kinds", "pfslayout.operator", "pfslayout.cli")),
+             (("pfslayout.kinds",), ("pfslayout.operator", "pfslayout.cli")),
+             (("pfslayout.operator.reconcilers",), ("pfslayout.operator.handlers", "pfslayout.operator.main"))]
+
+
+def _within(mod: str, packages: tuple[str, ...]) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in packages)
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{mod} imports {dep}" for mod, deps in graph.items() for lower, above in FORBIDDEN
+                  if _within(mod, lower) for dep in deps if _within(dep, above))
+
+
+def test_layer_check_sees_a_violation() -> None:
+    assert layer_violations({"pfslayout.costmodel.x": {"pfslayout.k8s.api"}, "pfslayout.k8s.api": set()}) \
+        == ["pfslayout.costmodel.x imports pfslayout.k8s.api"]
+
+
+def test_each_layer_imports_only_those_below_it() -> None:
+    mods = _modules()
+    graph = {mod: _edges(mod, path, mods) for mod, path in mods.items()}
+    assert layer_violations(graph) == []

@@ -9,20 +9,21 @@ import kopf
 import pytest
 
 from pfslayout import metrics
-from pfslayout.errors import InputError
-from pfslayout.operator import finalizer, scope
-from pfslayout.operator import settings as op_settings
+from pfslayout.operator import finalizer, settings
 
 
-def test_kopf_settings_have_timeouts_and_pfslayout_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "PFSLAYOUT_WATCH_CLIENT_TIMEOUT", "PFSLAYOUT_WATCH_CONNECT_TIMEOUT"):
-        monkeypatch.delenv(var, raising=False)
-    s = kopf.OperatorSettings()
-    op_settings.configure(s)
+def configured(env: dict[str, str]) -> kopf.OperatorSettings:
+    s, ours = kopf.OperatorSettings(), settings.load(env)
+    settings.configure(s, ours, finalizer.name(ours.watch_namespaces))
+    return s
+
+
+def test_kopf_settings_have_timeouts_and_pfslayout_keys() -> None:
+    s = configured({})
     assert s.watching.server_timeout == 120
     assert s.watching.client_timeout is not None and s.watching.client_timeout > s.watching.server_timeout
     assert s.watching.connect_timeout == 10
-    assert s.persistence.finalizer == finalizer.name(scope.current())
+    assert s.persistence.finalizer == finalizer.LEGACY  # every namespace served
     assert isinstance(s.persistence.progress_storage, kopf.AnnotationsProgressStorage)
     assert s.persistence.progress_storage.prefix == "operator.pfslayout.io"
     assert isinstance(s.persistence.diffbase_storage, kopf.AnnotationsDiffBaseStorage)
@@ -34,21 +35,25 @@ def test_kopf_settings_have_timeouts_and_pfslayout_keys(monkeypatch: pytest.Monk
 def test_every_retried_handler_and_timer_backs_off_seconds_not_kopfs_minute() -> None:
     """Kopf retries a handler or timer that raised after its `backoff`, 60 s unless set: a timer without
     one stalled calibration and layout progress a minute after each API-server restart."""
-    import pfslayout.operator  # noqa: F401  # registers every handler with Kopf's default registry
-    from pfslayout.operator.env import seconds
+    from pfslayout.operator import handlers
 
-    registry = kopf.get_default_registry()
+    registry = kopf.OperatorRegistry()
+    ours = settings.load({"PFSLAYOUT_RETRY_SECONDS": "7"})
+    default = kopf.get_default_registry()
+    kopf.set_default_registry(registry)  # registered into a registry of this test's own
+    try:
+        handlers.register(ours)
+    finally:
+        kopf.set_default_registry(default)
     retried = [*registry._spawning.get_all_handlers(), *registry._changing.get_all_handlers()]
     assert {h.id for h in retried} >= {"progress", "resync", "reconcile", "cleanup", "wipe-hostpath"}
-    assert all(h.backoff == seconds("PFSLAYOUT_RETRY_SECONDS", 5) for h in retried), \
-        [(h.id, h.backoff) for h in retried]
+    assert all(h.backoff == 7 for h in retried), [(h.id, h.backoff) for h in retried]
 
 
 def test_user_annotations_under_pfslayout_io_stay_in_kopfs_diff() -> None:
     """Kopf drops annotations under its storage prefix from the essence it diffs; the scale-down consent
     (`pfslayout.io/confirm-scale-down`) must survive, or annotating would not trigger a reconcile."""
-    s = kopf.OperatorSettings()
-    op_settings.configure(s)
+    s = configured({})
     body = kopf.Body({"metadata": {"annotations": {
         "pfslayout.io/confirm-scale-down": "2", "operator.pfslayout.io/reconcile": "{}"}}, "spec": {}})
     essence = s.persistence.diffbase_storage.build(body=body)
@@ -56,22 +61,17 @@ def test_user_annotations_under_pfslayout_io_stay_in_kopfs_diff() -> None:
     assert essence["metadata"]["annotations"] == {"pfslayout.io/confirm-scale-down": "2"}
 
 
-def test_watch_timeouts_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "30")
-    s = kopf.OperatorSettings()
-    op_settings.configure(s)
+def test_watch_timeouts_from_environment() -> None:
+    s = configured({"PFSLAYOUT_WATCH_SERVER_TIMEOUT": "30"})
     assert s.watching.server_timeout == 30 and s.watching.client_timeout == 60
     # an integer, or the API server refuses every watch (`timeoutSeconds=30.0`: found by the silent-watch test)
     assert isinstance(s.watching.server_timeout, int)
-    monkeypatch.setenv("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "2.5")
-    op_settings.configure(s)
+    s = configured({"PFSLAYOUT_WATCH_SERVER_TIMEOUT": "2.5"})
     assert s.watching.server_timeout == 3 and isinstance(s.watching.server_timeout, int)
-    monkeypatch.setenv("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "soon")
-    with pytest.raises(InputError, match="PFSLAYOUT_WATCH_SERVER_TIMEOUT"):
-        op_settings.configure(kopf.OperatorSettings())
-    monkeypatch.setenv("PFSLAYOUT_WATCH_SERVER_TIMEOUT", "-1")
-    with pytest.raises(InputError, match="must be positive"):
-        op_settings.configure(kopf.OperatorSettings())
+    with pytest.raises(settings.SettingsError, match="PFSLAYOUT_WATCH_SERVER_TIMEOUT"):
+        configured({"PFSLAYOUT_WATCH_SERVER_TIMEOUT": "soon"})
+    with pytest.raises(settings.SettingsError, match="must be a positive number"):
+        configured({"PFSLAYOUT_WATCH_SERVER_TIMEOUT": "-1"})
 
 
 def value(name: str, **labels: str) -> float:
@@ -108,7 +108,7 @@ def test_instrumented_counts_successes_errors_and_time() -> None:
 
 
 def test_metrics_endpoint_serves_the_counters() -> None:
-    server = metrics.serve("127.0.0.1:0")
+    server = metrics.serve("127.0.0.1", 0)
     try:
         host, port = server.server_address[:2]
         assert host == "127.0.0.1" and port > 0
@@ -123,8 +123,8 @@ def test_metrics_endpoint_serves_the_counters() -> None:
 
 @pytest.mark.parametrize("addr", ["9090", "host:", "host:port", "1.2.3.4:70000"])
 def test_bad_metrics_address_names_the_variable(addr: str) -> None:
-    with pytest.raises(InputError, match="PFSLAYOUT_METRICS_ADDR"):
-        metrics.parse_addr(addr)
+    with pytest.raises(settings.SettingsError, match=r"^PFSLAYOUT_METRICS_ADDR: .* is not HOST:PORT"):
+        settings.load({"PFSLAYOUT_METRICS_ADDR": addr})
 
 
 def test_events_for_every_state_change_and_only_then() -> None:

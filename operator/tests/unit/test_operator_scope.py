@@ -1,22 +1,22 @@
-"""Which namespaces the operator serves (pfslayout.operator.scope): the chart's list, parsed and matched
-the way Kopf matches its --namespace globs."""
+"""Which namespaces the operator serves (pfslayout.operator.scope; the list read by settings.py): the
+chart's list, parsed and matched the way Kopf matches its --namespace globs."""
 
 from __future__ import annotations
 
 import pytest
 
 from pfslayout.errors import InputError
-from pfslayout.operator import scope
+from pfslayout.operator import scope, settings
 
 
 @pytest.mark.parametrize("raw", [None, "", " , ", "*", "batch,*"])
 def test_unset_empty_or_star_serves_every_namespace(raw: str | None) -> None:
-    assert scope.parse(raw) is None
-    assert scope.served("kube-system", scope.parse(raw))
+    assert settings.parse_namespaces(raw) is None
+    assert scope.served("kube-system", settings.parse_namespaces(raw))
 
 
 def test_names_and_globs() -> None:
-    patterns = scope.parse("e2e-*, batch ,lab-?")
+    patterns = settings.parse_namespaces("e2e-*, batch ,lab-?")
     assert patterns == ("e2e-*", "batch", "lab-?")
     assert [scope.served(ns, patterns) for ns in ("e2e-x-1a2b3c", "batch", "lab-1", "lab-12", "batch2", "default")] \
         == [True, True, True, False, False, False]
@@ -25,17 +25,15 @@ def test_names_and_globs() -> None:
 @pytest.mark.parametrize("bad", ["Batch", "!kube-*", "a_b", "-x", "x" * 64, "e2e-*,ns/evil"])
 def test_malformed_entries_name_the_variable_and_the_fix(bad: str) -> None:
     with pytest.raises(InputError) as err:
-        scope.parse(bad)
+        settings.parse_namespaces(bad)
     message = str(err.value)
     assert message.startswith("PFSLAYOUT_WATCH_NAMESPACES: ") and "\n" not in message
     assert "globs like 'batch-*'" in message
 
 
-def test_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(scope.VAR, "default")
-    assert scope.from_env() == ("default",)
-    monkeypatch.delenv(scope.VAR)
-    assert scope.from_env() is None
+def test_from_the_environment() -> None:
+    assert settings.load({settings.WATCH_NAMESPACES: "default"}).watch_namespaces == ("default",)
+    assert settings.load({}).watch_namespaces is None
 
 
 def test_not_enrolled_message_gives_the_exact_command_and_the_api_servers_words(
@@ -58,13 +56,13 @@ def test_not_enrolled_message_gives_the_exact_command_and_the_api_servers_words(
 
 
 def test_kopf_filter_reads_the_process_setting_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(scope.VAR, "batch-*")
-    scope.current.cache_clear()
+    monkeypatch.setenv(settings.WATCH_NAMESPACES, "batch-*")
+    settings.current.cache_clear()
     try:
         assert scope.in_scope("batch-7") and not scope.in_scope("default")
         assert scope.in_scope(None)  # cluster-scoped objects
         assert scope.in_scope(namespace="batch-1", body={}, meta={})  # Kopf passes its kwargs along
-        monkeypatch.setenv(scope.VAR, "*")
+        monkeypatch.setenv(settings.WATCH_NAMESPACES, "*")
         assert not scope.in_scope("default")  # read once: the chart never changes it under a process
     finally:
-        scope.current.cache_clear()
+        settings.current.cache_clear()

@@ -8,7 +8,7 @@ from typing import Any
 from pfslayout.k8s.workloads import pods_ready_by_ordinal
 from pfslayout.kinds.orangefscluster import meta as c
 from pfslayout.kinds.orangefscluster.decisions import applied_record, decide, read_applied
-from pfslayout.kinds.orangefscluster.fsconf import Topology, fs_conf_for
+from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology, fs_conf_for
 from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.kinds.orangefscluster.status import Observed, compute_status, endpoints, phase_of, ready_servers
 from pfslayout.orangefs import naming

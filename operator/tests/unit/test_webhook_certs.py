@@ -1,5 +1,5 @@
 """The webhook's TLS material (k8s/certs.py) and the configuration upkeep's pure parts
-(reconcilers/webhook.py): when to renew what, the CA bundle across a CA switch, and the JSON Patch that
+(admission/upkeep.py): when to renew what, the CA bundle across a CA switch, and the JSON Patch that
 brings the configuration's bundle and namespace scope to what they must be."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from cryptography import x509
 
 from pfslayout.k8s import certs
-from pfslayout.operator.reconcilers import webhook
+from pfslayout.operator.admission import upkeep
 
 NOW = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)
 NAMES = ["pfs-webhook.pfs-system.svc", "pfs-webhook.pfs-system.svc.cluster.local"]
@@ -90,7 +90,7 @@ def test_an_expiring_ca_is_replaced_and_the_old_one_stays_trusted_until_it_expir
 
 
 def mwc(bundle: str | None = None, selector: dict | None = None) -> dict:
-    hook: dict = {"name": webhook.WEBHOOK, "clientConfig": {"service": {"name": "s"}}}
+    hook: dict = {"name": upkeep.WEBHOOK, "clientConfig": {"service": {"name": "s"}}}
     if bundle is not None:
         hook["clientConfig"]["caBundle"] = bundle
     if selector is not None:
@@ -99,22 +99,22 @@ def mwc(bundle: str | None = None, selector: dict | None = None) -> dict:
 
 
 def test_the_configuration_patch_sets_bundle_and_scope_and_is_guarded() -> None:
-    sel = webhook.scope_selector({"b", "a"})
+    sel = upkeep.scope_selector({"b", "a"})
     assert sel == {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
                                          "values": ["a", "b"]}]}
-    ops = webhook.config_patch(mwc(), b"PEM", sel)
+    ops = upkeep.config_patch(mwc(), b"PEM", sel)
     assert ops == [{"op": "test", "path": "/metadata/resourceVersion", "value": "9"},
                    {"op": "add", "path": "/webhooks/1/clientConfig/caBundle",
                     "value": base64.b64encode(b"PEM").decode()},
                    {"op": "add", "path": "/webhooks/1/namespaceSelector", "value": sel}]
-    assert webhook.config_patch(mwc(base64.b64encode(b"PEM").decode(), sel), b"PEM", sel) == []
-    assert webhook.config_patch(mwc(), None, None) == []  # mounted certificates, fixed scope: hands off
+    assert upkeep.config_patch(mwc(base64.b64encode(b"PEM").decode(), sel), b"PEM", sel) == []
+    assert upkeep.config_patch(mwc(), None, None) == []  # mounted certificates, fixed scope: hands off
 
 
 def test_no_policy_means_a_scope_no_namespace_can_match() -> None:
-    (expr,) = webhook.scope_selector(set())["matchExpressions"]
-    assert expr["values"] == [webhook.NO_NAMESPACE] and "." in webhook.NO_NAMESPACE  # never a namespace name
+    (expr,) = upkeep.scope_selector(set())["matchExpressions"]
+    assert expr["values"] == [upkeep.NO_NAMESPACE] and "." in upkeep.NO_NAMESPACE  # never a namespace name
     pols: list[dict[str, Any]] = [{"metadata": {"namespace": "a"}, "spec": {}},
                                   {"metadata": {"namespace": "b"}, "spec": {"shim": {"enabled": False}}},
                                   {"metadata": {"namespace": "c", "deletionTimestamp": "t"}, "spec": {}}]
-    assert webhook.injecting_namespaces(pols) == {"a"}
+    assert upkeep.injecting_namespaces(pols) == {"a"}

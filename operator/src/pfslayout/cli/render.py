@@ -1,7 +1,7 @@
 """`pfslayout render fs-conf|pvfs2tab|manifests` -- what the operator would render, on stdout.
 
-Both go through `pfslayout.kinds.orangefscluster.fsconf.fs_conf_for`, the function the operator uses, so for the
-same name, namespace and spec the output is byte-identical to the operator's ConfigMap.
+Both go through `pfslayout.kinds.orangefscluster.fsconf_from_spec.fs_conf_for`, the function the operator
+uses, so for the same name, namespace and spec the output is byte-identical to the operator's ConfigMap.
 `--address HOST:PORT` (once per server) and `--storage-root DIR` make a config for servers sharing one
 host, e.g. on loopback.
 """
@@ -18,7 +18,7 @@ from pfslayout.cli._output import print_json
 from pfslayout.errors import InputError
 from pfslayout.kinds import examples
 from pfslayout.kinds.orangefscluster.desired import desired_for_new
-from pfslayout.kinds.orangefscluster.fsconf import Address, Topology, fs_conf_for
+from pfslayout.kinds.orangefscluster.fsconf_from_spec import Address, Topology, fs_conf_for
 from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.orangefs import naming
 from pfslayout.orangefs.fsconf import FsConf, render_fs_conf

@@ -3,7 +3,7 @@ decision when either must be renewed.
 
 The operator keeps them in one Secret (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`, and `ca-previous.crt`
 while an older CA may still be trusted) and patches the CA bundle into the MutatingWebhookConfiguration
-(reconcilers/webhook.py). The CA lives long (10 years) and is replaced a year before it expires; the
+(admission/upkeep.py). The CA lives long (10 years) and is replaced a year before it expires; the
 serving certificate is replaced `renew_before` before it expires or as soon as its DNS names, key or
 issuer no longer fit. A replaced CA stays in the bundle until it expires, so the API server trusts the
 old and the new serving certificate during the switch.

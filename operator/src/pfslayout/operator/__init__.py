@@ -1,7 +1,4 @@
-"""The Kopf operator: `kopf run --standalone --all-namespaces -m pfslayout.operator`, serving the namespaces
-of PFSLAYOUT_WATCH_NAMESPACES (scope.py, docs/rbac.md).
-
-Importing the package registers the start-up settings and every kind's handlers with Kopf.
+"""The Kopf operator, run as `kopf run --standalone --all-namespaces -m pfslayout.operator.main` (main.py:
+the settings, then every handler registered), serving the namespaces of PFSLAYOUT_WATCH_NAMESPACES
+(scope.py, docs/rbac.md). Importing this package, or any module but main.py, registers nothing.
 """
-
-from pfslayout.operator import handlers, settings  # noqa: F401  (registers with Kopf)

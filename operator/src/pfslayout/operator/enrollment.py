@@ -11,8 +11,6 @@ The chart sets PFSLAYOUT_NAMESPACE_ROLE and PFSLAYOUT_SERVICE_ACCOUNT so the com
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import os
 from typing import Any
 
 import kopf
@@ -21,11 +19,10 @@ from kubernetes.client.exceptions import ApiException
 from pfslayout.k8s.api import Kube, api_message
 from pfslayout.k8s.conditions import condition
 from pfslayout.k8s.resource import CustomResource
-from pfslayout.operator.env import seconds
+from pfslayout.operator import settings
+from pfslayout.operator.shared.clock import now
 
 REASON = "NamespaceNotEnrolled"
-# Retrying cannot help until an admin acts: slowly (the e2e operator shortens it to see enrollment take).
-RETRY_S = seconds("PFSLAYOUT_FORBIDDEN_RETRY_SECONDS", 60)
 
 
 def forbidden(err: BaseException) -> bool:
@@ -34,8 +31,7 @@ def forbidden(err: BaseException) -> bool:
 
 def message(namespace: str, err: ApiException) -> str:
     """The fix, then the API server's own words (which verb on which resource was refused)."""
-    role = os.environ.get("PFSLAYOUT_NAMESPACE_ROLE") or "<release>-pfs-layout-operator-namespace"
-    account = os.environ.get("PFSLAYOUT_SERVICE_ACCOUNT") or "<release namespace>:<service account>"
+    role, account = settings.current().namespace_role, settings.current().service_account
     detail = api_message(err)
     return (f"the operator has no rights in namespace {namespace}: enroll it with `kubectl -n {namespace} "
             f"create rolebinding pfs-layout-operator --clusterrole={role} --serviceaccount={account}` "
@@ -49,13 +45,12 @@ def stalled(kube: Kube, resource: CustomResource, body: dict[str, Any], err: Api
     text = message(namespace, err)
     status = body.get("status") or {}
     previous = list(status.get("conditions") or [])
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    ready = condition("Ready", False, REASON, text, int(meta.get("generation") or 0), now, previous)
+    ready = condition("Ready", False, REASON, text, int(meta.get("generation") or 0), now(), previous)
     conditions = [c for c in previous if c.get("type") != "Ready"] + [ready]
     # The status is a courtesy: the retry below and Kopf's log line carry the same text.
     with contextlib.suppress(ApiException):
         kube.custom.patch_status(resource, namespace, name, {"conditions": conditions})
-    return kopf.TemporaryError(text, delay=RETRY_S)
+    return kopf.TemporaryError(text, delay=settings.current().forbidden_retry_s)
 
 
 def cleanup_forbidden(namespace: str, name: str, err: ApiException) -> str:

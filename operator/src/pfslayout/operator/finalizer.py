@@ -23,7 +23,7 @@ LEGACY = "pfslayout.io/finalizer"
 
 
 def name(scope: Sequence[str] | None) -> str:
-    """The finalizer of an operator serving `scope` (scope.current(); None: every namespace). The same
+    """The finalizer of an operator serving `scope` (settings.watch_namespaces; None: every namespace). The same
     for the same set of entries in any order, so every replica and restart agrees."""
     if scope is None:
         return LEGACY

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-import socket
 from typing import Any, cast
 
 import kopf
 from kubernetes import client
 
 from pfslayout.k8s.api import Kube
+from pfslayout.operator import settings
+from pfslayout.operator.shared.clock import now
 
 _kube: Kube | None = None
 
@@ -32,7 +31,7 @@ def post_direct(body: dict[str, Any], type_: str, reason: str, message: str) -> 
     """Post an Event through the API, for code outside Kopf's per-object tasks (the admission webhook):
     `kopf.event` finds its queue only inside those."""
     meta = body.get("metadata") or {}
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = now()
     event = {"apiVersion": "v1", "kind": "Event",
              "metadata": {"generateName": "pfslayout-", "namespace": meta.get("namespace")},
              "involvedObject": {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"),
@@ -40,6 +39,6 @@ def post_direct(body: dict[str, Any], type_: str, reason: str, message: str) -> 
              "type": type_, "reason": reason, "message": message[:1024], "count": 1,
              "firstTimestamp": stamp, "lastTimestamp": stamp, "source": {"component": "pfs-layout-operator"},
              "reportingComponent": "pfs-layout-operator",
-             "reportingInstance": os.environ.get("POD_NAME") or socket.gethostname() or "pfs-layout-operator"}
+             "reportingInstance": settings.current().reporting_instance}
     api: Any = client.CoreV1Api(kube().api_client)  # a dict body: the model's annotations do not admit it
     api.create_namespaced_event(meta.get("namespace"), event, _request_timeout=kube().timeout)

@@ -7,7 +7,7 @@ rule switches layout.
 * **Where traces are.** The shim writes `<job>.rank-NNNNNN.pfstrace` through MPI-IO into
   `pvfs2:<mount><spec.trace.path>/<namespace>` (`trace_dir`); the operator creates that directory with
   the policy's other directories. Jobs get the shim config published in ConfigMap `<policy>-shim`
-  (shimconf.py) and `PFSLAYOUT_SHIM_JOB=<job name>`.
+  (shim_configmap.py) and `PFSLAYOUT_SHIM_JOB=<job name>`.
 * **The collector** (`collector_job`): an init container from the cluster's client image copies the
   job's trace files out of OrangeFS (`pvfs2-ls`, `pvfs2-cp`) into an emptyDir; the operator's own image
   reduces them to one small summary per `auto`/`trace` rule (`pfslayout summarise`) and prints it as one

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pfslayout.kinds.orangefscluster.fsconf import Topology, fs_id_for
+from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology, fs_id_for
 from pfslayout.kinds.orangefscluster.meta import APPLIED_ANNOTATION, CONFIRM_SCALE_DOWN_ANNOTATION
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from pfslayout.kinds.orangefscluster import objects
 from pfslayout.kinds.orangefscluster.decisions import ApplyDecision, decide
-from pfslayout.kinds.orangefscluster.fsconf import fs_conf_for
+from pfslayout.kinds.orangefscluster.fsconf_from_spec import fs_conf_for
 from pfslayout.kinds.orangefscluster.meta import Context, owner
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.orangefs import naming

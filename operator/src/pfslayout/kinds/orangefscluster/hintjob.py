@@ -99,7 +99,7 @@ def hint_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner, dirs
         "spec": {
             "backoffLimit": 2,
             "activeDeadlineSeconds": deadline_s,
-            # The operator deletes a finished Job once its outcome is recorded (hintjobs.release); an
+            # The operator deletes a finished Job once its outcome is recorded (apply_hints.release); an
             # operator stopped between the two leaves it to the TTL controller, long after any reader.
             "ttlSecondsAfterFinished": FINISHED_TTL_S,
             "template": {"metadata": {"labels": all_labels}, "spec": pod_spec},

@@ -10,7 +10,7 @@ from typing import Any
 
 from pfslayout.k8s.meta import canonical_json, content_hash
 from pfslayout.kinds.orangefscluster import meta as m
-from pfslayout.kinds.orangefscluster.fsconf import Topology
+from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology
 from pfslayout.orangefs import commands, naming
 
 # The OrangeFS image's non-root user (images/orangefs); fsGroup makes emptyDir/PVC storage writable.

@@ -12,7 +12,7 @@ from typing import Any
 
 from pfslayout.k8s.conditions import Event, EventPolicy, condition, transition_events
 from pfslayout.kinds.orangefscluster.decisions import Refusal
-from pfslayout.kinds.orangefscluster.fsconf import Topology
+from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology
 
 PHASES = ("Pending", "Provisioning", "Ready", "Degraded", "Failed", "Terminating")
 

@@ -19,7 +19,6 @@ serves only its per-object tasks) and the policy's `injectedJobs` count are writ
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,58 +26,12 @@ from typing import Any
 
 from pfslayout.k8s.api import Kube
 from pfslayout.kinds.layoutpolicy import inject
-from pfslayout.operator.reconcilers import injection
-from pfslayout.operator.reconcilers.events import Post
+from pfslayout.operator.admission import suspend
+from pfslayout.operator.shared.events import Post
 
 # One worker: the policy's count is read, incremented and written without a second writer in this process.
 log = logging.getLogger("pfslayout.admission")
 _after = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pfslayout-admission")
-
-
-class PolicyCache:
-    """The LayoutPolicies of every namespace, as the last watch event or LIST showed them."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_ns: dict[str, dict[str, dict[str, Any]]] = {}
-        self.seeded = False
-
-    def put(self, body: dict[str, Any]) -> None:
-        meta = body["metadata"]
-        with self._lock:
-            self._by_ns.setdefault(meta["namespace"], {})[meta["name"]] = body
-
-    def drop(self, namespace: str, name: str) -> None:
-        with self._lock:
-            self._by_ns.get(namespace, {}).pop(name, None)
-
-    def merge_listing(self, policies: list[dict[str, Any]], gone: Callable[[str, str], bool]) -> None:
-        """A fresh LIST: policies missing here are added (the watch has not shown them yet); cached ones the
-        LIST lacks are dropped when `gone(namespace, name)` confirms it (a GET answering 404), since the LIST
-        may predate a creation the watch already delivered."""
-        listed = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in policies}
-        with self._lock:
-            for p in policies:
-                self._by_ns.setdefault(p["metadata"]["namespace"], {}).setdefault(p["metadata"]["name"], p)
-            cached = [(ns, n) for ns, names in self._by_ns.items() for n in names]
-        for ns, n in cached:
-            if (ns, n) not in listed and gone(ns, n):
-                self.drop(ns, n)
-        self.seeded = True
-
-    def in_namespace(self, namespace: str) -> list[dict[str, Any]] | None:
-        """None until seeded (the caller then asks the API)."""
-        if not self.seeded:
-            return None
-        with self._lock:
-            return list(self._by_ns.get(namespace, {}).values())
-
-    def __len__(self) -> int:
-        with self._lock:
-            return sum(len(v) for v in self._by_ns.values())
-
-
-POLICIES = PolicyCache()
 
 
 def _later(fn: Callable[..., Any], *args: Any) -> None:
@@ -110,5 +63,5 @@ def review(kube: Kube, job: dict[str, Any], policies: list[dict[str, Any]], post
         _later(post, policy, "Normal", "ShimInjected", f"MPIJob {name} at admission ({impl} environment)")
         # Counted once, here: no UID is assigned before admission and nothing retries this count, so
         # the key only has to be unique (a job re-created under the same name counts again).
-        _later(injection.count_injection, kube, ns, pname, name, f"admission-{uuid.uuid4()}")
+        _later(suspend.count_injection, kube, ns, pname, name, f"admission-{uuid.uuid4()}")
     return pname, replicas

@@ -16,7 +16,7 @@ from pfslayout.k8s.api import Kube
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import MPIJOB
 from pfslayout.kinds.layoutpolicy import inject
-from pfslayout.operator.reconcilers.events import Post
+from pfslayout.operator.shared.events import Post
 
 
 def _injected(pod_template: dict[str, Any]) -> bool:

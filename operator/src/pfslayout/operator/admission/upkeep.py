@@ -22,25 +22,20 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import functools
 import json
 import logging
-import os
 import threading
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from pfslayout.errors import InputError
 from pfslayout.k8s import certs
 from pfslayout.k8s.api import Kube
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.operator import scope
-from pfslayout.operator.env import seconds
-from pfslayout.operator.reconcilers import admission
+from pfslayout.operator.admission import policy_cache
+from pfslayout.operator.settings import WebhookSettings
 
 WEBHOOK = "mpijobs.pfslayout.io"  # the entry of the configuration this operator serves
 NS_LABEL = "kubernetes.io/metadata.name"
@@ -49,69 +44,6 @@ NS_LABEL = "kubernetes.io/metadata.name"
 NO_NAMESPACE = "none.pfslayout.io"
 
 log = logging.getLogger("pfslayout.webhook")
-
-
-@dataclass(frozen=True)
-class WebhookSettings:
-    host: str
-    port: int
-    cert_dir: Path
-    certs: str  # "operator" or "mounted"
-    scope: str  # "managed" or "fixed"
-    namespace: str
-    service: str
-    secret: str
-    configuration: str
-    serving_days: float
-    renew_before: dt.timedelta
-    sync_s: float
-
-    @property
-    def certfile(self) -> Path:
-        return self.cert_dir / "tls.crt"
-
-    @property
-    def keyfile(self) -> Path:
-        return self.cert_dir / "tls.key"
-
-    def dns_names(self) -> list[str]:
-        return [f"{self.service}.{self.namespace}.svc", f"{self.service}.{self.namespace}.svc.cluster.local"]
-
-
-def _env(name: str, default: str | None = None) -> str:
-    value = os.environ.get(name) or default
-    if not value:
-        raise InputError(name, "is required when PFSLAYOUT_WEBHOOK_ADDR is set",
-                         "install with the chart, or set it to what the chart would")
-    return value
-
-
-def _choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
-    value = os.environ.get(name) or default
-    if value not in allowed:
-        raise InputError(name, f"{value!r} is not one of {', '.join(allowed)}", f"set it to {allowed[0]}")
-    return value
-
-
-@functools.cache
-def settings_from_env() -> WebhookSettings | None:
-    """None unless this process serves the webhook. Read once: the handler modules and start-up ask."""
-    addr = os.environ.get("PFSLAYOUT_WEBHOOK_ADDR")
-    if not addr:
-        return None
-    host, _, port = addr.rpartition(":")
-    if not port.isdigit():
-        raise InputError("PFSLAYOUT_WEBHOOK_ADDR", f"{addr!r} is not HOST:PORT", "give e.g. 0.0.0.0:9443")
-    return WebhookSettings(
-        host=host or "0.0.0.0", port=int(port),  # a pod listens on its own interface
-        cert_dir=Path(_env("PFSLAYOUT_WEBHOOK_CERT_DIR", "/tmp/pfslayout-webhook")),
-        certs=_choice("PFSLAYOUT_WEBHOOK_CERTS", "operator", ("operator", "mounted")),
-        scope=_choice("PFSLAYOUT_WEBHOOK_SCOPE", "managed", ("managed", "fixed")),
-        namespace=_env("POD_NAMESPACE"), service=_env("PFSLAYOUT_WEBHOOK_SERVICE"),
-        secret=_env("PFSLAYOUT_WEBHOOK_SECRET"), configuration=_env("PFSLAYOUT_WEBHOOK_CONFIGURATION"),
-        serving_days=seconds("PFSLAYOUT_WEBHOOK_CERT_DAYS", 365),
-        renew_before=dt.timedelta(days=seconds("PFSLAYOUT_WEBHOOK_RENEW_DAYS", 30)),
-        sync_s=seconds("PFSLAYOUT_WEBHOOK_SYNC_SECONDS", 30))
 
 
 # --- certificates -------------------------------------------------------------------------------------
@@ -256,7 +188,7 @@ def upkeep(kube: Kube, s: WebhookSettings) -> None:
     global _scope
     bundle = ensure_certs(kube, s).bundle(dt.datetime.now(dt.UTC)) if s.certs == "operator" else None
     policies = [p for p in kube.custom.list_all(LP) if scope.in_scope(p["metadata"]["namespace"])]
-    admission.POLICIES.merge_listing(policies, lambda ns, name: kube.custom.get(LP, ns, name) is None)
+    policy_cache.POLICIES.merge_listing(policies, lambda ns, name: kube.custom.get(LP, ns, name) is None)
     selector = None
     if s.scope == "managed":
         with _scope_lock:

@@ -1,9 +1,12 @@
-"""Kopf handler modules, one per kind; importing this package registers them all with Kopf."""
+"""Kopf handler modules, one per kind; each `register(settings)` registers its handlers with Kopf (the
+entry module, operator/main.py, calls them all). Importing them registers nothing."""
 
-from pfslayout.operator.handlers import (
-    costcalibration,  # noqa: F401  (registers with Kopf)
-    finalizers,  # noqa: F401  (registers with Kopf)
-    layoutpolicy,  # noqa: F401  (registers with Kopf)
-    mpijob,  # noqa: F401  (registers with Kopf)
-    orangefscluster,  # noqa: F401  (registers with Kopf)
-)
+from __future__ import annotations
+
+from pfslayout.operator.handlers import costcalibration, finalizers, layoutpolicy, mpijob, orangefscluster
+from pfslayout.operator.settings import Settings
+
+
+def register(s: Settings) -> None:
+    for module in (orangefscluster, costcalibration, layoutpolicy, mpijob, finalizers):
+        module.register(s)

@@ -16,8 +16,9 @@ from typing import Any
 import kopf
 
 from pfslayout.kinds import COST_CALIBRATION, LAYOUT_POLICY, ORANGEFS_CLUSTER
-from pfslayout.operator import finalizer, scope
+from pfslayout.operator import finalizer, scope, settings
 from pfslayout.operator.runtime import post
+from pfslayout.operator.settings import Settings
 
 ADOPTIONS = 3
 WARNED = -1
@@ -40,7 +41,7 @@ def _set_finalizers(body: dict[str, Any], finalizers: list[str]) -> None:
 def take_over(body: kopf.Body, patch: kopf.Patch, logger: Any, **_: Any) -> None:
     meta = body.get("metadata") or {}
     current = list(meta.get("finalizers") or [])
-    mine = finalizer.name(scope.current())
+    mine = finalizer.name(settings.current().watch_namespaces)
     others = finalizer.foreign(current, mine)
     uid = str(meta.get("uid") or "")
     done = _SEEN.get(uid, 0)
@@ -66,6 +67,7 @@ def take_over(body: kopf.Body, patch: kopf.Patch, logger: Any, **_: Any) -> None
     _remember(uid, WARNED)
 
 
-for _kind in (ORANGEFS_CLUSTER, LAYOUT_POLICY, COST_CALIBRATION):
-    kopf.on.event(_kind.group, _kind.version, _kind.plural, id="take-over-finalizers",
-                  when=scope.in_scope)(take_over)
+def register(s: Settings) -> None:
+    for kind in (ORANGEFS_CLUSTER, LAYOUT_POLICY, COST_CALIBRATION):
+        kopf.on.event(kind.group, kind.version, kind.plural, id="take-over-finalizers",
+                      when=scope.in_scope)(take_over)

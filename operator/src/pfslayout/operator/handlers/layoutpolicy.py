@@ -12,38 +12,31 @@ import kopf
 
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.operator import scope
-from pfslayout.operator.env import seconds
-from pfslayout.operator.handlers.leveltriggered import register
-from pfslayout.operator.reconcilers import admission, webhook
+from pfslayout.operator.admission import policy_cache, upkeep
+from pfslayout.operator.handlers import leveltriggered
 from pfslayout.operator.reconcilers import layoutpolicy as reconciler
 from pfslayout.operator.runtime import kube, post
-
-POLL_S = seconds("PFSLAYOUT_LAYOUT_POLL_SECONDS", 5)
-RECHECK_S = seconds("PFSLAYOUT_LAYOUT_RECHECK_SECONDS", 300)
-BACKOFF_S = seconds("PFSLAYOUT_RETRY_SECONDS", 5)
+from pfslayout.operator.settings import Settings
 
 
 def _describe(status: dict[str, Any]) -> str:
     return f"{status.get('appliedRules')} rules applied: {status.get('summary')}"
 
 
-WEBHOOK = webhook.settings_from_env()
-
-
-def _reconcile(body: dict[str, Any]) -> dict[str, Any]:
-    # The policy's namespace joins the webhook's scope before the policy can report Ready.
-    webhook.include_namespace(kube(), WEBHOOK, body["metadata"]["namespace"])
-    return reconciler.reconcile(kube(), body, post, RECHECK_S)
-
-
-register(LP, _reconcile, POLL_S, BACKOFF_S, _describe)
-
-
-@kopf.on.event(LP.group, LP.version, LP.plural, id="admission-copy", when=scope.in_scope)
 async def on_policy_event(body: kopf.Body, type: str | None, **_: Any) -> None:
-    """The admission webhook's copy of the policies (reconcilers/admission.py), kept on the event loop."""
+    """The admission webhook's copy of the policies (admission/policy_cache.py), kept on the event loop."""
     meta = body.get("metadata") or {}
     if type == "DELETED":
-        admission.POLICIES.drop(str(meta.get("namespace")), str(meta.get("name")))
+        policy_cache.POLICIES.drop(str(meta.get("namespace")), str(meta.get("name")))
     else:
-        admission.POLICIES.put(copy.deepcopy(dict(body)))
+        policy_cache.POLICIES.put(copy.deepcopy(dict(body)))
+
+
+def register(s: Settings) -> None:
+    def reconcile(body: dict[str, Any]) -> dict[str, Any]:
+        # The policy's namespace joins the webhook's scope before the policy can report Ready.
+        upkeep.include_namespace(kube(), s.webhook, body["metadata"]["namespace"])
+        return reconciler.reconcile(kube(), body, post, s.layout_recheck_s)
+
+    leveltriggered.register(LP, reconcile, s.layout_poll_s, s.retry_s, _describe)
+    kopf.on.event(LP.group, LP.version, LP.plural, id="admission-copy", when=scope.in_scope)(on_policy_event)

@@ -1,10 +1,10 @@
-"""Kopf entry points for MPIJobs: the mutating webhook (reconcilers/admission.py) or, in a process that
-does not serve it, the webhook-free injection of suspended jobs (reconcilers/injection.py).
+"""Kopf entry points for MPIJobs: the mutating webhook (admission/review.py) or, in a process that
+does not serve it, the webhook-free injection of suspended jobs (admission/suspend.py).
 
 The suspend mode uses a raw event handler, not create/update handlers: those would store Kopf's
 bookkeeping annotations on every MPIJob in the cluster, and a job no policy selects must stay exactly as
 its user wrote it. The admission handler's id is the webhook's URL path (`/inject`, the chart's
-clientConfig); it answers only when this process serves webhooks (settings.py)."""
+clientConfig); it answers only when this process serves webhooks (settings.py, startup.py)."""
 
 from __future__ import annotations
 
@@ -18,15 +18,16 @@ from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import MPIJOB
 from pfslayout.kinds.layoutpolicy import inject
 from pfslayout.operator import scope
-from pfslayout.operator.reconcilers import admission, injection, webhook
+from pfslayout.operator.admission import policy_cache, review, suspend
 from pfslayout.operator.runtime import kube, post, post_direct
+from pfslayout.operator.settings import Settings
 
 
 @metrics.instrumented(MPIJOB.kind, "event")
 def on_event(body: kopf.Body, type: str | None, logger: Any, **_: Any) -> None:
     if type == "DELETED":
         return
-    outcome = injection.handle(kube(), dict(body), post)
+    outcome = suspend.handle(kube(), dict(body), post)
     if outcome != "untouched":
         logger.info(f"shim injection: {outcome}")
 
@@ -39,11 +40,11 @@ async def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: An
     ns = str((job.get("metadata") or {}).get("namespace") or "")
     if not scope.in_scope(ns):
         return  # a namespace this operator does not serve (a fixed namespaceSelector may reach it)
-    policies = admission.POLICIES.in_namespace(ns)
+    policies = policy_cache.POLICIES.in_namespace(ns)
     if policies is None:
         policies = await asyncio.to_thread(kube().custom.list, LP, ns)
     try:
-        decided = admission.review(kube(), job, policies, post_direct, dryrun)
+        decided = review.review(kube(), job, policies, post_direct, dryrun)
     except inject.Refusal as err:
         logger.warning(f"shim injection refused at admission: {err}")
         raise kopf.AdmissionError(str(err), code=403) from None
@@ -55,14 +56,15 @@ async def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: An
     logger.info(f"shim injected at admission (LayoutPolicy {policy})")
 
 
-# One mode per process. With the webhook (the chart sets PFSLAYOUT_WEBHOOK_ADDR) every selected job is
-# injected at admission, suspended or not, so the operator need not watch MPIJobs at all (with thousands of
-# jobs that watch costs memory and CPU for nothing). Without it, the suspended jobs' watch events drive
-# the injection. (Kopf also refuses to start with admission handlers and no server.)
-if webhook.settings_from_env() is not None:
-    kopf.on.mutate(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject", operations=["CREATE"],
-                   persistent=False, side_effects=False)(on_create)
-else:
-    kopf.on.event(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject-suspended",
-                  when=lambda body, namespace, **_: scope.in_scope(namespace) and bool(
-                      ((body.get("spec") or {}).get("runPolicy") or {}).get("suspend")))(on_event)
+def register(s: Settings) -> None:
+    # One mode per process. With the webhook (the chart sets PFSLAYOUT_WEBHOOK_ADDR) every selected job is
+    # injected at admission, suspended or not, so the operator need not watch MPIJobs at all (with thousands
+    # of jobs that watch costs memory and CPU for nothing). Without it, the suspended jobs' watch events
+    # drive the injection. (Kopf also refuses to start with admission handlers and no server.)
+    if s.webhook is not None:
+        kopf.on.mutate(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject", operations=["CREATE"],
+                       persistent=False, side_effects=False)(on_create)
+    else:
+        kopf.on.event(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject-suspended",
+                      when=lambda body, namespace, **_: scope.in_scope(namespace) and bool(
+                          ((body.get("spec") or {}).get("runPolicy") or {}).get("suspend")))(on_event)

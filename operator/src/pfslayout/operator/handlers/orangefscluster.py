@@ -1,4 +1,5 @@
-"""Kopf entry points for OrangeFSCluster: decorators over `reconcilers.orangefscluster`, a few lines each."""
+"""Kopf entry points for OrangeFSCluster: thin functions over `reconcilers.orangefscluster`, registered by
+`register` with the retry delay and resync period of the process's settings."""
 
 from __future__ import annotations
 
@@ -14,15 +15,11 @@ from pfslayout.kinds import MANAGED_BY
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.orangefscluster.meta import CLUSTER_LABEL
 from pfslayout.operator import enrollment, scope
-from pfslayout.operator.env import seconds
 from pfslayout.operator.reconcilers import orangefscluster as reconciler
 from pfslayout.operator.runtime import kube, post
+from pfslayout.operator.settings import Settings
 
 KIND = OFS.kind
-RESYNC_S = seconds("PFSLAYOUT_RESYNC_SECONDS", 300)
-# Kopf waits 60 s before retrying a handler or timer that raised; an API hiccup should cost seconds, not a
-# minute. Every retried handler and timer sets it (test_operator_plumbing checks Kopf's registry).
-BACKOFF_S = seconds("PFSLAYOUT_RETRY_SECONDS", 5)
 
 
 def _reconcile(body: kopf.Body, logger: Any) -> None:
@@ -41,27 +38,11 @@ def _reconcile(body: kopf.Body, logger: Any) -> None:
     logger.info(f"phase {st['phase']}, {st['readyServers']}/{st['servers']} servers Ready")
 
 
-@kopf.on.create(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S, when=scope.in_scope)
-@metrics.instrumented(KIND, "create")
-def on_create(body: kopf.Body, logger: Any, **_: Any) -> None:
+def on_change(body: kopf.Body, logger: Any, **_: Any) -> None:
+    """Create, update and resume: the same idempotent apply."""
     _reconcile(body, logger)
 
 
-@kopf.on.update(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S, when=scope.in_scope)
-@metrics.instrumented(KIND, "update")
-def on_update(body: kopf.Body, logger: Any, **_: Any) -> None:
-    _reconcile(body, logger)
-
-
-@kopf.on.resume(OFS.group, OFS.version, OFS.plural, id="reconcile", backoff=BACKOFF_S, when=scope.in_scope)
-@metrics.instrumented(KIND, "resume")
-def on_resume(body: kopf.Body, logger: Any, **_: Any) -> None:
-    _reconcile(body, logger)
-
-
-@kopf.timer(OFS.group, OFS.version, OFS.plural, id="resync", interval=RESYNC_S, idle=RESYNC_S / 2,
-            initial_delay=RESYNC_S, backoff=BACKOFF_S, when=scope.in_scope)
-@metrics.instrumented(KIND, "resync")
 def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
     """Undo drift nobody announced (a child edited or deleted by hand): the same idempotent apply."""
     if (body.get("metadata") or {}).get("deletionTimestamp"):
@@ -84,14 +65,10 @@ def _cleanup(body: kopf.Body, logger: Any, step: Callable[[], list[str]]) -> Non
         logger.info(note)
 
 
-@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="cleanup", backoff=BACKOFF_S, when=scope.in_scope)
-@metrics.instrumented(KIND, "delete")
 def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
     _cleanup(body, logger, lambda: reconciler.mark_terminating(kube(), dict(body), post))
 
 
-@kopf.on.delete(OFS.group, OFS.version, OFS.plural, id="wipe-hostpath", backoff=BACKOFF_S, when=scope.in_scope)
-@metrics.instrumented(KIND, "delete-wipe")
 def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None:
     """Runs after `cleanup`; only does something for hostPath storage with reclaimPolicy Delete."""
     def wipe() -> list[str]:
@@ -102,10 +79,6 @@ def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None
     _cleanup(body, logger, wipe)
 
 
-@kopf.on.event("apps", "v1", "statefulsets",
-               labels={"app.kubernetes.io/managed-by": MANAGED_BY, "app.kubernetes.io/component": "server",
-                       CLUSTER_LABEL: kopf.PRESENT}, when=scope.in_scope)
-@metrics.instrumented(KIND, "statefulset-event")
 def on_server_statefulset(event: Mapping[str, Any], body: kopf.Body, logger: Any, **_: Any) -> None:
     """Server readiness changes show up on the StatefulSet's status: mirror them into the owner's status,
     and re-create the set when someone deleted it while its OrangeFSCluster lives on."""
@@ -122,3 +95,20 @@ def on_server_statefulset(event: Mapping[str, Any], body: kopf.Body, logger: Any
         reconciler.reconcile(kube(), owner, post)
         return
     reconciler.refresh_status(kube(), owner, post)
+
+
+def register(s: Settings) -> None:
+    # Kopf waits 60 s before retrying a handler or timer that raised; an API hiccup should cost seconds, not
+    # a minute. Every retried handler and timer sets it (test_operator_plumbing checks Kopf's registry).
+    g, v, p, back, when = OFS.group, OFS.version, OFS.plural, s.retry_s, scope.in_scope
+    for cause, on in (("create", kopf.on.create), ("update", kopf.on.update), ("resume", kopf.on.resume)):
+        on(g, v, p, id="reconcile", backoff=back, when=when)(metrics.instrumented(KIND, cause)(on_change))
+    kopf.timer(g, v, p, id="resync", interval=s.resync_s, idle=s.resync_s / 2, initial_delay=s.resync_s,
+               backoff=back, when=when)(metrics.instrumented(KIND, "resync")(on_resync))
+    kopf.on.delete(g, v, p, id="cleanup", backoff=back, when=when)(metrics.instrumented(KIND, "delete")(on_delete))
+    kopf.on.delete(g, v, p, id="wipe-hostpath", backoff=back,
+                   when=when)(metrics.instrumented(KIND, "delete-wipe")(on_delete_wipe))
+    kopf.on.event("apps", "v1", "statefulsets",
+                  labels={"app.kubernetes.io/managed-by": MANAGED_BY, "app.kubernetes.io/component": "server",
+                          CLUSTER_LABEL: kopf.PRESENT},
+                  when=when)(metrics.instrumented(KIND, "statefulset-event")(on_server_statefulset))

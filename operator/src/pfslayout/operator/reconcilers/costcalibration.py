@@ -31,10 +31,11 @@ from pfslayout.kinds.costcalibration.results import ProbeOutputError, extract, j
 from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec, params_configmap, parse_spec
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
-from pfslayout.operator.reconcilers.events import Post, post_all
-from pfslayout.operator.reconcilers.hintjobs import ensure_hints, release
-from pfslayout.operator.reconcilers.locks import with_fresh
-from pfslayout.operator.reconcilers.orangefscluster import now, refresh_calibration_ref
+from pfslayout.operator.reconcilers.orangefscluster import refresh_calibration_ref
+from pfslayout.operator.shared.apply_hints import ensure_hints, release
+from pfslayout.operator.shared.clock import now
+from pfslayout.operator.shared.events import Post, post_all
+from pfslayout.operator.shared.locks import with_fresh
 from pfslayout.orangefs.dirhints import DirectoryHints
 
 HINTS_KEY = "hints.json"

@@ -23,16 +23,18 @@ from pfslayout.k8s.meta import owner_of
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
-from pfslayout.kinds.layoutpolicy import existing, learn, shimconf
+from pfslayout.kinds.layoutpolicy import existing, learn, shim_configmap
 from pfslayout.kinds.layoutpolicy import status as st
 from pfslayout.kinds.layoutpolicy.rules import Platform, decide_rule, summary
 from pfslayout.kinds.orangefscluster.hintjob import hints_digest
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
-from pfslayout.operator.reconcilers import injection, learning, webhook
-from pfslayout.operator.reconcilers.events import Post, post_all
-from pfslayout.operator.reconcilers.hintjobs import HintOutcome, ensure_hints, release
-from pfslayout.operator.reconcilers.locks import with_fresh
-from pfslayout.operator.reconcilers.orangefscluster import now
+from pfslayout.operator import settings
+from pfslayout.operator.admission import suspend
+from pfslayout.operator.reconcilers import trace_collector
+from pfslayout.operator.shared.apply_hints import HintOutcome, ensure_hints, release
+from pfslayout.operator.shared.clock import now
+from pfslayout.operator.shared.events import Post, post_all
+from pfslayout.operator.shared.locks import with_fresh
 from pfslayout.orangefs.dirhints import DirectoryHints
 
 DEFAULTS = "defaults"
@@ -118,7 +120,8 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
     params, source, calibrated = load_params(kube, owner.namespace, spec, ofs)
     variant = str((spec.get("costModel") or {}).get("variant") or "corrected")
     delta = float(spec.get("hybridThreshold", 0.1))
-    learned = learning.step(kube, body, owner, cluster, cluster_name, platform, params, variant, now(), post)
+    learned = trace_collector.step(kube, body, owner, cluster, cluster_name, platform, params, variant, now(),
+                                   post)
     decisions = [decide_rule(r, i, platform, params, variant, delta, learned.rules.get(str(r.get("path"))))
                  for i, r in enumerate(spec.get("rules") or [])]
     dirs: list[DirectoryHints] = []
@@ -134,11 +137,11 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
         dirs.append(DirectoryHints(learn.trace_dir(spec, platform.mount_path, owner.namespace), {}))
     if spec.get("selector") is not None and (spec.get("shim") or {}).get("enabled", True):
         # the config selected jobs run with: tracing, and the replica sets of hybrid rules
-        learning.publish_shim_config(kube, owner, shimconf.shim_config(
+        trace_collector.publish_shim_config(kube, owner, shim_configmap.shim_config(
             spec, platform.mount_path, owner.namespace, params, platform.servers,
             [d.status for d in decisions if d.error is None and not d.pending]))
-        if webhook.settings_from_env() is None:  # suspend mode runs only where the webhook is not served
-            injection.retry_waiting(kube, owner.namespace, post)
+        if settings.current().webhook is None:  # suspend mode runs only where the webhook is not served
+            suspend.retry_waiting(kube, owner.namespace, post)
     digest = hints_digest(dirs) if dirs else ""
     checks = int(old.get("checks") or 0)
     previous = {r.get("path"): r for r in old.get("rules") or []}
@@ -156,7 +159,8 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
     invalid = [d for d in decisions if d.error]
     status: dict[str, Any] = {"paramsSource": source, "rules": rules}
     if learn.trace_settings(spec).get("enabled"):
-        status["learning"] = {"collectedJobs": learned.collected, "shimConfigMap": learning.shim_configmap(owner.name),
+        status["learning"] = {"collectedJobs": learned.collected,
+                              "shimConfigMap": trace_collector.shim_configmap(owner.name),
                               "traceDirectory": learn.trace_dir(spec, platform.mount_path, owner.namespace),
                               **({"lastJob": learned.last_job} if learned.last_job else {})}
     due = dirs and (not same or _age_s(old.get("lastCheckTime")) >= recheck_s or bool(old.get("migrationPending")))

@@ -6,8 +6,6 @@ the `post` callable (Kopf's `kopf.event` in the operator).
 
 from __future__ import annotations
 
-import datetime as dt
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +22,12 @@ from pfslayout.kinds.orangefscluster import status as st
 from pfslayout.kinds.orangefscluster.calibration import auto_calibration, auto_calibration_name, current_calibration
 from pfslayout.kinds.orangefscluster.decisions import ApplyDecision, decide, read_applied
 from pfslayout.kinds.orangefscluster.desired import Desired, desired
-from pfslayout.kinds.orangefscluster.fsconf import Topology, fs_conf_for
+from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology, fs_conf_for
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec, parse_spec
-from pfslayout.operator.reconcilers.events import Post, post_all
-from pfslayout.operator.reconcilers.locks import object_lock
+from pfslayout.operator import settings
+from pfslayout.operator.shared.clock import now
+from pfslayout.operator.shared.events import Post, post_all
+from pfslayout.operator.shared.locks import object_lock
 from pfslayout.orangefs import naming
 
 KIND = OFS.kind
@@ -39,11 +39,7 @@ def _fresh(kube: Kube, body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def cluster_domain() -> str:
-    return os.environ.get("PFSLAYOUT_CLUSTER_DOMAIN") or naming.DEFAULT_CLUSTER_DOMAIN
-
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return settings.current().cluster_domain
 
 
 @dataclass(frozen=True)
@@ -186,7 +182,7 @@ def _auto_calibrate(kube: Kube, post: Post, body: dict[str, Any], spec: OrangeFS
     if ((body.get("status") or {}).get("calibrationRef") or {}).get("name"):
         return
     owner = _owner(body)
-    cc = auto_calibration(spec, owner, os.environ.get("PFSLAYOUT_PROBE_IMAGE") or None)
+    cc = auto_calibration(spec, owner, settings.current().probe_image)
     name = auto_calibration_name(owner.name)
     if kube.custom.create(CC, owner.namespace, cc) is not None:
         post(body, "Normal", "CalibrationCreated",

@@ -11,7 +11,6 @@ kinds/layoutpolicy/learn.py.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +24,8 @@ from pfslayout.kinds import MANAGED_BY, MPIJOB
 from pfslayout.kinds.layoutpolicy import learn
 from pfslayout.kinds.layoutpolicy.rules import Platform, full_path
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
-from pfslayout.operator.reconcilers.events import Post
-
-OPERATOR_IMAGE = "PFSLAYOUT_OPERATOR_IMAGE"
-OPERATOR_IMAGE_PULL_POLICY = "PFSLAYOUT_OPERATOR_IMAGE_PULL_POLICY"
-DEFAULT_OPERATOR_IMAGE = "pfslayout/operator:dev"
+from pfslayout.operator import settings
+from pfslayout.operator.shared.events import Post
 
 
 def learned_configmap(policy: str) -> str:
@@ -70,7 +66,7 @@ def _save(kube: Kube, owner: Owner, state: dict[str, Any]) -> None:
 
 
 def publish_shim_config(kube: Kube, owner: Owner, text: str) -> None:
-    """ConfigMap `<policy>-shim`: the shim config (`shim.json`, kinds/layoutpolicy/shimconf.py) the
+    """ConfigMap `<policy>-shim`: the shim config (`shim.json`, kinds/layoutpolicy/shim_configmap.py) the
     policy's jobs run with."""
     cm = kube.get("ConfigMap", owner.namespace, shim_configmap(owner.name))
     if ((cm or {}).get("data") or {}).get("shim.json") != text:
@@ -118,8 +114,7 @@ def step(kube: Kube, body: dict[str, Any], owner: Owner, cluster: OrangeFSCluste
             _save(kube, owner, state)
             return out
         src = learn.trace_dir(spec, platform.mount_path, owner.namespace)
-        image = os.environ.get(OPERATOR_IMAGE) or DEFAULT_OPERATOR_IMAGE
-        policy = os.environ.get(OPERATOR_IMAGE_PULL_POLICY) or "IfNotPresent"
+        image, policy = settings.current().operator_image, settings.current().operator_image_pull_policy
         kube.apply(learn.collector_job(cluster, cluster_name, owner, nxt, src,
                                        [full_path(platform, r["path"]) for _, r in rules], image, policy,
                                        _labels(owner)))
