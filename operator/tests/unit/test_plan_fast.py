@@ -1,4 +1,4 @@
-"""``plan_trace``'s fast path (per-target aggregates from numba passes, ``planner/jit_targets.py``) against
+"""``plan_trace``'s fast path (per-target aggregates from numba passes, ``planner/target_aggregates.py``) against
 the reference (``method="reference"``, the original per-target numpy code): identical plans — every
 target, count, float and hint of ``model_dump()`` — on hypothesis-generated derived traces and on
 hand-made cases (the benchmark's trace shape, hybrid replica sets, collective calls, ``per="both"``, file
@@ -40,12 +40,12 @@ def same_plan(t: Trace, **kw: object) -> None:
 def tables(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each way the fast path fills its tables: the one-pass dense table (what small traces get), the
     counting sort by target with a slot-indexed table per target, and with hashed slots."""
-    from pfslayout.planner import jit_targets
+    from pfslayout.planner import target_aggregates
 
     if request.param != "one pass":
-        monkeypatch.setattr(jit_targets, "DENSE_LIMIT", 0)
+        monkeypatch.setattr(target_aggregates, "DENSE_LIMIT", 0)
     if request.param == "sorted, hashed slots":
-        monkeypatch.setattr(jit_targets, "SLOT_LIMIT", 0)
+        monkeypatch.setattr(target_aggregates, "SLOT_LIMIT", 0)
     return str(request.param)
 
 
@@ -127,12 +127,12 @@ def test_bench_shaped_trace(tables: str, per: str) -> None:
 def test_default_tables_for_the_bench_shape() -> None:
     """The directory plan of the benchmark's shape takes the one-pass table, its per-file plan the sorted
     pass (many targets × slots); both give the reference's plan."""
-    from pfslayout.planner import jit_targets
+    from pfslayout.planner import target_aggregates
 
     t = bench_shaped(60_000, 256, 16)
     assert t.p is not None and t.m is not None
     slots = (int(t.p.max()) + 1) * (int(t.m.max()) + 1) * 2
-    assert 2 * slots <= jit_targets.DENSE_LIMIT < 257 * slots
+    assert 2 * slots <= target_aggregates.DENSE_LIMIT < 257 * slots
     same_plan(t, n=8, per="both")
 
 

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pfslayout.traces import OP_READ, OP_WRITE, Trace, derive, derive_fast
-from pfslayout.traces.jit_order import start_order
-from pfslayout.traces.jit_sort import stable_argsort
-from pfslayout.traces.jit_sweep import PAD_WORDS, _bits_short, _bits_words, _count_bits
+from pfslayout.traces.derive_kernels.overlap_counts import PAD_WORDS, _bits_short, _bits_words, _count_bits
+from pfslayout.traces.derive_kernels.start_order import start_order
+from pfslayout.traces.derive_kernels.time_argsort import stable_argsort
 
 FILES = ["/a/x", "/a/y", "/b/z", "/b/w", "c", "/d/deep/f"]
 SETTINGS = [("directory", "issuing-node"), ("directory", "busiest-node"), ("file", "issuing-node"),
@@ -288,3 +288,18 @@ def test_unknown_method_is_an_error() -> None:
 
     with pytest.raises(InputError, match="unknown derive method"):
         derive(make(np.array([0]), np.array([0.0]), np.array([1.0]), np.array([0])), method="quick")
+
+
+def test_numba_not_imported_by_the_trace_package() -> None:
+    """The operator imports ``pfslayout.traces`` (and ``derive`` through the planner) and must not load numba
+    (its JIT costs ~100 MB): ``derive`` imports ``derive_fast`` only when it runs, and the kernels' package
+    imports none of its modules."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, pfslayout.traces, pfslayout.traces.derive, pfslayout.traces.derive_kernels; "
+            "print('numba' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
+    assert out.strip() == "False"

@@ -1,10 +1,10 @@
-"""A derived trace's workloads from per-target aggregates of numba passes (``planner/jit_targets.py``):
+"""A derived trace's workloads from per-target aggregates of numba passes (``planner/target_aggregates.py``):
 ``plan_trace``'s default path.
 
 The same workloads as the reference (``planner.extract``: same targets, groups, counts and floats, so the
 plans are identical), without per-target copies of the columns: per-request data of a target (hybrid
 routing, its collective call) is gathered only when it is needed, through one order of the requests by
-target. ``jit_targets`` is imported inside the functions that use it: numba costs ~100 MB, and the
+target. ``target_aggregates`` is imported inside the functions that use it: numba costs ~100 MB, and the
 operator imports the planner without ever planning a trace.
 """
 
@@ -65,11 +65,12 @@ class _RequestOrder:
     def select(self, kind: int, target_of_file: np.ndarray, n_targets: int, t: int) -> np.ndarray:
         """Target t's request indices, ascending (what the reference's stable argsort gives it)."""
         if self.kind != kind or self.order is None or self.start is None:
-            from pfslayout.planner import jit_targets
+            from pfslayout.planner import target_aggregates
 
             self.release()
             order = np.empty(len(self.trace), dtype=_index_dtype(len(self.trace)))
-            self.keep(kind, order, jit_targets.order_by_target(self.trace.file_id, target_of_file, n_targets, order))
+            self.keep(kind, order,
+                      target_aggregates.order_by_target(self.trace.file_id, target_of_file, n_targets, order))
         assert self.order is not None and self.start is not None
         return self.order[self.start[t]:self.start[t + 1]]
 
@@ -93,10 +94,10 @@ def fast_workloads(trace: Trace, per: str) -> list[Workload] | None:
     """The reference's workloads (same targets, groups, counts and floats) from per-target aggregates;
     None for inputs the reference defines (negative ids or ranks, p ≥ 2^30, keys that would overflow).
     Raises the reference's input errors, in its order."""
-    from pfslayout.planner import jit_targets
+    from pfslayout.planner import target_aggregates
 
     assert trace.p is not None and trace.m is not None and trace.sequential is not None
-    bounds = jit_targets.trace_bounds(trace.p, trace.m, trace.size, trace.file_id, trace.rank)
+    bounds = target_aggregates.trace_bounds(trace.p, trace.m, trace.size, trace.file_id, trace.rank)
     pmin, pmax, mmin, mmax, m_over_p, smin, smax, fmin, fmax, rmin = (int(b) for b in bounds)
     if pmin < 1 or mmin < 1 or m_over_p:
         raise inconsistent_pm()
@@ -123,13 +124,13 @@ def fast_workloads(trace: Trace, per: str) -> list[Workload] | None:
         nt = int(targets.size)
         args = (trace.file_id, trace.p, trace.m, trace.sequential, trace.size, trace.op, OP_READ, collective,
                 has_collective, trace.rank, target_of_file, nt, width, n_slots, k == 0, first_rank, multi_rank)
-        if nt * n_slots <= jit_targets.DENSE_LIMIT and (smax + 1) * 4 * nt < _KEY_LIMIT:
-            reads, nbytes, ncoll, dominant, g_t, g_slot, g_cnt, g_byt = jit_targets.aggregate_dense(*args)
+        if nt * n_slots <= target_aggregates.DENSE_LIMIT and (smax + 1) * 4 * nt < _KEY_LIMIT:
+            reads, nbytes, ncoll, dominant, g_t, g_slot, g_cnt, g_byt = target_aggregates.aggregate_dense(*args)
         elif (smax + 1) * 4 < _KEY_LIMIT:
             requests.release()  # one int32 array of N at a time
             order = np.empty(N, dtype=_index_dtype(N))
-            start, reads, nbytes, ncoll, dominant, g_t, g_slot, g_cnt, g_byt = jit_targets.aggregate_sorted(
-                *args, n_slots <= jit_targets.SLOT_LIMIT, order)
+            start, reads, nbytes, ncoll, dominant, g_t, g_slot, g_cnt, g_byt = target_aggregates.aggregate_sorted(
+                *args, n_slots <= target_aggregates.SLOT_LIMIT, order)
             requests.keep(k, order, start)
         else:
             return None

@@ -57,7 +57,8 @@ def derive(trace: Trace, *, group: str = "directory", m_of: str = "issuing-node"
 
 
 def _derive_fast(trace: Trace, group: str, m_of: str) -> Trace:
-    from pfslayout.traces import derive_fast, jit_group
+    from pfslayout.traces import derive_fast
+    from pfslayout.traces.derive_kernels import pair_groups
 
     n = len(trace)
     set_names, file_set = _file_sets(trace.files, int(trace.file_id.max()) + 1, group)
@@ -67,7 +68,7 @@ def _derive_fast(trace: Trace, group: str, m_of: str) -> Trace:
     # ranks present with their node: node is a function of the rank, so this is the reference's
     # distinct (rank, node) columns without sorting N pairs
     top = int(rank.max())
-    present = jit_group.present(rank, top + 1) if top < 4 * n + (1 << 20) else np.unique(rank)
+    present = pair_groups.present(rank, top + 1) if top < 4 * n + (1 << 20) else np.unique(rank)
     node_of_rank = None  # node per rank index (absent ranks: -1)
     per_node = None
     m_mode = "none"
@@ -82,7 +83,7 @@ def _derive_fast(trace: Trace, group: str, m_of: str) -> Trace:
         if ranks_per_node.size > 1 and ranks_per_node.max() > 1:
             m_mode = m_of
     # the file set per request is handed over, not kept here: counts frees it once it has its pair ids
-    p, m_counted = derive_fast.counts(trace, [jit_group.take(file_set, trace.file_id)], node_of_rank, m_mode,
+    p, m_counted = derive_fast.counts(trace, [pair_groups.take(file_set, trace.file_id)], node_of_rank, m_mode,
                                       len(set_names))
     if node_of_rank is None:
         m = np.ones(n, dtype=np.int32)

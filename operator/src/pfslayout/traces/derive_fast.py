@@ -7,15 +7,19 @@ per count.
   ``nextafter(start)`` instead. No float lies strictly between the two, so every comparison the
   overlap rule makes (s_j < e_i, e_j > s_i) has the same outcome as on ticks.
 * The requests are put in start order with what the sweep reads of them, window by window
-  (``jit_order.start_order``: a counting scatter into windows, then a sort in cache, O(N) expected), each
-  filed under the window its end falls in.
+  (``derive_kernels.start_order``: a counting scatter into windows, then a sort in cache, O(N) expected),
+  each filed under the window its end falls in.
 * p, and m by the issuing node with up to 64 ranks per node, are counted in one time sweep over that
-  order by ``jit_sweep.sweep_windows``, which sorts each window's ends as it comes to it: exact distinct
-  ranks per interval, with long overlapping
-  requests handled by construction (see that module). m by the busiest node, or with more ranks per
-  node, has sweeps of its own in the original order (``jit_sweep.distinct_overlaps``).
-* Sequential flags and dominant sizes come from direct-table, comparison or hash grouping (``jit_group``),
-  the flags in one pass in index order when each (file, rank)'s requests already come in start order.
+  order by ``overlap_counts.sweep_windows``, which sorts each window's ends as it comes to it: exact
+  distinct ranks per interval, with long overlapping requests handled by construction (see that module).
+  m by the busiest node, or with more ranks per node, has sweeps of its own in the original order
+  (``overlap_counts.distinct_overlaps``).
+* Sequential flags and dominant sizes come from direct-table, comparison or hash grouping
+  (``pair_groups``), the flags in one pass in index order when each (file, rank)'s requests already come
+  in start order.
+
+The kernels live in ``derive_kernels`` (numba); this module imports them at its top, so ``derive`` imports
+this module only when it runs.
 
 Non-finite times or negative rank numbers are handed to the reference (whose tick mapping and tables
 define their meaning), so the two paths agree on every input.
@@ -25,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pfslayout.traces.jit_group import (
+from pfslayout.traces.derive_kernels.overlap_counts import distinct_overlaps, sweep_windows, unorder
+from pfslayout.traces.derive_kernels.pair_groups import (
     group_modes,
     pair_ids,
     pair_members,
@@ -33,10 +38,9 @@ from pfslayout.traces.jit_group import (
     sequential_flags,
     sequential_in_index_order,
 )
-from pfslayout.traces.jit_order import WINDOW_SHIFT as WINDOW_SHIFT  # re-exported: tests shrink the windows here
-from pfslayout.traces.jit_order import start_order
-from pfslayout.traces.jit_sort import stable_argsort
-from pfslayout.traces.jit_sweep import distinct_overlaps, sweep_windows, unorder
+from pfslayout.traces.derive_kernels.start_order import WINDOW_SHIFT as WINDOW_SHIFT  # re-exported: tests shrink it
+from pfslayout.traces.derive_kernels.start_order import start_order
+from pfslayout.traces.derive_kernels.time_argsort import stable_argsort
 from pfslayout.traces.model import Trace
 
 # ranks per node the ordered sweep's m count loops over per request (one lane per rank); wider nodes get

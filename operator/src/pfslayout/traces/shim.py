@@ -4,7 +4,7 @@ and the reference writer the C side is checked against.
 Records are read at the stride of the header's ``record_size`` (only the v1 fields at their fixed
 offsets are used), so later versions that append record fields still read; likewise ``header_size``.
 Headers and file tables are parsed with ``struct``; the records of each file go, block by block through
-one reused buffer, straight into the merged columns (``jit_shim.fill_records``, numba, imported only
+one reused buffer, straight into the merged columns (``shim_columns.fill_records``, numba, imported only
 when a trace is read).
 """
 
@@ -125,7 +125,7 @@ class _Table:
         self.merged: np.ndarray | None = None
 
     def mapping(self, files: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-        """``jit_shim.fill_records``'s (ids, merged): for a dense table (the shim numbers files 0, 1, …)
+        """``shim_columns.fill_records``'s (ids, merged): for a dense table (the shim numbers files 0, 1, …)
         no ids and the merged id per table id, -1 for an id without entry and one -1 past the largest;
         for a sparse one the sorted ids and the merged id of each. Paths new to ``files`` are added in
         table order, as the numpy reader did for each rank. Computed at the table's first use: a later
@@ -293,7 +293,7 @@ def read_shim_trace_dir(path: str | Path) -> Trace:
     Two passes, as the errors' order requires: every file's header and file table first (all checked
     before any record is read; the record total sizes the columns), then each file's records, block by
     block through one reused buffer, copied into the preallocated columns by a numba kernel
-    (``jit_shim.fill_records``). Peak memory is the columns plus one block and the file tables.
+    (``shim_columns.fill_records``). Peak memory is the columns plus one block and the file tables.
     POSIX only (``os.pread``/``os.preadv``).
     """
     tables = _Tables()
@@ -321,7 +321,7 @@ def _merge(ranks: list[_RankFile]) -> Trace:
         raise InputError(f"{ranks[0].path.parent}: comm_size", f"differs between files ({sorted(comm_sizes)})",
                          "keep the files of one run per directory")
     # Imported here: numba and llvmlite cost ~100 MB, and the operator process imports this module.
-    from pfslayout.traces.jit_shim import fill_records
+    from pfslayout.traces.shim_columns import fill_records
 
     epoch0 = min(rf.epoch for rf in ranks)
     files: dict[str, int] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from pfslayout.traces.jit_index import ix
+from pfslayout.traces.derive_kernels.unchecked_index import ix
 
 _EMPTY = np.int64(-1)
 _DIRECT_PER_ROW = 4  # a dense a × b table is used while it is at most this many entries per row (+ 2^20)

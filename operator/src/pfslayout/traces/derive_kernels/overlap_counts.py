@@ -34,8 +34,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from pfslayout.traces.jit_index import ix
-from pfslayout.traces.jit_order import sort_into
+from pfslayout.traces.derive_kernels.start_order import sort_into
+from pfslayout.traces.derive_kernels.unchecked_index import ix
 
 _ONE = np.uint64(1)
 _SIX = np.uint64(6)
@@ -326,7 +326,7 @@ def sweep_windows(start: np.ndarray, ord_s: np.ndarray, es: np.ndarray, pair_s: 
                   by_end: np.ndarray, end_bounds: np.ndarray, key_of_pair: np.ndarray, n_keys: int,
                   mkey_of_pair: np.ndarray, slot_of_pair: np.ndarray, n_mkeys: int, width: int,
                   want_m: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``distinct_overlaps`` for requests in start order, window by window (``jit_order.start_order``):
+    """``distinct_overlaps`` for requests in start order, window by window (``start_order.start_order``):
     ``start[ord_s]``/``es``/``pair_s`` are their starts, effective ends (> start) and (key, rank) pair ids.
     Returns p per request in start order and, with ``want_m``, m — distinct ranks of the request's node
     (``mkey_of_pair``: (key, node) index; ``slot_of_pair``: the rank's lane 0..width-1, width <= 64).

@@ -1,5 +1,5 @@
 """Requests in start order, one time window at a time (numba), with what the time sweep reads of them, and
-each window's ends listed for the sweep (``jit_sweep.sweep_windows``).
+each window's ends listed for the sweep (``overlap_counts.sweep_windows``).
 
 The run's time span is cut into about N/2048 windows by ``window_of`` — ``⌊(t − lo) · scale⌋``, a
 non-decreasing function of t under IEEE rounding (subtraction and multiplication by a positive constant are
@@ -26,8 +26,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from pfslayout.traces.jit_index import ix
-from pfslayout.traces.jit_sort import span
+from pfslayout.traces.derive_kernels.time_argsort import span
+from pfslayout.traces.derive_kernels.unchecked_index import ix
 
 WINDOW_SHIFT = 11  # ~2048 requests a window: its gathered columns and sorted lists stay in L1/L2
 _LEVELS = 65536  # a window's times are quantised to 16 bits, sorted in two byte passes

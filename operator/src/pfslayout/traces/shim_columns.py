@@ -1,5 +1,5 @@
-"""Numba kernel of the shim trace reader (``shim.read_shim_trace_dir``): one pass over a block of a rank
-file's raw records that writes every column of the merged trace.
+"""A block of a rank file's raw shim records into every column of the merged trace, in one numba pass: the
+kernel of the shim trace reader (``shim.read_shim_trace_dir``).
 
 Imported only inside ``read_shim_trace_dir``: numba and llvmlite cost ~100 MB of memory, and the operator
 process, which imports ``pfslayout.traces``, must not load them.
