@@ -5,7 +5,10 @@ The schemas are defined in `kinds.py`; this script only serialises them. `--chec
 exits 1 when a committed file differs from what the schemas produce (the tooling tests run it).
 The chart's copies are made by `charts/pfs-layout-operator/sync-crds.sh` from the YAML written here.
 
-Usage: python3 crds/generate.py [--check]
+kinds.py takes the default images from the operator's package (`pfslayout.images`, which imports
+nothing): run it with the project's venv, or with `PYTHONPATH=operator/src`.
+
+Usage: PYTHONPATH=operator/src python3 crds/generate.py [--check]
 """
 
 from __future__ import annotations

@@ -36,14 +36,14 @@ from schema_parts import (
     tolerations,
 )
 
+from pfslayout.images import DEFAULT_MPI_IMAGE, DEFAULT_ORANGEFS_IMAGE
+
 GROUP = "pfslayout.io"
 VERSION = "v1alpha1"
 
-# The images e2e/harness/cluster.sh builds from images/ and loads into kind (docs/images.md); there is no registry.
-DEFAULT_ORANGEFS_IMAGE = "pfslayout/orangefs:dev"
-DEFAULT_MPI_IMAGE = "pfslayout/mpi:dev"
-
-
+# The default images (those e2e/harness/cluster.sh builds from images/ and loads into kind; there is no
+# registry) are the operator's own constants, pfslayout.images: the CRDs' defaults and the operator's
+# cannot drift apart.
 def _image(description: str, default: str | None = None) -> Schema:
     out = string(description, minLength=1, maxLength=512, pattern=r"^[^\s]+$")
     if default:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pfslab.score import Config, LabCell, parse_layout_key
 from pfslayout.calibration import design_grid
+from pfslayout.images import DEFAULT_MPI_IMAGE
 
 API = "pfslayout.io/v1alpha1"
 MAX_RULES = 32  # LayoutPolicy spec.rules maxItems
@@ -42,7 +43,7 @@ def calibration_manifest(name: str, cluster: str, sizes: Sequence[int], *, ranks
     if max_configs is not None:
         grid["maxConfigs"] = max_configs
     return {"apiVersion": API, "kind": "CostCalibration", "metadata": {"name": name},
-            "spec": {"clusterRef": {"name": cluster}, "probeImage": "pfslayout/mpi:dev", "backend": "pvfs2",
+            "spec": {"clusterRef": {"name": cluster}, "probeImage": DEFAULT_MPI_IMAGE, "backend": "pvfs2",
                      "grid": grid, "batch": {"cellsPerJob": 64, "maxConcurrentJobs": 1},
                      "fit": {"variant": "corrected", "weighting": "relative", "minRSquared": 0},
                      "timeoutSeconds": 1800}}

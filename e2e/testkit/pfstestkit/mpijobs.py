@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfstestkit.cluster import Cluster
 from pfstestkit.real import assert_real_pods
 
@@ -20,7 +21,7 @@ def mpijob(name: str, command: str, labels: dict[str, str], suspend: bool) -> di
 
     def pod(role: str, cmd: str) -> dict[str, Any]:
         return {"spec": {"securityContext": security, "enableServiceLinks": False, "containers": [{
-            "name": role, "image": "pfslayout/mpi:dev", "imagePullPolicy": "IfNotPresent",
+            "name": role, "image": DEFAULT_MPI_IMAGE, "imagePullPolicy": "IfNotPresent",
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
             "args": ["sh", "-c", cmd]}]}}
     return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name, "labels": labels},

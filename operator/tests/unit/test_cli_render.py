@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pfslayout import naming
 from pfslayout.kinds.orangefscluster import meta as c
 from pfslayout.kinds.orangefscluster.decisions import decide
 from pfslayout.kinds.orangefscluster.desired import desired
 from pfslayout.kinds.orangefscluster.spec import parse_spec
-from pfslayout.orangefs import naming
 from pfslayout.orangefs.fsconf import parse_fs_conf
 
 REPO = Path(__file__).resolve().parents[3]

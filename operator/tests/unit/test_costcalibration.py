@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from pfslayout import naming
 from pfslayout.calibration import design_grid, simulate_probe
 from pfslayout.costmodel import SEED_ETHERNET
 from pfslayout.k8s.meta import Owner
@@ -99,7 +100,8 @@ def test_probe_mpijob_shape() -> None:
     script = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"][2]
     assert "mpiexec -iface eth0 -n 4 " in script and "--out -" in script and objs.BEGIN in script
     assert job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["nodeSelector"] == {"k": "v"}
-    assert objs.mpijob_name("x" * 60, 12, 345) .startswith("x" * 25) and len(objs.mpijob_name("x" * 60, 12, 345)) <= 42
+    long_name = naming.probe_mpijob("x" * 60, 12, 345)
+    assert long_name.startswith("x" * 25) and len(long_name) <= 42
 
 
 def _probe_doc(servers: int = 4) -> dict[str, object]:

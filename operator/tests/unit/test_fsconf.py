@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pfslayout import naming
 from pfslayout.errors import InputError
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Address, Topology, fs_conf_for
 from pfslayout.kinds.orangefscluster.spec import parse_spec
-from pfslayout.orangefs import handles, naming
+from pfslayout.orangefs import handles
 from pfslayout.orangefs.commands import server_args, storage_init_script
 from pfslayout.orangefs.fsconf import Distribution, FsConf, ServerEntry, parse_fs_conf, render_fs_conf
 from pfslayout.orangefs.pvfs2tab import render_pvfs2tab

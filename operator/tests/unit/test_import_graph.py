@@ -104,7 +104,8 @@ def test_costmodel_fast_does_not_reach_back_into_table() -> None:
 # without calling the API; `operator` calls the API. Within `operator`, reconcilers never reach up into
 # the Kopf handlers that call them.
 DOMAIN = ("pfslayout.calibration", "pfslayout.costmodel", "pfslayout.planner", "pfslayout.traces",
-          "pfslayout.orangefs", "pfslayout.shimconfig", "pfslayout.units", "pfslayout.errors")
+          "pfslayout.orangefs", "pfslayout.shimconfig", "pfslayout.units", "pfslayout.errors", "pfslayout.naming",
+          "pfslayout.images")
 FORBIDDEN = [(DOMAIN, ("pfslayout.k8s", "pfslayout.kinds", "pfslayout.operator", "pfslayout.cli")),
              (("pfslayout.kinds",), ("pfslayout.operator", "pfslayout.cli")),
              (("pfslayout.operator.reconcilers",), ("pfslayout.operator.handlers", "pfslayout.operator.main"))]

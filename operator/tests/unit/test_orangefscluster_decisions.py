@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.k8s.workloads import pods_ready_by_ordinal
 from pfslayout.kinds.orangefscluster import meta as c
 from pfslayout.kinds.orangefscluster.decisions import applied_record, decide, read_applied
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology, fs_conf_for
 from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.kinds.orangefscluster.status import Observed, compute_status, endpoints, phase_of, ready_servers
-from pfslayout.orangefs import naming
 
 NS, NAME = "lab", "demo"
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"

@@ -14,13 +14,13 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from pfslayout import naming
 from pfslayout.cli._output import print_json
 from pfslayout.errors import InputError
 from pfslayout.kinds import examples
 from pfslayout.kinds.orangefscluster.desired import desired_for_new
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Address, Topology, fs_conf_for
 from pfslayout.kinds.orangefscluster.spec import parse_spec
-from pfslayout.orangefs import naming
 from pfslayout.orangefs.fsconf import FsConf, render_fs_conf
 from pfslayout.orangefs.pvfs2tab import DEFAULT_MOUNT_PATH, render_pvfs2tab
 

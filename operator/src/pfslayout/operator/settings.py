@@ -24,7 +24,8 @@ from typing import TypeVar
 import kopf
 
 from pfslayout.errors import InputError
-from pfslayout.orangefs.naming import DEFAULT_CLUSTER_DOMAIN
+from pfslayout.images import DEFAULT_OPERATOR_IMAGE
+from pfslayout.naming import DEFAULT_CLUSTER_DOMAIN
 
 T = TypeVar("T")
 
@@ -33,8 +34,6 @@ PREFIX = "pfslayout.io"
 # storage prefix from the diff it reacts to, and users' `pfslayout.io/...` annotations (e.g. the
 # scale-down consent) must count as changes.
 STORAGE_PREFIX = f"operator.{PREFIX}"
-# The image of the LayoutPolicy trace collector's `pfslayout summarise` step when the chart sets none.
-DEFAULT_OPERATOR_IMAGE = "pfslayout/operator:dev"
 PULL_POLICIES = ("IfNotPresent", "Always", "Never")
 WATCH_NAMESPACES = "PFSLAYOUT_WATCH_NAMESPACES"
 # A namespace name, or a glob of one with * and ? (fnmatch, case-sensitive).
@@ -223,6 +222,7 @@ def load(env: Mapping[str, str]) -> Settings:
             lambda: parse_addr("PFSLAYOUT_METRICS_ADDR", metrics, "127.0.0.1:9090"), None),
         cluster_domain=r.dns_name("PFSLAYOUT_CLUSTER_DOMAIN", DEFAULT_CLUSTER_DOMAIN),
         probe_image=r.raw("PFSLAYOUT_PROBE_IMAGE"),
+        # the trace collector's `pfslayout summarise` step when the chart sets none
         operator_image=r.raw("PFSLAYOUT_OPERATOR_IMAGE") or DEFAULT_OPERATOR_IMAGE,
         operator_image_pull_policy=r.choice("PFSLAYOUT_OPERATOR_IMAGE_PULL_POLICY", "IfNotPresent", PULL_POLICIES),
         namespace_role=r.raw("PFSLAYOUT_NAMESPACE_ROLE") or "<release>-pfs-layout-operator-namespace",

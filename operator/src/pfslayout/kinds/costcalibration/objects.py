@@ -9,18 +9,17 @@ back from the launcher's log (docs/operator.md, "Results channel").
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shlex
 from typing import Any
 
+from pfslayout import naming
+from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.k8s.meta import Owner, object_metadata
 from pfslayout.kinds import GROUP, MANAGED_BY, MPI_IMAGE_UID
 from pfslayout.kinds.costcalibration.plan import Invocation, ProbeJob
 from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec
-from pfslayout.kinds.orangefscluster.objects import PVFS2TAB_DIR, PVFS2TAB_KEY
 from pfslayout.kinds.orangefscluster.spec import Toleration
-from pfslayout.orangefs import naming
 
 MPIJOB_API = "kubeflow.org/v2beta1"
 CALIBRATION_LABEL = f"{GROUP}/calibration"
@@ -47,25 +46,9 @@ def labels(name: str, component: str, extra: dict[str, str] | None = None) -> di
             "app.kubernetes.io/part-of": "pfs-layout-operator", CALIBRATION_LABEL: name, **(extra or {})}
 
 
-def short(name: str, room: int) -> str:
-    """`name` cut to `room` characters, keeping it unique with a hash suffix when cut."""
-    if len(name) <= room:
-        return name
-    return f"{name[:room - 5]}-{hashlib.sha256(name.encode()).hexdigest()[:4]}"
-
-
-def mpijob_name(name: str, run: int, index: int) -> str:
-    # The MPI Operator names pods `<job>-worker-<i>` and `<job>-launcher-<5>`: hostnames of at most 63.
-    return f"{short(name, 30)}-r{run}-j{index}"
-
-
-def measurements_configmap_name(name: str) -> str:
-    return f"{short(name, 240)}-measurements"
-
-
 def _check(what: str) -> str:
     msg = (f"{NO_PROBE} ({what}); set spec.probeImage to an image with pfsprobe, MPICH and sshd, such as "
-           "pfslayout/mpi:dev")
+           f"{DEFAULT_MPI_IMAGE}")
     return f"command -v pfsprobe >/dev/null 2>&1 || {{ echo {shlex.quote(msg)} >&2; exit 127; }}"
 
 
@@ -84,7 +67,7 @@ def _invocation(inv: Invocation, i: int, ranks: int) -> str:
                 f"--backend {inv.backend} --servers {inv.servers} {targets} --out -")
     return "\n".join([
         f"grid={shlex.quote(json.dumps(inv.grid, separators=(',', ':')))}",
-        f"mpiexec -iface {POD_IFACE} -n {ranks} -genv PVFS2TAB_FILE {PVFS2TAB_DIR}/{PVFS2TAB_KEY} "
+        f"mpiexec -iface {POD_IFACE} -n {ranks} -genv PVFS2TAB_FILE {naming.PVFS2TAB_FILE} "
         f"-genv PFSLAYOUT_GRID \"$grid\" "
         f"sh -c {shlex.quote(rank_cmd)} > {out}",
         f"echo {BEGIN} {inv.key}", f"cat {out}", "echo", f"echo {END} {inv.key}",
@@ -102,15 +85,16 @@ def launcher_script(job: ProbeJob, ranks: int) -> str:
 def probe_mpijob(spec: CostCalibrationSpec, owner: Owner, cluster_name: str, run: int, job: ProbeJob,
                  node_selector: dict[str, str], tolerations: list[Toleration]) -> dict[str, Any]:
     g = spec.grid
-    name = mpijob_name(owner.name, run, job.index)
+    name = naming.probe_mpijob(owner.name, run, job.index)
     pod_labels = labels(owner.name, "probe", {RUN_LABEL: str(run), JOB_LABEL: str(job.index)})
     pod_security = {"runAsUser": PROBE_UID, "runAsGroup": PROBE_UID, "runAsNonRoot": True,
                     "seccompProfile": {"type": "RuntimeDefault"}}
     security = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True}
-    pvfs2tab = {"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}}
+    pvfs2tab = {"name": naming.PVFS2TAB_VOLUME, "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}}
     # /tmp is all either role writes: the launcher its documents, each rank (on a worker) its grid file,
     # sshd its pid file.
-    mounts = [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}, {"name": "tmp", "mountPath": "/tmp"}]
+    mounts = [{"name": naming.PVFS2TAB_VOLUME, "mountPath": naming.PVFS2TAB_DIR, "readOnly": True},
+              {"name": "tmp", "mountPath": "/tmp"}]
 
     def container(role: str, command: list[str]) -> dict[str, Any]:
         c: dict[str, Any] = {"name": role, "image": spec.probe_image, "imagePullPolicy": spec.image_pull_policy,
@@ -167,7 +151,7 @@ def measurements_configmap(owner: Owner, run: int, run_for: str, plan_digest: st
                            ) -> dict[str, Any]:
     """The run's raw measurements: one compact `pfsprobe/1` document per invocation key, and `jobs.json`
     (which MPIJob, by UID, delivered each job's documents). Its annotations say which run it holds."""
-    meta = object_metadata(owner, measurements_configmap_name(owner.name), labels(owner.name, "measurements"),
+    meta = object_metadata(owner, naming.measurements_configmap(owner.name), labels(owner.name, "measurements"),
                            {RUN_ANNOTATION: str(run), RUN_FOR_ANNOTATION: run_for, PLAN_ANNOTATION: plan_digest})
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data)}
 

@@ -10,10 +10,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pfslayout import naming
+from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.kinds.orangefscluster.spec import Resources, Toleration
 from pfslayout.kinds.specs import parse_model
 
-DEFAULT_PROBE_IMAGE = "pfslayout/mpi:dev"  # the CRD default (crds/kinds.py DEFAULT_MPI_IMAGE)
 DEFAULT_SIZES = (4096, 65536, 1048576, 4194304)
 
 
@@ -52,7 +53,7 @@ class Batch(_Model):
 
 class CostCalibrationSpec(_Model):
     cluster_ref: ClusterRef = Field(alias="clusterRef")
-    probe_image: str = Field(DEFAULT_PROBE_IMAGE, alias="probeImage", min_length=1)
+    probe_image: str = Field(DEFAULT_MPI_IMAGE, alias="probeImage", min_length=1)
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent", alias="imagePullPolicy")
     grid: Grid = Grid()
     fit: Fit = Fit()
@@ -72,4 +73,4 @@ def parse_spec(raw: dict[str, Any] | None) -> CostCalibrationSpec:
 
 
 def params_configmap(name: str, spec: CostCalibrationSpec) -> str:
-    return spec.config_map_name or f"{name}-params"
+    return spec.config_map_name or naming.params_configmap(name)

@@ -28,6 +28,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from pfslayout import naming
+from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.kinds import MPI_IMAGE_UID as MPI_UID
 
 SHIM_DIR = "/pfslayout/lib"
@@ -38,12 +40,10 @@ IMAGE_SHIM = {"OpenMPI": "/usr/local/lib/openmpi/libpfsshim.so"}
 IMAGE_SHIM_DEFAULT = "/usr/local/lib/libpfsshim.so"
 CONFIG_DIR = "/etc/pfslayout"
 CONFIG_FILE = f"{CONFIG_DIR}/shim.json"
-PVFS2TAB_DIR = "/etc/pvfs2tab"
 INJECTED = "pfslayout.io/injected"  # annotation: the policy whose shim the job got
 # suspend mode: the annotation says why the job stays suspended; the label of the same name ("true")
 # lets the policy's retry LIST only those jobs
 REFUSED = "pfslayout.io/injection-refused"
-VOLUMES = ("pfslayout-shim", "pfslayout-shim-config", "pfslayout-pvfs2tab")
 
 
 class Refusal(Exception):
@@ -124,7 +124,7 @@ def environment(impl: str, job_name: str, user_preload: str | None) -> tuple[lis
     theirs = [p for p in (user_preload or "").replace(" ", ":").split(":") if p and not p.endswith("/libpfsshim.so")]
     preload = ":".join([SHIM_LIB, *theirs])
     ranks = {"LD_PRELOAD": preload, "PFSLAYOUT_SHIM_CONFIG": CONFIG_FILE, "PFSLAYOUT_SHIM_JOB": job_name,
-             "PVFS2TAB_FILE": f"{PVFS2TAB_DIR}/pvfs2tab"}
+             "PVFS2TAB_FILE": naming.PVFS2TAB_FILE}
     if impl == "OpenMPI":
         # Ranks on workers are children of orted, which mpirun starts over ssh with the launch agent's
         # command: `env VAR=value ... orted` hands orted, and so every rank, the variables. Not
@@ -150,7 +150,7 @@ def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> di
     impl = str((job.get("spec") or {}).get("mpiImplementation") or "OpenMPI")
     for role, pod in pods.items():
         taken = {v.get("name") for v in pod.get("volumes") or []}
-        clash = taken & set(VOLUMES)
+        clash = taken & set(naming.SHIM_VOLUMES)
         if clash:
             raise Refusal(f"spec.mpiReplicaSpecs.{role}.template.spec.volumes already has {sorted(clash)[0]}: "
                           "was the job injected already? rename that volume")
@@ -163,23 +163,25 @@ def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> di
                                                             if k != "LD_PRELOAD"]
         first["env"] = [e for e in first.get("env") or [] if e.get("name") not in {x["name"] for x in add_env}] \
             + add_env
-        mounts = [{"name": "pfslayout-shim", "mountPath": SHIM_DIR, "readOnly": True},
-                  {"name": "pfslayout-shim-config", "mountPath": CONFIG_DIR, "readOnly": True},
-                  {"name": "pfslayout-pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}]
+        mounts = [{"name": naming.SHIM_VOLUME, "mountPath": SHIM_DIR, "readOnly": True},
+                  {"name": naming.SHIM_CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
+                  {"name": naming.SHIM_PVFS2TAB_VOLUME, "mountPath": naming.PVFS2TAB_DIR, "readOnly": True}]
         first["volumeMounts"] = [*(first.get("volumeMounts") or []), *mounts]
-        copier = {"name": "pfslayout-shim", "image": shim.get("image") or "pfslayout/mpi:dev",
+        copier = {"name": naming.SHIM_COPIER, "image": shim.get("image") or DEFAULT_MPI_IMAGE,
                   "imagePullPolicy": shim.get("imagePullPolicy") or "IfNotPresent",
                   "command": ["cp", IMAGE_SHIM.get(impl, IMAGE_SHIM_DEFAULT), SHIM_LIB],
-                  "volumeMounts": [{"name": "pfslayout-shim", "mountPath": SHIM_DIR}],
+                  "volumeMounts": [{"name": naming.SHIM_VOLUME, "mountPath": SHIM_DIR}],
                   # Hardened whatever the user's pod allows: it only copies a file into an emptyDir.
                   "securityContext": {"runAsNonRoot": True, "runAsUser": MPI_UID, "runAsGroup": MPI_UID,
                                       "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                       "capabilities": {"drop": ["ALL"]},
                                       "seccompProfile": {"type": "RuntimeDefault"}}}
         pod["initContainers"] = [*(pod.get("initContainers") or []), copier]
-        volumes = [{"name": "pfslayout-shim", "emptyDir": {}},
-                   {"name": "pfslayout-shim-config", "configMap": {"name": f"{policy['metadata']['name']}-shim"}},
-                   {"name": "pfslayout-pvfs2tab", "configMap": {"name": f"{cluster_name}-pvfs2tab"}}]
+        volumes = [{"name": naming.SHIM_VOLUME, "emptyDir": {}},
+                   {"name": naming.SHIM_CONFIG_VOLUME,
+                    "configMap": {"name": naming.shim_configmap(policy["metadata"]["name"])}},
+                   {"name": naming.SHIM_PVFS2TAB_VOLUME,
+                    "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}}]
         pod["volumes"] = [*(pod.get("volumes") or []), *volumes]
     return dict(job["spec"]["mpiReplicaSpecs"])
 

@@ -24,6 +24,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.costmodel.params import CostParams
 from pfslayout.k8s.meta import Owner, content_hash, object_metadata
 from pfslayout.kinds import MANAGED_BY
@@ -87,7 +88,7 @@ def next_job(jobs: list[dict[str, Any]], collected: list[str]) -> dict[str, Any]
 
 
 def collector_name(owner: Owner, job: dict[str, Any]) -> str:
-    return f"{owner.name[:30]}-learn-{content_hash(job['metadata']['uid'])[:10]}"
+    return naming.trace_collector_job(owner.name, content_hash(job["metadata"]["uid"]))
 
 
 def collector_script(source_dir: str, job_name: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.calibration import PROFILES
 from pfslayout.k8s.meta import Owner, object_metadata
 from pfslayout.kinds import COST_CALIBRATION
@@ -21,17 +22,13 @@ from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 CALIBRATION = "calibration"
 
 
-def auto_calibration_name(cluster: str) -> str:
-    return f"{cluster}-calibration"
-
-
 def auto_calibration(spec: OrangeFSClusterSpec, owner: Owner, probe_image: str | None) -> dict[str, Any]:
     cc_spec: dict[str, Any] = {"clusterRef": {"name": owner.name},
                                "grid": PROFILES[spec.calibration.profile].grid_spec()}
     if probe_image:
         cc_spec["probeImage"] = probe_image
     return {"apiVersion": COST_CALIBRATION.api_version, "kind": COST_CALIBRATION.kind,
-            "metadata": object_metadata(owner, auto_calibration_name(owner.name), labels(owner, CALIBRATION)),
+            "metadata": object_metadata(owner, naming.auto_calibration(owner.name), labels(owner, CALIBRATION)),
             "spec": cc_spec}
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.kinds.orangefscluster import objects
 from pfslayout.kinds.orangefscluster.decisions import ApplyDecision, decide
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import fs_conf_for
 from pfslayout.kinds.orangefscluster.meta import Context, owner
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
-from pfslayout.orangefs import naming
 from pfslayout.orangefs.fsconf import FsConf, render_fs_conf
 from pfslayout.orangefs.pvfs2tab import render_pvfs2tab
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pfslayout import naming
 from pfslayout.errors import InputError
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
-from pfslayout.orangefs import naming
 from pfslayout.orangefs.fsconf import Distribution, FsConf, ServerEntry
 
 

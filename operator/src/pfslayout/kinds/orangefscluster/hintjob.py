@@ -13,16 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.k8s.meta import Owner, content_hash, object_metadata
 from pfslayout.kinds import MANAGED_BY
-from pfslayout.kinds.orangefscluster.objects import (
-    PVFS2TAB_DIR,
-    PVFS2TAB_KEY,
-    container_security_context,
-    pod_security_context,
-)
+from pfslayout.kinds.orangefscluster.objects import container_security_context, pod_security_context
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
-from pfslayout.orangefs import naming
 from pfslayout.orangefs.dirhints import DirectoryHints, script
 
 HINTS_COMPONENT = "hints"
@@ -44,7 +39,7 @@ FINISHED_TTL_S = 6 * 3600
 def hint_job_name(owner: Owner, dirs: Sequence[DirectoryHints], nonce: int = 0) -> str:
     """Derived from the hints and a caller's counter (a calibration run, a policy's check number), so a
     restarted operator finds the Job again and a later check never meets the previous one's Job."""
-    return f"{owner.name[:36]}-hints-{hints_digest(dirs)}-{nonce}"
+    return naming.hint_job(owner.name, hints_digest(dirs), nonce)
 
 
 def client_container(cluster: OrangeFSClusterSpec, name: str, command: str,
@@ -56,8 +51,9 @@ def client_container(cluster: OrangeFSClusterSpec, name: str, command: str,
         "image": cluster.client.image or cluster.image,
         "imagePullPolicy": cluster.image_pull_policy,
         "command": ["sh", "-c", command],
-        "env": [{"name": "PVFS2TAB_FILE", "value": f"{PVFS2TAB_DIR}/{PVFS2TAB_KEY}"}],
-        "volumeMounts": [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True}, *mounts],
+        "env": [{"name": "PVFS2TAB_FILE", "value": naming.PVFS2TAB_FILE}],
+        "volumeMounts": [{"name": naming.PVFS2TAB_VOLUME, "mountPath": naming.PVFS2TAB_DIR, "readOnly": True},
+                         *mounts],
         "securityContext": container_security_context(),
         # The kubelet keeps the last lines of a failed container's log in its status, so the
         # reason survives even when the log itself cannot be read.
@@ -75,7 +71,7 @@ def client_pod(cluster: OrangeFSClusterSpec, cluster_name: str, containers: list
         "automountServiceAccountToken": False,
         "securityContext": pod_security_context(fs_group=False),
         "containers": containers,
-        "volumes": [{"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}},
+        "volumes": [{"name": naming.PVFS2TAB_VOLUME, "configMap": {"name": naming.pvfs2tab_configmap(cluster_name)}},
                     *volumes],
     }
     if init:

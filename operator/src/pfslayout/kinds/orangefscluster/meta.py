@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.k8s import meta
 from pfslayout.kinds import GROUP, MANAGED_BY, ORANGEFS_CLUSTER
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
-from pfslayout.orangefs import naming
 
 CLUSTER_LABEL = f"{GROUP}/cluster"
 CONFIG_HASH_ANNOTATION = f"{GROUP}/config-hash"

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.k8s.meta import canonical_json, content_hash
 from pfslayout.kinds.orangefscluster import meta as m
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology
-from pfslayout.orangefs import commands, naming
+from pfslayout.orangefs import commands
 
 # The OrangeFS image's non-root user (images/orangefs); fsGroup makes emptyDir/PVC storage writable.
 SERVER_UID = 10001
@@ -19,8 +20,6 @@ SERVER_GID = 10001
 
 CONFIG_DIR = "/etc/orangefs"
 FS_CONF_KEY = "fs.conf"
-PVFS2TAB_DIR = "/etc/pvfs2tab"
-PVFS2TAB_KEY = "pvfs2tab"
 STORAGE_DIR = "/var/lib/orangefs"
 
 SERVER = "server"
@@ -56,7 +55,7 @@ def pvfs2tab_configmap(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": m.metadata(owner, naming.pvfs2tab_configmap(owner.name), CONFIG),
-        "data": {PVFS2TAB_KEY: pvfs2tab},
+        "data": {naming.PVFS2TAB_KEY: pvfs2tab},
     }
 
 
@@ -202,7 +201,6 @@ def server_statefulset(ctx: m.Context, topology: Topology, fs_conf: str, applied
 
 def client_deployment(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
     spec, owner = ctx.spec, ctx.owner
-    pvfs2tab_path = f"{PVFS2TAB_DIR}/{PVFS2TAB_KEY}"
     container: dict[str, Any] = {
         "name": "toolbox",
         "image": spec.client.image or spec.image,
@@ -210,8 +208,8 @@ def client_deployment(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
         # A toolbox: it idles until someone runs pvfs2-* tools in it (kubectl exec, hint Jobs use the
         # same image and mounts).
         "command": ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"],
-        "env": [{"name": "PVFS2TAB_FILE", "value": pvfs2tab_path}],
-        "volumeMounts": [{"name": "pvfs2tab", "mountPath": PVFS2TAB_DIR, "readOnly": True},
+        "env": [{"name": "PVFS2TAB_FILE", "value": naming.PVFS2TAB_FILE}],
+        "volumeMounts": [{"name": naming.PVFS2TAB_VOLUME, "mountPath": naming.PVFS2TAB_DIR, "readOnly": True},
                          {"name": "tmp", "mountPath": "/tmp"}],
         "securityContext": container_security_context(),
     }
@@ -222,7 +220,7 @@ def client_deployment(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
         "automountServiceAccountToken": False,
         "securityContext": pod_security_context(fs_group=False),
         "containers": [container],
-        "volumes": [{"name": "pvfs2tab", "configMap": {"name": naming.pvfs2tab_configmap(owner.name)}},
+        "volumes": [{"name": naming.PVFS2TAB_VOLUME, "configMap": {"name": naming.pvfs2tab_configmap(owner.name)}},
                     {"name": "tmp", "emptyDir": {}}],
     }
     if spec.node_selector:
@@ -258,7 +256,6 @@ def wipe_job(ctx: m.Context, pod_name: str, node: str, suspend: bool) -> dict[st
     """
     spec, owner = ctx.spec, ctx.owner
     assert spec.storage.host_path is not None
-    ordinal = pod_name.rsplit("-", 1)[-1]
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "nodeName": node,
@@ -278,7 +275,7 @@ def wipe_job(ctx: m.Context, pod_name: str, node: str, suspend: bool) -> dict[st
         pod_spec["tolerations"] = [t.as_k8s() for t in spec.tolerations]
     return {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": m.metadata(owner, f"{owner.name}-wipe-{ordinal}", WIPE),
+        "metadata": m.metadata(owner, naming.wipe_job(owner.name, pod_name), WIPE),
         "spec": {
             "suspend": suspend,
             "backoffLimit": 2,

@@ -12,10 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pfslayout.images import DEFAULT_ORANGEFS_IMAGE
 from pfslayout.kinds.specs import parse_model
 from pfslayout.orangefs import handles
-
-DEFAULT_IMAGE = "pfslayout/orangefs:dev"  # the CRD default (the image the kind path builds)
 
 
 class _Model(BaseModel):
@@ -100,7 +99,7 @@ class Calibration(_Model):
 
 
 class OrangeFSClusterSpec(_Model):
-    image: str = DEFAULT_IMAGE
+    image: str = DEFAULT_ORANGEFS_IMAGE
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent", alias="imagePullPolicy")
     servers: Servers = Servers()
     storage: Storage = Storage(size="1Gi")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.k8s.api import Kube
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import MPIJOB
@@ -20,7 +21,8 @@ from pfslayout.operator.shared.events import Post
 
 
 def _injected(pod_template: dict[str, Any]) -> bool:
-    return any(c.get("name") == "pfslayout-shim" for c in (pod_template.get("spec") or {}).get("initContainers") or [])
+    init = (pod_template.get("spec") or {}).get("initContainers") or []
+    return any(c.get("name") == naming.SHIM_COPIER for c in init)
 
 
 def _replace_launcher(kube: Kube, ns: str, name: str, uid: str | None, wait_s: float = 30.0) -> None:
@@ -29,7 +31,7 @@ def _replace_launcher(kube: Kube, ns: str, name: str, uid: str | None, wait_s: f
     template cannot be changed. So before resuming, wait until the launcher Job carries the shim, deleting
     any made from the old template; after `wait_s` resume anyway (none exists: the MPI Operator then
     creates it from the patched job)."""
-    launcher = f"{name}-launcher"
+    launcher = naming.mpijob_launcher(name)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         job = kube.get("Job", ns, launcher)

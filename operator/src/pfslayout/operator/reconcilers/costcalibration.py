@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube
 from pfslayout.k8s.meta import Owner, owner_of, selector_string
@@ -129,7 +130,7 @@ class _Reconcile:
         self.write({"phase": "Running", "run": number, "startTime": now(),
                     "cells": st.progress(0, plan.total_cells),
                     "jobs": {"total": len(plan.jobs), "succeeded": 0, "failed": 0, "running": 0},
-                    "measurementsConfigMap": objs.measurements_configmap_name(self.owner.name),
+                    "measurementsConfigMap": naming.measurements_configmap(self.owner.name),
                     "configMapName": params_configmap(self.owner.name, spec)})
         return run
 
@@ -139,7 +140,7 @@ class _Reconcile:
         ConfigMap without start_run (a published run once lacked measurementsConfigMap that way)."""
         started = self.old.get("startTime") if self.old.get("run") == run.number else None
         return {"run": run.number, "startTime": started or now(),
-                "measurementsConfigMap": objs.measurements_configmap_name(self.owner.name)}
+                "measurementsConfigMap": naming.measurements_configmap(self.owner.name)}
 
     def save(self, run: Run) -> None:
         self.kube.apply(objs.measurements_configmap(self.owner, run.number, run.run_for, run.digest, run.data))
@@ -266,7 +267,7 @@ class _Reconcile:
             spec = parse_spec(self.body.get("spec"))
         except InputError as err:
             return self.refuse("Failed", "InvalidSpec", str(err))
-        cm = self.kube.get("ConfigMap", self.owner.namespace, objs.measurements_configmap_name(self.owner.name))
+        cm = self.kube.get("ConfigMap", self.owner.namespace, naming.measurements_configmap(self.owner.name))
         current = _read_run(cm)
         if current is not None and current.run_for == run_for(self.body) and self.old.get("run") == current.number \
                 and self.old.get("phase") in TERMINAL and self.old.get("observedGeneration") == self.generation:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pfslayout import naming
 from pfslayout.costmodel import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube
@@ -160,7 +161,7 @@ def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -
     status: dict[str, Any] = {"paramsSource": source, "rules": rules}
     if learn.trace_settings(spec).get("enabled"):
         status["learning"] = {"collectedJobs": learned.collected,
-                              "shimConfigMap": trace_collector.shim_configmap(owner.name),
+                              "shimConfigMap": naming.shim_configmap(owner.name),
                               "traceDirectory": learn.trace_dir(spec, platform.mount_path, owner.namespace),
                               **({"lastJob": learned.last_job} if learned.last_job else {})}
     due = dirs and (not same or _age_s(old.get("lastCheckTime")) >= recheck_s or bool(old.get("migrationPending")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pfslayout import metrics
+from pfslayout import metrics, naming
 from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube
 from pfslayout.k8s.meta import Owner, owner_of, selector_string
@@ -19,7 +19,7 @@ from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.orangefscluster import meta as m
 from pfslayout.kinds.orangefscluster import objects as objs
 from pfslayout.kinds.orangefscluster import status as st
-from pfslayout.kinds.orangefscluster.calibration import auto_calibration, auto_calibration_name, current_calibration
+from pfslayout.kinds.orangefscluster.calibration import auto_calibration, current_calibration
 from pfslayout.kinds.orangefscluster.decisions import ApplyDecision, decide, read_applied
 from pfslayout.kinds.orangefscluster.desired import Desired, desired
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology, fs_conf_for
@@ -28,7 +28,6 @@ from pfslayout.operator import settings
 from pfslayout.operator.shared.clock import now
 from pfslayout.operator.shared.events import Post, post_all
 from pfslayout.operator.shared.locks import object_lock
-from pfslayout.orangefs import naming
 
 KIND = OFS.kind
 
@@ -183,7 +182,7 @@ def _auto_calibrate(kube: Kube, post: Post, body: dict[str, Any], spec: OrangeFS
         return
     owner = _owner(body)
     cc = auto_calibration(spec, owner, settings.current().probe_image)
-    name = auto_calibration_name(owner.name)
+    name = naming.auto_calibration(owner.name)
     if kube.custom.create(CC, owner.namespace, cc) is not None:
         post(body, "Normal", "CalibrationCreated",
              f"CostCalibration {name} ({spec.calibration.profile} profile) calibrates the cost model on this cluster")
@@ -272,7 +271,7 @@ def wipe_hostpath(kube: Kube, body: dict[str, Any], post: Post, elapsed_s: float
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
         name = pod["metadata"]["name"]
-        job_name = f"{owner.name}-wipe-{name.rsplit('-', 1)[-1]}"
+        job_name = naming.wipe_job(owner.name, name)
         if node and kube.get("Job", owner.namespace, job_name) is None:
             kube.apply(objs.wipe_job(ctx, name, node, suspend=True))
             post(body, "Normal", "WipeScheduled", f"Job {job_name} will remove {name}'s hostPath data on {node}")

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from pfslayout import naming
 from pfslayout.costmodel.params import CostParams
 from pfslayout.k8s.api import Kube
 from pfslayout.k8s.meta import Owner, object_metadata, selector_string
@@ -26,14 +27,6 @@ from pfslayout.kinds.layoutpolicy.rules import Platform, full_path
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.operator import settings
 from pfslayout.operator.shared.events import Post
-
-
-def learned_configmap(policy: str) -> str:
-    return f"{policy}-learned"
-
-
-def shim_configmap(policy: str) -> str:
-    return f"{policy}-shim"
 
 
 @dataclass
@@ -50,7 +43,7 @@ def _labels(owner: Owner) -> dict[str, str]:
 
 
 def _load(kube: Kube, owner: Owner) -> dict[str, Any]:
-    cm = kube.get("ConfigMap", owner.namespace, learned_configmap(owner.name))
+    cm = kube.get("ConfigMap", owner.namespace, naming.learned_configmap(owner.name))
     try:
         state = json.loads(((cm or {}).get("data") or {}).get("state.json") or "{}")
     except ValueError:
@@ -60,7 +53,7 @@ def _load(kube: Kube, owner: Owner) -> dict[str, Any]:
 
 def _save(kube: Kube, owner: Owner, state: dict[str, Any]) -> None:
     kube.apply({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": object_metadata(owner, learned_configmap(owner.name),
+                "metadata": object_metadata(owner, naming.learned_configmap(owner.name),
                                             {**_labels(owner), "app.kubernetes.io/managed-by": MANAGED_BY}),
                 "data": {"state.json": json.dumps(state, indent=1, sort_keys=True)}})
 
@@ -68,10 +61,10 @@ def _save(kube: Kube, owner: Owner, state: dict[str, Any]) -> None:
 def publish_shim_config(kube: Kube, owner: Owner, text: str) -> None:
     """ConfigMap `<policy>-shim`: the shim config (`shim.json`, kinds/layoutpolicy/shim_configmap.py) the
     policy's jobs run with."""
-    cm = kube.get("ConfigMap", owner.namespace, shim_configmap(owner.name))
+    cm = kube.get("ConfigMap", owner.namespace, naming.shim_configmap(owner.name))
     if ((cm or {}).get("data") or {}).get("shim.json") != text:
         kube.apply({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": object_metadata(owner, shim_configmap(owner.name),
+                    "metadata": object_metadata(owner, naming.shim_configmap(owner.name),
                                                 {**_labels(owner), "app.kubernetes.io/managed-by": MANAGED_BY}),
                     "data": {"shim.json": text}})
 
@@ -153,7 +146,7 @@ def _finish(kube: Kube, body: dict[str, Any], owner: Owner, spec: dict[str, Any]
             text = kube.pod_log(owner.namespace, pod["metadata"]["name"], container) or ""
             log += text
     where = ", ".join(f"spec.rules[{i}]" for i, _ in rules)
-    fix = (f"run the job with the shim's tracing: ConfigMap {shim_configmap(owner.name)} as "
+    fix = (f"run the job with the shim's tracing: ConfigMap {naming.shim_configmap(owner.name)} as "
            "PFSLAYOUT_SHIM_CONFIG, PFSLAYOUT_SHIM_JOB set to the job's name, LD_PRELOAD of libpfsshim.so on "
            "every rank")
     mpijob = {"metadata": {"name": job_name, "uid": uid}}
