@@ -95,9 +95,14 @@ def crd_namespace(cluster: Any, what: str) -> Iterator[str]:
     try:
         yield name
     finally:
-        # Remove the test objects first, so an operator started by a later module never sees them.
-        cluster.kubectl("delete", "-n", name, "orangefsclusters,costcalibrations,layoutpolicies", "--all",
-                        "--timeout=60s", check=False, timeout=90)
+        # Remove the test objects first, so an operator started by a later module never sees them. Their
+        # finalizers go one object at a time (the generated-specs module leaves ~40): polled until none is
+        # left, not a fixed wait — kubectl's own 60 s ran out on a loaded machine (the 90-s subprocess limit
+        # then failed a teardown whose deletions were still progressing).
+        kinds = "orangefsclusters,costcalibrations,layoutpolicies"
+        cluster.kubectl("delete", "-n", name, kinds, "--all", "--wait=false", check=False)
+        cluster.wait_until(lambda: not cluster.kubectl_json("get", "-n", name, kinds)["items"] or None,
+                           f"the custom objects of namespace {name} deleted", timeout=300, interval=2)
         cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
