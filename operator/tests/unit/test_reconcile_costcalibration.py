@@ -1,0 +1,225 @@
+"""The CostCalibration reconciler's decision paths driven through FakeKube (an in-memory stand-in for
+the API server, fakekube.py), on the user-facing example policies/costcalibration.yaml: waiting for the
+cluster, a run started (measurements, hint Job), probe MPIJobs in batches, an unchanged and a changed
+spec, refusals, a failed hint Job, a failed or unreadable probe job, and an object being deleted."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pfslayout.kinds import COST_CALIBRATION as CC
+from pfslayout.kinds import MPIJOB
+from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
+from pfslayout.kinds.costcalibration import objects as objs
+from pfslayout.operator.reconcilers import costcalibration as rec
+from pfslayout.operator.reconcilers import orangefscluster
+from pfslayout.orangefs import naming
+
+if TYPE_CHECKING:  # mypy names the test folder's modules from the repository root
+    from operator.tests.unit.fakekube import Events, FakeKube, example, hint_log
+else:  # pytest puts the test folder on sys.path
+    from fakekube import Events, FakeKube, example, hint_log
+
+NS = "team-a"
+NAME = "probe-4"
+MEASUREMENTS = objs.measurements_configmap_name(NAME)
+
+
+def ready_cluster(kube: FakeKube) -> None:
+    """The example's OrangeFSCluster, reconciled and rolled out to Ready by its own reconciler."""
+    cluster = kube.custom.create(OFS, NS, example("costcalibration.yaml", "OrangeFSCluster"))
+    assert cluster is not None
+    orangefscluster.reconcile(kube, cluster, Events())
+    kube.roll_out(NS, naming.server_statefulset(NAME))
+    cluster = kube.custom.get(OFS, NS, NAME)
+    assert cluster is not None
+    st = orangefscluster.refresh_status(kube, cluster, Events())
+    assert st is not None and st["phase"] == "Ready"
+
+
+def create(kube: FakeKube, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = example("costcalibration.yaml", "CostCalibration")
+    body["spec"].update(spec or {})
+    made = kube.custom.create(CC, NS, body)
+    assert made is not None
+    return made
+
+
+def step(kube: FakeKube, events: Events) -> dict[str, Any]:
+    body = kube.custom.get(CC, NS, NAME)
+    assert body is not None
+    return rec.reconcile(kube, body, events)
+
+
+def stored(kube: FakeKube) -> dict[str, Any]:
+    body = kube.custom.get(CC, NS, NAME)
+    assert body is not None
+    return dict(body.get("status") or {})
+
+
+def ready(st: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in st["conditions"] if c["type"] == "Ready")
+
+
+def hint_job(kube: FakeKube) -> dict[str, Any]:
+    jobs = kube.list("Job", NS, "app.kubernetes.io/component=hints")
+    assert len(jobs) == 1
+    return jobs[0]
+
+
+def started(kube: FakeKube, events: Events) -> None:
+    """A ready cluster, the CostCalibration created, its run started and its probe directories ready."""
+    ready_cluster(kube)
+    create(kube)
+    step(kube, events)
+    job = hint_job(kube)
+    kube.finish_job(NS, job["metadata"]["name"], ok=True, log=hint_log(job))
+    step(kube, events)
+
+
+def test_it_waits_for_a_missing_cluster_naming_the_field() -> None:
+    kube, events = FakeKube(), Events()
+    create(kube)
+    st = step(kube, events)
+    assert st["phase"] == "Pending" and stored(kube)["phase"] == "Pending"
+    assert ready(st)["reason"] == "ClusterNotReady" and ready(st)["message"].startswith("spec.clusterRef.name")
+    assert kube.applied == []
+    assert "ClusterNotReady" in events.reasons()
+
+
+def test_creation_starts_a_run_and_sets_the_probe_directories_hints() -> None:
+    kube, events = FakeKube(), Events()
+    ready_cluster(kube)
+    create(kube)
+    st = step(kube, events)
+    assert st["phase"] == "Running" and st["run"] == 1 and st["measurementsConfigMap"] == MEASUREMENTS
+    assert stored(kube)["jobs"]["succeeded"] == 0 and stored(kube)["observedGeneration"] == 1
+    assert ready(stored(kube))["reason"] == "Probing"
+    cm = kube.get("ConfigMap", NS, MEASUREMENTS)
+    assert cm is not None and cm["metadata"]["annotations"][objs.RUN_ANNOTATION] == "1"
+    job = hint_job(kube)
+    assert job["metadata"]["ownerReferences"][0]["name"] == NAME
+    assert kube.custom.list(MPIJOB, NS) == []  # no probe before the directories carry their hints
+    assert events.reasons()[:2] == ["RunStarted", "PhaseRunning"]
+    assert "SettingHints" in events.reasons()
+    # the hint Job still running: nothing new
+    applied = len(kube.applied)
+    step(kube, events)
+    assert len(kube.applied) == applied and hint_job(kube)["metadata"]["name"] == job["metadata"]["name"]
+
+
+def test_verified_hints_start_the_probe_jobs_in_batches() -> None:
+    kube, events = FakeKube(), Events()
+    started(kube, events)
+    assert kube.list("Job", NS, "app.kubernetes.io/component=hints") == []  # released once recorded
+    cm = kube.get("ConfigMap", NS, MEASUREMENTS)
+    assert cm is not None and json.loads(cm["data"][rec.HINTS_KEY])["directories"]
+    assert "HintsApplied" in events.reasons()
+    mpijobs = kube.custom.list(MPIJOB, NS)
+    assert len(mpijobs) == 1  # batch.maxConcurrentJobs: 1
+    assert mpijobs[0]["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["image"] \
+        == "pfslayout/mpi:dev"
+    st = stored(kube)
+    assert st["jobs"]["running"] == 1 and st["jobs"]["total"] > 1
+    assert events.reasons().count("ProbeJobCreated") == 1
+
+
+def test_an_unchanged_spec_applies_nothing_new() -> None:
+    kube, events = FakeKube(), Events()
+    started(kube, events)
+    applied, patches, posted = len(kube.applied), len(kube.status_patches), len(events.posted)
+    mpijobs = kube.custom.list(MPIJOB, NS)
+    step(kube, events)
+    assert len(kube.applied) == applied and len(kube.status_patches) == patches and len(events.posted) == posted
+    assert kube.custom.list(MPIJOB, NS) == mpijobs
+
+
+def test_a_spec_change_starts_the_next_run() -> None:
+    kube, events = FakeKube(), Events()
+    started(kube, events)
+    old = kube.custom.list(MPIJOB, NS)[0]["metadata"]["name"]
+    assert kube.custom.patch(CC, NS, NAME, {"spec": {"grid": {"repetitions": 2}}}) is not None
+    st = step(kube, events)
+    assert st["run"] == 2 and st["observedGeneration"] == 2
+    assert (MPIJOB.kind, NS, old) in kube.deleted
+    assert events.message("RunStarted").startswith("run 2:")
+    cm = kube.get("ConfigMap", NS, MEASUREMENTS)
+    assert cm is not None and cm["metadata"]["annotations"][objs.RUN_ANNOTATION] == "2"
+    assert rec.HINTS_KEY not in cm["data"]  # a new run starts from nothing
+
+
+@pytest.mark.parametrize(("spec", "reason", "field"), [
+    ({"resources": {"limits": {"cpu": "1"}}}, "GridTooLarge", "spec.grid.ranksPerNode"),
+    ({"grid": {"nodes": 0}}, "InvalidSpec", "spec.grid.nodes"),
+])
+def test_a_refused_spec_fails_naming_the_field_and_applies_nothing(spec: dict[str, Any], reason: str,
+                                                                   field: str) -> None:
+    kube, events = FakeKube(), Events()
+    ready_cluster(kube)
+    applied = len(kube.applied)
+    create(kube, spec)
+    st = step(kube, events)
+    assert st["phase"] == "Failed"
+    assert ready(st)["reason"] == reason and field in ready(st)["message"]
+    assert len(kube.applied) == applied and kube.custom.list(MPIJOB, NS) == []
+    assert ("Warning", "PhaseFailed") in {(t, r) for t, r, _ in events.posted}
+
+
+def test_a_failed_hint_job_fails_the_run_with_its_log() -> None:
+    kube, events = FakeKube(), Events()
+    ready_cluster(kube)
+    create(kube)
+    step(kube, events)
+    job = hint_job(kube)["metadata"]["name"]
+    kube.finish_job(NS, job, ok=False, log="pfslayout-hints: /mnt/orangefs/x: cannot create the directory\n")
+    st = step(kube, events)
+    assert st["phase"] == "Failed" and ready(st)["reason"] == "ProbeFailed"
+    message = ready(st)["message"]
+    assert message.startswith("probe directories: HintsNotApplied:") and "cannot create the directory" in message
+    assert ("Job", NS, job) in kube.deleted
+    cm = kube.get("ConfigMap", NS, MEASUREMENTS)
+    assert cm is not None and json.loads(cm["data"][rec.FAILED_KEY])["reason"] == "HintsNotApplied"
+    assert kube.custom.list(MPIJOB, NS) == []
+    # over: the next reconcile of the same spec changes nothing
+    applied = len(kube.applied)
+    assert step(kube, events)["phase"] == "Failed" and len(kube.applied) == applied
+
+
+def test_a_failed_probe_job_fails_the_run_with_the_launcher_log() -> None:
+    kube, events = FakeKube(), Events()
+    started(kube, events)
+    name = kube.custom.list(MPIJOB, NS)[0]["metadata"]["name"]
+    kube.finish_mpijob(NS, name, ok=False, log="pfsprobe: open failed: Permission denied\n",
+                       message="launcher exited 1")
+    st = step(kube, events)
+    assert st["phase"] == "Failed" and ready(st)["reason"] == "ProbeFailed"
+    message = ready(st)["message"]
+    assert message.startswith(f"probe job 1/{st['jobs']['total']}: MPIJobFailed: MPIJob {name}: launcher exited 1")
+    assert "Permission denied" in message
+    assert st["jobs"]["failed"] == 1 and kube.custom.list(MPIJOB, NS) == []
+
+
+def test_a_probe_job_without_documents_fails_the_run() -> None:
+    kube, events = FakeKube(), Events()
+    started(kube, events)
+    name = kube.custom.list(MPIJOB, NS)[0]["metadata"]["name"]
+    kube.finish_mpijob(NS, name, ok=True, log="no documents here\n")
+    st = step(kube, events)
+    assert ready(st)["reason"] == "ProbeFailed" and "ProbeOutputInvalid" in ready(st)["message"]
+    assert "no documents here" in ready(st)["message"]
+
+
+def test_an_object_being_deleted_or_gone_is_left_alone() -> None:
+    kube, events = FakeKube(), Events()
+    started(kube, events)
+    kube.objects[("CostCalibration", NS, NAME)]["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+    applied, patches = len(kube.applied), len(kube.status_patches)
+    assert step(kube, events) == stored(kube)
+    assert len(kube.applied) == applied and len(kube.status_patches) == patches
+    body = kube.custom.get(CC, NS, NAME)
+    assert body is not None
+    kube.custom.delete(CC, NS, NAME)
+    assert rec.reconcile(kube, body, events) == {}
