@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pfslayout import naming
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import MPIJOB
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.costcalibration import objects as objs
 from pfslayout.operator.reconcilers import costcalibration as rec
 from pfslayout.operator.reconcilers import orangefscluster
-from pfslayout.orangefs import naming
 
 if TYPE_CHECKING:  # mypy names the test folder's modules from the repository root
     from operator.tests.unit.fakekube import Events, FakeKube, example, hint_log
@@ -25,7 +25,7 @@ else:  # pytest puts the test folder on sys.path
 
 NS = "team-a"
 NAME = "probe-4"
-MEASUREMENTS = objs.measurements_configmap_name(NAME)
+MEASUREMENTS = naming.measurements_configmap(NAME)
 
 
 def ready_cluster(kube: FakeKube) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pfslayout import naming
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.operator.reconcilers import layoutpolicy as rec
 from pfslayout.operator.reconcilers import orangefscluster
-from pfslayout.orangefs import naming
 
 if TYPE_CHECKING:  # mypy names the test folder's modules from the repository root
     from operator.tests.unit.fakekube import Events, FakeKube, example, hint_log

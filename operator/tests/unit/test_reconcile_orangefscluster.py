@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pfslayout import naming
 from pfslayout.errors import InputError
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.operator.reconcilers import orangefscluster as rec
-from pfslayout.orangefs import naming
 
 if TYPE_CHECKING:  # mypy names the test folder's modules from the repository root
     from operator.tests.unit.fakekube import Events, FakeKube, example
