@@ -1,12 +1,12 @@
 """The CostCalibration reconciler's decision paths driven through FakeKube (an in-memory stand-in for
-the API server, fakekube.py), on the user-facing example policies/costcalibration.yaml: waiting for the
+the API server, pfstestkit/fakekube.py), on the user-facing example policies/costcalibration.yaml: waiting for the
 cluster, a run started (measurements, hint Job), probe MPIJobs in batches, an unchanged and a changed
 spec, refusals, a failed hint Job, a failed or unreadable probe job, and an object being deleted."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -17,11 +17,7 @@ from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.costcalibration import objects as objs
 from pfslayout.operator.reconcilers import costcalibration as rec
 from pfslayout.operator.reconcilers import orangefscluster
-
-if TYPE_CHECKING:  # mypy names the test folder's modules from the repository root
-    from operator.tests.unit.fakekube import Events, FakeKube, example, hint_log
-else:  # pytest puts the test folder on sys.path
-    from fakekube import Events, FakeKube, example, hint_log
+from pfstestkit.fakekube import Events, FakeKube, example, hint_log
 
 NS = "team-a"
 NAME = "probe-4"

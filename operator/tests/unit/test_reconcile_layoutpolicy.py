@@ -1,22 +1,18 @@
 """The LayoutPolicy reconciler's decision paths driven through FakeKube (an in-memory stand-in for the
-API server, fakekube.py), on the user-facing example policies/layoutpolicy.yaml: waiting for the
+API server, pfstestkit/fakekube.py), on the user-facing example policies/layoutpolicy.yaml: waiting for the
 cluster, hints applied through a hint Job and verified, an unchanged and a changed policy, an invalid
 rule, a failed hint Job and its retry pause, a drift check that repairs hints, and deletion."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pfslayout import naming
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.operator.reconcilers import layoutpolicy as rec
 from pfslayout.operator.reconcilers import orangefscluster
-
-if TYPE_CHECKING:  # mypy names the test folder's modules from the repository root
-    from operator.tests.unit.fakekube import Events, FakeKube, example, hint_log
-else:  # pytest puts the test folder on sys.path
-    from fakekube import Events, FakeKube, example, hint_log
+from pfstestkit.fakekube import Events, FakeKube, example, hint_log
 
 NS = "team-a"
 NAME = "layouts"

@@ -1,11 +1,11 @@
 """The OrangeFSCluster reconciler's decision paths driven through FakeKube (an in-memory stand-in for
-the API server, fakekube.py): creation, rollout to Ready, an unchanged and a changed spec, refusals,
+the API server, pfstestkit/fakekube.py): creation, rollout to Ready, an unchanged and a changed spec, refusals,
 an invalid spec, and deletion (mark_terminating, wipe_hostpath). The e2e tier runs the same paths on a
 real API server."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -14,11 +14,7 @@ from pfslayout.errors import InputError
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.operator.reconcilers import orangefscluster as rec
-
-if TYPE_CHECKING:  # mypy names the test folder's modules from the repository root
-    from operator.tests.unit.fakekube import Events, FakeKube, example
-else:  # pytest puts the test folder on sys.path
-    from fakekube import Events, FakeKube, example
+from pfstestkit.fakekube import Events, FakeKube, example
 
 NS = "team-a"
 STS = naming.server_statefulset("small")

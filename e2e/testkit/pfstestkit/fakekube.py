@@ -19,7 +19,6 @@ import builtins
 import copy
 import itertools
 import shlex
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -29,11 +28,12 @@ from pfslayout.k8s.api import Change, Kube, LogUnreadable
 from pfslayout.k8s.custom import CustomObjects
 from pfslayout.k8s.resource import CustomResource
 from pfslayout.orangefs import dirhints, relayout
+from pfstestkit import REPO
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (kind, namespace, name)
 STAMP = "2026-01-01T00:00:00Z"
-POLICIES = Path(__file__).resolve().parents[3] / "policies"
+POLICIES = REPO / "policies"
 SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp")
 
 
