@@ -267,3 +267,20 @@ class FakeCustom(CustomObjects):
         if old is None:
             return None
         return self.kube.store(merge(copy.deepcopy(old), body), old)
+
+
+def ready_cluster(kube: FakeKube, file: str, namespace: str, name: str) -> None:
+    """The OrangeFSCluster of example `file`, reconciled and rolled out to Ready by its own reconciler (what
+    a CostCalibration or LayoutPolicy waits for)."""
+    from pfslayout import naming
+    from pfslayout.kinds import ORANGEFS_CLUSTER
+    from pfslayout.operator.reconcilers import orangefscluster
+
+    cluster = kube.custom.create(ORANGEFS_CLUSTER, namespace, example(file, "OrangeFSCluster"))
+    assert cluster is not None
+    orangefscluster.reconcile(kube, cluster, Events())
+    kube.roll_out(namespace, naming.server_statefulset(name))
+    cluster = kube.custom.get(ORANGEFS_CLUSTER, namespace, name)
+    assert cluster is not None
+    status = orangefscluster.refresh_status(kube, cluster, Events())
+    assert status is not None and status["phase"] == "Ready"

@@ -13,10 +13,9 @@ import pytest
 from pfslayout import naming
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import MPIJOB
-from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.costcalibration import objects as objs
 from pfslayout.operator.reconcilers import costcalibration as rec
-from pfslayout.operator.reconcilers import orangefscluster
+from pfstestkit import fakekube
 from pfstestkit.fakekube import Events, FakeKube, example, hint_log
 
 NS = "team-a"
@@ -25,15 +24,7 @@ MEASUREMENTS = naming.measurements_configmap(NAME)
 
 
 def ready_cluster(kube: FakeKube) -> None:
-    """The example's OrangeFSCluster, reconciled and rolled out to Ready by its own reconciler."""
-    cluster = kube.custom.create(OFS, NS, example("costcalibration.yaml", "OrangeFSCluster"))
-    assert cluster is not None
-    orangefscluster.reconcile(kube, cluster, Events())
-    kube.roll_out(NS, naming.server_statefulset(NAME))
-    cluster = kube.custom.get(OFS, NS, NAME)
-    assert cluster is not None
-    st = orangefscluster.refresh_status(kube, cluster, Events())
-    assert st is not None and st["phase"] == "Ready"
+    fakekube.ready_cluster(kube, "costcalibration.yaml", NS, NAME)
 
 
 def create(kube: FakeKube, spec: dict[str, Any] | None = None) -> dict[str, Any]:

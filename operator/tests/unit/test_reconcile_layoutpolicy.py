@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pfslayout import naming
 from pfslayout.kinds import LAYOUT_POLICY as LP
-from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.operator.reconcilers import layoutpolicy as rec
-from pfslayout.operator.reconcilers import orangefscluster
+from pfstestkit import fakekube
 from pfstestkit.fakekube import Events, FakeKube, example, hint_log
 
 NS = "team-a"
@@ -21,15 +19,7 @@ HINT_JOBS = f"app.kubernetes.io/component=hints,pfslayout.io/layoutpolicy={NAME}
 
 
 def ready_cluster(kube: FakeKube) -> None:
-    """The example's OrangeFSCluster, reconciled and rolled out to Ready by its own reconciler."""
-    cluster = kube.custom.create(OFS, NS, example("layoutpolicy.yaml", "OrangeFSCluster"))
-    assert cluster is not None
-    orangefscluster.reconcile(kube, cluster, Events())
-    kube.roll_out(NS, naming.server_statefulset(NAME))
-    cluster = kube.custom.get(OFS, NS, NAME)
-    assert cluster is not None
-    st = orangefscluster.refresh_status(kube, cluster, Events())
-    assert st is not None and st["phase"] == "Ready"
+    fakekube.ready_cluster(kube, "layoutpolicy.yaml", NS, NAME)
 
 
 def create(kube: FakeKube, rules: list[dict[str, Any]] | None = None) -> None:
