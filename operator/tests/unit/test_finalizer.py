@@ -65,11 +65,9 @@ class Log:
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str, str]]]:
     monkeypatch.setenv(settings.WATCH_NAMESPACES, "ns-*")
-    settings.current.cache_clear()
     posted: list[tuple[str, str, str]] = []
     monkeypatch.setattr(handler, "post", lambda b, t, r, m: posted.append((t, r, m)))
     yield posted
-    settings.current.cache_clear()
 
 
 def patched(b: kopf.Body, patch: kopf.Patch) -> list[str]:

@@ -57,12 +57,8 @@ def test_not_enrolled_message_gives_the_exact_command_and_the_api_servers_words(
 
 def test_kopf_filter_reads_the_process_setting_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.WATCH_NAMESPACES, "batch-*")
-    settings.current.cache_clear()
-    try:
-        assert scope.in_scope("batch-7") and not scope.in_scope("default")
-        assert scope.in_scope(None)  # cluster-scoped objects
-        assert scope.in_scope(namespace="batch-1", body={}, meta={})  # Kopf passes its kwargs along
-        monkeypatch.setenv(settings.WATCH_NAMESPACES, "*")
-        assert not scope.in_scope("default")  # read once: the chart never changes it under a process
-    finally:
-        settings.current.cache_clear()
+    assert scope.in_scope("batch-7") and not scope.in_scope("default")
+    assert scope.in_scope(None)  # cluster-scoped objects
+    assert scope.in_scope(namespace="batch-1", body={}, meta={})  # Kopf passes its kwargs along
+    monkeypatch.setenv(settings.WATCH_NAMESPACES, "*")
+    assert not scope.in_scope("default")  # read once: the chart never changes it under a process
