@@ -16,9 +16,10 @@ import yaml
 
 from pfstestkit import REPO
 from pfstestkit.kinds import MOUNT
+from pfstestkit.mpijobs import finished, launcher_log
 from pfstestkit.ofs_pods import sh, toolbox, wait_ofs_ready
 from pfstestkit.policies import cond, lp_status, read_hint, reasons
-from pfstestkit.real import assert_real_pods, place
+from pfstestkit.real import place
 
 IOR_SHARED = "ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/shared -t 1m -b 4m -s 2 -w -r -C -k"
 
@@ -53,20 +54,16 @@ def with_command(job: dict[str, Any], name: str, ior: str | None) -> dict[str, A
     return job
 
 
-def mpijob_done(cluster, ns: str, name: str, timeout: float = 420) -> None:  # noqa: ANN001
-    def state() -> str | None:
-        conds = (cluster.kubectl_json("get", "mpijobs.kubeflow.org", name, "-n", ns).get("status") or {}).get(
-            "conditions") or []
-        for c in conds:
-            if c["type"] in ("Succeeded", "Failed") and c["status"] == "True":
-                return c["type"]
-        return None
-    got = cluster.wait_until(state, f"MPIJob {name} finished", timeout=timeout, interval=3)
-    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name}")["items"]
-    launcher = next(p for p in pods if p["metadata"]["labels"].get("training.kubeflow.org/job-role") == "launcher")
-    log = cluster.kubectl("logs", "-n", ns, launcher["metadata"]["name"], check=False).stdout
+def mpijob_done(cluster, operator, ns: str, name: str) -> None:  # noqa: ANN001
+    """The job succeeded on real pods and every rank could write its trace (a timeout reports what the
+    job left — conditions, pods, Events, the launcher's log, each pod's processes — and the operator's
+    log, which resumes the suspended job)."""
+    try:
+        got = finished(cluster, ns, name)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\noperator log:\n{operator.log_tail()}") from None
+    log = launcher_log(cluster, ns, name)
     assert got == "Succeeded", f"MPIJob {name} {got}:\n{log[-3000:]}"
-    assert_real_pods(cluster, pods)
     assert "cannot write the trace" not in log, log[-3000:]
 
 
@@ -98,7 +95,7 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
 
     # Run 1: IOR, one shared file, 1 MiB transfers; every rank traces onto OrangeFS.
     cluster.apply(job, namespace=namespace)
-    mpijob_done(cluster, namespace, "ior-shared")
+    mpijob_done(cluster, lp_operator, namespace, "ior-shared")
     tool = toolbox(cluster, namespace, ofs["metadata"]["name"])
     listing = sh(cluster, namespace, tool, f"pvfs2-ls {traces}")
     assert sorted(x for x in listing.split() if x.startswith("ior-shared.rank-")) == [
@@ -133,7 +130,7 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
     # history says whether it switched, and it did exactly when the gain beat the threshold.
     cluster.apply(with_command(job, "ior-fpp", "ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/fpp -F -t 64k -b 1m "
                                                "-w -r -k"), namespace=namespace)
-    mpijob_done(cluster, namespace, "ior-fpp")
+    mpijob_done(cluster, lp_operator, namespace, "ior-fpp")
     st = learned("ior-fpp", 2)
     rule = st["rules"][0]
     second = rule["history"][1]
@@ -147,7 +144,7 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
     # A selected job that ran without the shim leaves no trace: a Warning naming the rule, the field and
     # the fix; the learned layout stays applied.
     cluster.apply(with_command(job, "no-shim", None), namespace=namespace)
-    mpijob_done(cluster, namespace, "no-shim")
+    mpijob_done(cluster, lp_operator, namespace, "no-shim")
 
     def refused() -> dict[str, Any] | None:
         s = lp_status(cluster, namespace, name)
