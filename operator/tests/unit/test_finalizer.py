@@ -3,7 +3,6 @@ the Kopf event handler over a real kopf.Patch)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import kopf
@@ -63,11 +62,11 @@ class Log:
 
 
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str, str]]]:
+def served(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
     monkeypatch.setenv(settings.WATCH_NAMESPACES, "ns-*")
     posted: list[tuple[str, str, str]] = []
     monkeypatch.setattr(handler, "post", lambda b, t, r, m: posted.append((t, r, m)))
-    yield posted
+    return posted
 
 
 def patched(b: kopf.Body, patch: kopf.Patch) -> list[str]:
