@@ -10,9 +10,10 @@ import json
 import uuid
 from typing import Any
 
+from pfslayout.images import DEFAULT_OPERATOR_IMAGE
 from pfstestkit.real import assert_real_pods, placement
 
-IMAGE = "pfslayout/operator:dev"  # has python3 and the kubernetes client; imported by e2e/harness/cluster.sh up
+IMAGE = DEFAULT_OPERATOR_IMAGE  # has python3 and the kubernetes client; imported by e2e/harness/cluster.sh up
 
 SERVER = """
 import http.server, os, socket

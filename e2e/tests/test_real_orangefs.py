@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfstestkit import REPO
 from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS
 from pfstestkit.kinds import MOUNT, OFS
@@ -172,7 +173,7 @@ def test_helm_test_runs_for_real_and_fails_with_the_operator_down(cluster, inclu
                            "the operator back", timeout=180, interval=1)
 
 
-MPI_IMAGE = "pfslayout/mpi:dev"
+MPI_IMAGE = DEFAULT_MPI_IMAGE
 IOR_BLOCK = "4m"
 IOR_TRANSFER = "256k"
 

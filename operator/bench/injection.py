@@ -42,6 +42,7 @@ from typing import Any
 
 from kubernetes import client, config
 
+from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfstestkit.kube import RELEASE, RELEASE_NS, Cluster
 from pfstestkit.real import place
 
@@ -135,7 +136,7 @@ def webhook_latencies(c: Cluster, ns: str, n: int) -> list[float]:
 
 
 def mpijob(name: str, labels: dict[str, str]) -> dict[str, Any]:
-    pod = {"spec": {"containers": [{"name": "c", "image": "pfslayout/mpi:dev", "args": ["true"]}]}}
+    pod = {"spec": {"containers": [{"name": "c", "image": DEFAULT_MPI_IMAGE, "args": ["true"]}]}}
     return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name, "labels": labels},
             "spec": {"mpiImplementation": "MPICH", "slotsPerWorker": 1,
                      "runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"},
