@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from pfslayout.kinds.costcalibration.plan import make_plan
+from pfslayout.images import DEFAULT_ORANGEFS_IMAGE
+from pfslayout.kinds.costcalibration.probe_plan import make_plan
 from pfslayout.kinds.costcalibration.spec import parse_spec
 from pfstestkit import REPO
 from pfstestkit.cluster import Cluster
@@ -168,7 +169,7 @@ def test_broken_image_and_deadline_fail_with_the_reason_while_others_are_served(
 
     broken = copy.deepcopy(cc)
     broken["metadata"]["name"] = "broken-image"
-    broken["spec"]["probeImage"] = "pfslayout/orangefs:dev"  # no pfsprobe, no MPICH
+    broken["spec"]["probeImage"] = DEFAULT_ORANGEFS_IMAGE  # no pfsprobe, no MPICH
     slow = copy.deepcopy(cc)
     slow["metadata"]["name"] = "deadline"
     slow["spec"]["timeoutSeconds"] = 10

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import itertools
 import shlex
 from typing import Any
@@ -27,6 +28,8 @@ from kubernetes.client.exceptions import ApiException
 from pfslayout.k8s.api import Change, Kube, LogUnreadable
 from pfslayout.k8s.custom import CustomObjects
 from pfslayout.k8s.resource import CustomResource
+from pfslayout.operator.reconcilers.base import Context
+from pfslayout.operator.settings import load as load_settings
 from pfslayout.orangefs import dirhints, relayout
 from pfstestkit import REPO
 
@@ -199,6 +202,12 @@ class Events:
         return next((m for _, r, m in reversed(self.posted) if r == reason), "")
 
 
+def context(kube: FakeKube, events: Events, **settings: Any) -> Context:
+    """The reconcilers' context over the fake: the operator's default settings (an empty environment),
+    with the fields named in `settings` replaced."""
+    return Context(kube, events, dataclasses.replace(load_settings({}), **settings))
+
+
 def hint_log(job: Obj) -> str:
     """What a hint Job's script (orangefs/dirhints.py) prints on a file system that takes every hint:
     each hint set and read back as asked, each check file with the datafiles its hints ask for, each
@@ -278,9 +287,9 @@ def ready_cluster(kube: FakeKube, file: str, namespace: str, name: str) -> None:
 
     cluster = kube.custom.create(ORANGEFS_CLUSTER, namespace, example(file, "OrangeFSCluster"))
     assert cluster is not None
-    orangefscluster.reconcile(kube, cluster, Events())
+    orangefscluster.reconcile(context(kube, Events()), cluster)
     kube.roll_out(namespace, naming.server_statefulset(name))
     cluster = kube.custom.get(ORANGEFS_CLUSTER, namespace, name)
     assert cluster is not None
-    status = orangefscluster.refresh_status(kube, cluster, Events())
+    status = orangefscluster.refresh_status(context(kube, Events()), cluster)
     assert status is not None and status["phase"] == "Ready"

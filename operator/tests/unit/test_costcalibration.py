@@ -16,7 +16,7 @@ from pfslayout.k8s.workloads import pod_failure
 from pfslayout.kinds import COST_CALIBRATION
 from pfslayout.kinds.costcalibration import objects as objs
 from pfslayout.kinds.costcalibration import status as st
-from pfslayout.kinds.costcalibration.plan import PlanRefused, make_plan
+from pfslayout.kinds.costcalibration.probe_plan import PlanRefused, make_plan
 from pfslayout.kinds.costcalibration.results import ProbeOutputError, extract, mpijob_state
 from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec, parse_spec
 from pfslayout.kinds.orangefscluster.calibration import current_calibration

@@ -128,7 +128,8 @@ def test_bad_metrics_address_names_the_variable(addr: str) -> None:
 
 
 def test_events_for_every_state_change_and_only_then() -> None:
-    from pfslayout.operator.reconcilers.orangefscluster import _post_transitions
+    from pfslayout.kinds.orangefscluster.status import events
+    from pfslayout.operator.shared.events import post_all
 
     def cond(type_: str, status: str, reason: str, message: str = "m") -> dict[str, str]:
         return {"type": type_, "status": status, "reason": reason, "message": message}
@@ -140,12 +141,12 @@ def test_events_for_every_state_change_and_only_then() -> None:
 
     provisioning = {"phase": "Provisioning", "conditions": [cond("Ready", "False", "Provisioning"),
                                                           cond("SpecApplied", "True", "Applied")]}
-    _post_transitions(post, {}, {}, provisioning)
+    post_all(post, {}, events({}, provisioning))
     assert posted == [("Normal", "PhaseProvisioning"), ("Normal", "Provisioning"), ("Normal", "Applied")]
     posted.clear()
-    _post_transitions(post, {}, provisioning, provisioning)
+    post_all(post, {}, events(provisioning, provisioning))
     assert posted == []
     refused = {"phase": "Degraded", "conditions": [cond("Ready", "False", "ScaleDownRefused", "why"),
                                                    cond("SpecApplied", "False", "ScaleDownRefused", "why")]}
-    _post_transitions(post, {}, provisioning, refused)
+    post_all(post, {}, events(provisioning, refused))
     assert posted == [("Warning", "PhaseDegraded"), ("Warning", "ScaleDownRefused")]

@@ -121,3 +121,15 @@ def test_no_other_operator_module_reads_the_environment() -> None:
     readers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                      if any(word in p.read_text() for word in ("os.environ", "os.getenv", "getenv(")))
     assert readers == ["settings.py"]
+
+
+def test_reconcilers_take_the_settings_from_their_context() -> None:
+    """Reconcilers are handed the settings (reconcilers/base.py's Context), so a unit test can give any
+    value without touching the process: none asks settings.current() itself."""
+    from pathlib import Path
+
+    import pfslayout.operator.reconcilers as rec
+
+    root = Path(rec.__path__[0])
+    askers = sorted(p.name for p in root.rglob("*.py") if "settings.current" in p.read_text())
+    assert askers == []

@@ -16,7 +16,7 @@ from pfslayout.kinds import MPIJOB
 from pfslayout.kinds.costcalibration import objects as objs
 from pfslayout.operator.reconcilers import costcalibration as rec
 from pfstestkit import fakekube
-from pfstestkit.fakekube import Events, FakeKube, example, hint_log
+from pfstestkit.fakekube import Events, FakeKube, context, example, hint_log
 
 NS = "team-a"
 NAME = "probe-4"
@@ -38,7 +38,7 @@ def create(kube: FakeKube, spec: dict[str, Any] | None = None) -> dict[str, Any]
 def step(kube: FakeKube, events: Events) -> dict[str, Any]:
     body = kube.custom.get(CC, NS, NAME)
     assert body is not None
-    return rec.reconcile(kube, body, events)
+    return rec.reconcile(context(kube, events), body)
 
 
 def stored(kube: FakeKube) -> dict[str, Any]:
@@ -209,4 +209,4 @@ def test_an_object_being_deleted_or_gone_is_left_alone() -> None:
     body = kube.custom.get(CC, NS, NAME)
     assert body is not None
     kube.custom.delete(CC, NS, NAME)
-    assert rec.reconcile(kube, body, events) == {}
+    assert rec.reconcile(context(kube, events), body) == {}

@@ -10,7 +10,7 @@ from typing import Any
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.operator.reconcilers import layoutpolicy as rec
 from pfstestkit import fakekube
-from pfstestkit.fakekube import Events, FakeKube, example, hint_log
+from pfstestkit.fakekube import Events, FakeKube, context, example, hint_log
 
 NS = "team-a"
 NAME = "layouts"
@@ -32,7 +32,7 @@ def create(kube: FakeKube, rules: list[dict[str, Any]] | None = None) -> None:
 def step(kube: FakeKube, events: Events, recheck_s: float = RECHECK_S) -> dict[str, Any]:
     body = kube.custom.get(LP, NS, NAME)
     assert body is not None
-    return rec.reconcile(kube, body, events, recheck_s)
+    return rec.reconcile(context(kube, events, layout_recheck_s=recheck_s), body)
 
 
 def stored(kube: FakeKube) -> dict[str, Any]:
@@ -208,4 +208,4 @@ def test_an_object_being_deleted_or_gone_is_left_alone() -> None:
     body = kube.custom.get(LP, NS, NAME)
     assert body is not None
     kube.custom.delete(LP, NS, NAME)
-    assert rec.reconcile(kube, body, events, RECHECK_S) == {}
+    assert rec.reconcile(context(kube, events, layout_recheck_s=RECHECK_S), body) == {}

@@ -14,7 +14,7 @@ from pfslayout.errors import InputError
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.operator.reconcilers import orangefscluster as rec
-from pfstestkit.fakekube import Events, FakeKube, example
+from pfstestkit.fakekube import Events, FakeKube, context, example
 
 NS = "team-a"
 STS = naming.server_statefulset("small")
@@ -53,7 +53,7 @@ def edit(kube: FakeKube, spec: dict[str, Any], annotations: dict[str, str] | Non
 def test_creation_applies_the_children_writes_the_status_and_posts_events() -> None:
     kube, events = FakeKube(), Events()
     body = create(kube)
-    out = rec.reconcile(kube, body, events)
+    out = rec.reconcile(context(kube, events), body)
     assert {(k, n, a) for k, n, a in out.changes} == {
         ("ConfigMap", naming.fs_conf_configmap("small"), "created"),
         ("ConfigMap", naming.pvfs2tab_configmap("small"), "created"),
@@ -75,12 +75,12 @@ def test_creation_applies_the_children_writes_the_status_and_posts_events() -> N
 
 def test_ready_servers_make_it_ready_and_create_its_calibration_once() -> None:
     kube, events = FakeKube(), Events()
-    rec.reconcile(kube, create(kube), events)
+    rec.reconcile(context(kube, events), create(kube))
     kube.roll_out(NS, STS, ready=1)
-    assert rec.refresh_status(kube, fresh(kube), events) is not None
+    assert rec.refresh_status(context(kube, events), fresh(kube)) is not None
     assert status(kube)["phase"] == "Provisioning" and status(kube)["readyServers"] == 1
     kube.roll_out(NS, STS)
-    st = rec.refresh_status(kube, fresh(kube), events)
+    st = rec.refresh_status(context(kube, events), fresh(kube))
     assert st is not None and st["phase"] == "Ready" and st["readyServers"] == 2
     assert condition(status(kube), "Ready")["reason"] == "AllServersReady"
     assert all(s["ready"] for s in status(kube)["endpoints"]["servers"])
@@ -91,17 +91,17 @@ def test_ready_servers_make_it_ready_and_create_its_calibration_once() -> None:
     assert events.reasons().count("CalibrationCreated") == 1
     # nothing moved: no Event, no second calibration
     posted = len(events.posted)
-    rec.refresh_status(kube, fresh(kube), events)
+    rec.refresh_status(context(kube, events), fresh(kube))
     assert len(events.posted) == posted and len(kube.of_kind("CostCalibration")) == 1
 
 
 def test_losing_a_server_degrades_a_ready_cluster() -> None:
     kube, events = FakeKube(), Events()
-    rec.reconcile(kube, create(kube, {"calibration": {"auto": False}}), events)
+    rec.reconcile(context(kube, events), create(kube, {"calibration": {"auto": False}}))
     kube.roll_out(NS, STS)
-    rec.refresh_status(kube, fresh(kube), events)
+    rec.refresh_status(context(kube, events), fresh(kube))
     kube.roll_out(NS, STS, ready=1)
-    rec.refresh_status(kube, fresh(kube), events)
+    rec.refresh_status(context(kube, events), fresh(kube))
     st = status(kube)
     assert st["phase"] == "Degraded" and condition(st, "Ready")["reason"] == "ServersNotReady"
     assert ("Warning", "PhaseDegraded") in {(t, r) for t, r, _ in events.posted}
@@ -110,10 +110,10 @@ def test_losing_a_server_degrades_a_ready_cluster() -> None:
 
 def test_an_unchanged_spec_applies_nothing_new() -> None:
     kube, events = FakeKube(), Events()
-    rec.reconcile(kube, create(kube), events)
+    rec.reconcile(context(kube, events), create(kube))
     versions = {k: o["metadata"]["resourceVersion"] for k, o in kube.objects.items() if k[0] != "OrangeFSCluster"}
     posted = len(events.posted)
-    out = rec.reconcile(kube, fresh(kube), events)
+    out = rec.reconcile(context(kube, events), fresh(kube))
     assert out.changes == ()
     assert {k: o["metadata"]["resourceVersion"] for k, o in kube.objects.items() if k[0] != "OrangeFSCluster"} \
         == versions
@@ -122,9 +122,9 @@ def test_an_unchanged_spec_applies_nothing_new() -> None:
 
 def test_a_spec_change_is_applied_and_a_scale_up_reported() -> None:
     kube, events = FakeKube(), Events()
-    rec.reconcile(kube, create(kube), events)
+    rec.reconcile(context(kube, events), create(kube))
     edit(kube, {"servers": {"count": 3}})
-    out = rec.reconcile(kube, fresh(kube), events)
+    out = rec.reconcile(context(kube, events), fresh(kube))
     assert ("StatefulSet", STS, "updated") in out.changes
     sts = kube.get("StatefulSet", NS, STS)
     assert sts is not None and sts["spec"]["replicas"] == 3 and sts["metadata"]["generation"] == 2
@@ -135,9 +135,9 @@ def test_a_spec_change_is_applied_and_a_scale_up_reported() -> None:
 
 def test_a_client_turned_off_is_deleted() -> None:
     kube, events = FakeKube(), Events()
-    rec.reconcile(kube, create(kube), events)
+    rec.reconcile(context(kube, events), create(kube))
     edit(kube, {"client": {"enabled": False}})
-    out = rec.reconcile(kube, fresh(kube), events)
+    out = rec.reconcile(context(kube, events), fresh(kube))
     assert ("Deployment", naming.client_deployment("small"), "deleted") in out.changes
     assert kube.get("Deployment", NS, naming.client_deployment("small")) is None
 
@@ -150,11 +150,11 @@ def test_a_client_turned_off_is_deleted() -> None:
 def test_a_refused_change_applies_nothing_and_says_which_field(spec: dict[str, Any], annotations: dict[str, str],
                                                                reason: str, field: str) -> None:
     kube, events = FakeKube(), Events()
-    rec.reconcile(kube, create(kube), events)
+    rec.reconcile(context(kube, events), create(kube))
     kube.roll_out(NS, STS)
     applied = len(kube.applied)
     edit(kube, spec, annotations)
-    out = rec.reconcile(kube, fresh(kube), events)
+    out = rec.reconcile(context(kube, events), fresh(kube))
     assert out.changes == () and len(kube.applied) == applied  # never half way
     sts = kube.get("StatefulSet", NS, STS)
     assert sts is not None and sts["spec"]["replicas"] == 2
@@ -167,9 +167,9 @@ def test_a_refused_change_applies_nothing_and_says_which_field(spec: dict[str, A
 
 def test_a_scale_down_with_consent_is_applied() -> None:
     kube, events = FakeKube(), Events()
-    rec.reconcile(kube, create(kube), events)
+    rec.reconcile(context(kube, events), create(kube))
     edit(kube, {"servers": {"count": 1}}, {"pfslayout.io/confirm-scale-down": "1"})
-    out = rec.reconcile(kube, fresh(kube), events)
+    out = rec.reconcile(context(kube, events), fresh(kube))
     assert ("StatefulSet", STS, "updated") in out.changes
     assert events.message("Scaled") == "servers 2 -> 1"
 
@@ -178,23 +178,23 @@ def test_an_invalid_spec_fails_naming_the_field_and_applies_nothing() -> None:
     kube, events = FakeKube(), Events()
     body = create(kube, {"servers": {"count": 0}})
     with pytest.raises(InputError):
-        rec.reconcile(kube, body, events)
+        rec.reconcile(context(kube, events), body)
     assert kube.applied == []
     st = status(kube)
     assert st["phase"] == "Failed"
     ready = condition(st, "Ready")
     assert ready["reason"] == "InvalidSpec" and "spec.servers.count" in ready["message"]
     assert ("Warning", "PhaseFailed") in {(t, r) for t, r, _ in events.posted}
-    assert rec.refresh_status(kube, fresh(kube), events) is None  # the reconcile handler reports it
+    assert rec.refresh_status(context(kube, events), fresh(kube)) is None  # the reconcile handler reports it
 
 
 def test_a_namesake_or_deleted_object_is_not_refreshed() -> None:
     kube, events = FakeKube(), Events()
     body = create(kube)
-    rec.reconcile(kube, body, events)
-    assert rec.refresh_status(kube, {**body, "metadata": {**body["metadata"], "uid": "other"}}, events) is None
+    rec.reconcile(context(kube, events), body)
+    assert rec.refresh_status(context(kube, events), {**body, "metadata": {**body["metadata"], "uid": "other"}}) is None
     kube.custom.delete(OFS, NS, "small")
-    assert rec.refresh_status(kube, body, events) is None
+    assert rec.refresh_status(context(kube, events), body) is None
 
 
 @pytest.mark.parametrize(("spec", "note"), [
@@ -208,13 +208,13 @@ def test_a_namesake_or_deleted_object_is_not_refreshed() -> None:
 def test_deletion_marks_it_terminating_and_says_what_happens_to_the_data(spec: dict[str, Any], note: str) -> None:
     kube, events = FakeKube(), Events()
     body = create(kube, spec)
-    rec.reconcile(kube, body, events)
+    rec.reconcile(context(kube, events), body)
     for i in range(2):
         kube.put({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                   "metadata": {"name": f"storage-{STS}-{i}", "namespace": NS,
                                "labels": kube.objects[("StatefulSet", NS, STS)]["spec"]["template"]["metadata"][
                                    "labels"]}})
-    notes = rec.mark_terminating(kube, fresh(kube), events)
+    notes = rec.mark_terminating(context(kube, events), fresh(kube))
     assert len(notes) == 1 and notes[0].startswith(note)
     assert status(kube)["phase"] == "Terminating"
     assert events.message("Deleting") == notes[0]
@@ -224,26 +224,26 @@ def test_deletion_marks_it_terminating_and_says_what_happens_to_the_data(spec: d
 def test_wipe_hostpath_stops_the_servers_then_runs_one_job_per_node() -> None:
     kube, events = FakeKube(), Events()
     body = create(kube, {"storage": {"type": "hostPath", "hostPath": {"path": "/data"}}, "reclaimPolicy": "Delete"})
-    rec.reconcile(kube, body, events)
+    rec.reconcile(context(kube, events), body)
     pods = kube.roll_out(NS, STS, node="node-1")
     body = fresh(kube)
     with pytest.raises(rec.Waiting, match="stopping the servers"):
-        rec.wipe_hostpath(kube, body, events, elapsed_s=1)
+        rec.wipe_hostpath(context(kube, events), body, elapsed_s=1)
     jobs = kube.list("Job", NS, "")
     assert [j["metadata"]["name"] for j in jobs] == ["small-wipe-0", "small-wipe-1"]
     assert all(j["spec"]["suspend"] is True and j["spec"]["template"]["spec"]["nodeName"] == "node-1" for j in jobs)
     assert events.reasons().count("WipeScheduled") == 2
     assert ("StatefulSet", NS, STS) in kube.deleted
     with pytest.raises(rec.Waiting, match="2 server pods still stopping"):
-        rec.wipe_hostpath(kube, body, events, elapsed_s=2)
+        rec.wipe_hostpath(context(kube, events), body, elapsed_s=2)
     for pod in pods:  # the StatefulSet controller's work
         kube.delete("Pod", NS, pod)
     with pytest.raises(rec.Waiting, match="wipe Jobs running"):
-        rec.wipe_hostpath(kube, body, events, elapsed_s=3)
+        rec.wipe_hostpath(context(kube, events), body, elapsed_s=3)
     assert all(j["spec"]["suspend"] is False for j in kube.list("Job", NS, ""))
     kube.finish_job(NS, "small-wipe-0", ok=True)
     kube.finish_job(NS, "small-wipe-1", ok=False)
-    notes = rec.wipe_hostpath(kube, body, events, elapsed_s=4)
+    notes = rec.wipe_hostpath(context(kube, events), body, elapsed_s=4)
     assert notes == ["wiped by ['small-wipe-0']", "failed: ['small-wipe-1']"]
     assert ("Warning", "WipeFailed") in {(t, r) for t, r, _ in events.posted}
     assert "small-wipe-0" in events.message("StorageWiped")
@@ -252,11 +252,12 @@ def test_wipe_hostpath_stops_the_servers_then_runs_one_job_per_node() -> None:
 def test_wipe_hostpath_gives_up_after_its_deadline_and_skips_other_storage() -> None:
     kube, events = FakeKube(), Events()
     body = create(kube, {"storage": {"type": "hostPath", "hostPath": {"path": "/data"}}, "reclaimPolicy": "Delete"})
-    rec.reconcile(kube, body, events)
+    rec.reconcile(context(kube, events), body)
     kube.roll_out(NS, STS, node="node-1")
-    assert rec.wipe_hostpath(kube, fresh(kube), events, elapsed_s=rec.WIPE_DEADLINE_S + 1) == ["wipe timed out"]
+    late = rec.WIPE_DEADLINE_S + 1
+    assert rec.wipe_hostpath(context(kube, events), fresh(kube), elapsed_s=late) == ["wipe timed out"]
     assert ("Warning", "WipeTimedOut") in {(t, r) for t, r, _ in events.posted}
     kept = FakeKube()
     retained = create(kept, {"storage": {"type": "hostPath", "hostPath": {"path": "/data"}}})
-    assert rec.wipe_hostpath(kept, retained, Events(), elapsed_s=1) == []
+    assert rec.wipe_hostpath(context(kept, Events()), retained, elapsed_s=1) == []
     assert kept.applied == []

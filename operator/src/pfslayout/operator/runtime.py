@@ -1,4 +1,5 @@
-"""What every handler module shares in the operator process: the API client and the Event poster."""
+"""What every handler module shares in the operator process: the API client, the Event poster and the
+reconcilers' context built from them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from kubernetes import client
 
 from pfslayout.k8s.api import Kube
 from pfslayout.operator import settings
+from pfslayout.operator.reconcilers.base import Context
 from pfslayout.operator.shared.clock import now
 
 _kube: Kube | None = None
@@ -42,3 +44,8 @@ def post_direct(body: dict[str, Any], type_: str, reason: str, message: str) -> 
              "reportingInstance": settings.current().reporting_instance}
     api: Any = client.CoreV1Api(kube().api_client)  # a dict body: the model's annotations do not admit it
     api.create_namespaced_event(meta.get("namespace"), event, _request_timeout=kube().timeout)
+
+
+def context(s: settings.Settings) -> Context:
+    """What the reconcilers are handed in this process: the API client, Kopf's Event poster, the settings."""
+    return Context(kube(), post, s)

@@ -17,7 +17,7 @@ from pfslayout import naming
 from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.k8s.meta import Owner, object_metadata
 from pfslayout.kinds import GROUP, MANAGED_BY, MPI_IMAGE_UID
-from pfslayout.kinds.costcalibration.plan import Invocation, ProbeJob
+from pfslayout.kinds.costcalibration.probe_plan import Invocation, ProbeJob
 from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec
 from pfslayout.kinds.orangefscluster.spec import Toleration
 

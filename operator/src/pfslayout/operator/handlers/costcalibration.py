@@ -10,7 +10,6 @@ from typing import Any
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.operator.handlers import leveltriggered
 from pfslayout.operator.reconcilers import costcalibration as reconciler
-from pfslayout.operator.runtime import kube, post
 from pfslayout.operator.settings import Settings
 
 
@@ -19,5 +18,4 @@ def _describe(status: dict[str, Any]) -> str:
 
 
 def register(s: Settings) -> None:
-    leveltriggered.register(CC, lambda body: reconciler.reconcile(kube(), body, post), s.calibration_poll_s,
-                            s.retry_s, _describe)
+    leveltriggered.register(CC, reconciler.reconcile, s, _describe, poll_s=s.calibration_poll_s)

@@ -15,7 +15,7 @@ from pfslayout.operator import scope
 from pfslayout.operator.admission import policy_cache, upkeep
 from pfslayout.operator.handlers import leveltriggered
 from pfslayout.operator.reconcilers import layoutpolicy as reconciler
-from pfslayout.operator.runtime import kube, post
+from pfslayout.operator.reconcilers.base import Context
 from pfslayout.operator.settings import Settings
 
 
@@ -32,11 +32,12 @@ async def on_policy_event(body: kopf.Body, type: str | None, **_: Any) -> None:
         policy_cache.POLICIES.put(copy.deepcopy(dict(body)))
 
 
-def register(s: Settings) -> None:
-    def reconcile(body: dict[str, Any]) -> dict[str, Any]:
-        # The policy's namespace joins the webhook's scope before the policy can report Ready.
-        upkeep.include_namespace(kube(), s.webhook, body["metadata"]["namespace"])
-        return reconciler.reconcile(kube(), body, post, s.layout_recheck_s)
+def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
+    # The policy's namespace joins the webhook's scope before the policy can report Ready.
+    upkeep.include_namespace(ctx.kube, ctx.settings.webhook, body["metadata"]["namespace"])
+    return reconciler.reconcile(ctx, body)
 
-    leveltriggered.register(LP, reconcile, s.layout_poll_s, s.retry_s, _describe)
+
+def register(s: Settings) -> None:
+    leveltriggered.register(LP, reconcile, s, _describe, poll_s=s.layout_poll_s)
     kopf.on.event(LP.group, LP.version, LP.plural, id="admission-copy", when=scope.in_scope)(on_policy_event)

@@ -1,8 +1,10 @@
-"""Kopf entry points for OrangeFSCluster: thin functions over `reconcilers.orangefscluster`, registered by
-`register` with the retry delay and resync period of the process's settings."""
+"""Kopf entry points for OrangeFSCluster: the level-triggered apply through `leveltriggered` (create,
+update, resume, and the resync timer), the deletion steps and the server StatefulSet's events — thin
+functions over `reconcilers.orangefscluster`, registered by `register` with the process's settings."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -10,44 +12,22 @@ import kopf
 from kubernetes.client.exceptions import ApiException
 
 from pfslayout import metrics
-from pfslayout.errors import InputError
 from pfslayout.kinds import MANAGED_BY
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.orangefscluster.meta import CLUSTER_LABEL
 from pfslayout.operator import enrollment, scope
+from pfslayout.operator.handlers import leveltriggered
 from pfslayout.operator.reconcilers import orangefscluster as reconciler
-from pfslayout.operator.runtime import kube, post
+from pfslayout.operator.runtime import context, kube
 from pfslayout.operator.settings import Settings
 
 KIND = OFS.kind
 
 
-def _reconcile(body: kopf.Body, logger: Any) -> None:
-    try:
-        outcome = reconciler.reconcile(kube(), dict(body), post)
-    except InputError as err:
-        # Retrying cannot fix a bad spec; the status already names the field.
-        raise kopf.PermanentError(str(err)) from err
-    except ApiException as err:
-        if enrollment.forbidden(err):
-            raise enrollment.stalled(kube(), OFS, dict(body), err) from None
-        raise
-    for kind, name, action in outcome.changes:
-        logger.info(f"{kind} {name} {action}")
-    st = outcome.status
-    logger.info(f"phase {st['phase']}, {st['readyServers']}/{st['servers']} servers Ready")
-
-
-def on_change(body: kopf.Body, logger: Any, **_: Any) -> None:
-    """Create, update and resume: the same idempotent apply."""
-    _reconcile(body, logger)
-
-
-def on_resync(body: kopf.Body, logger: Any, **_: Any) -> None:
-    """Undo drift nobody announced (a child edited or deleted by hand): the same idempotent apply."""
-    if (body.get("metadata") or {}).get("deletionTimestamp"):
-        return
-    _reconcile(body, logger)
+def _describe(outcome: reconciler.Outcome) -> str:
+    changes = "".join(f"; {kind} {name} {action}" for kind, name, action in outcome.changes)
+    return f"phase {outcome.status['phase']}, {outcome.status['readyServers']}/{outcome.status['servers']} " \
+           f"servers Ready{changes}"
 
 
 def _cleanup(body: kopf.Body, logger: Any, step: Callable[[], list[str]]) -> None:
@@ -65,46 +45,44 @@ def _cleanup(body: kopf.Body, logger: Any, step: Callable[[], list[str]]) -> Non
         logger.info(note)
 
 
-def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
-    _cleanup(body, logger, lambda: reconciler.mark_terminating(kube(), dict(body), post))
-
-
-def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None:
-    """Runs after `cleanup`; only does something for hostPath storage with reclaimPolicy Delete."""
-    def wipe() -> list[str]:
-        try:
-            return reconciler.wipe_hostpath(kube(), dict(body), post, runtime.total_seconds())
-        except reconciler.Waiting as wait:
-            raise kopf.TemporaryError(str(wait), delay=2) from None
-    _cleanup(body, logger, wipe)
-
-
-def on_server_statefulset(event: Mapping[str, Any], body: kopf.Body, logger: Any, **_: Any) -> None:
-    """Server readiness changes show up on the StatefulSet's status: mirror them into the owner's status,
-    and re-create the set when someone deleted it while its OrangeFSCluster lives on."""
-    meta = body.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(CLUSTER_LABEL)
-    namespace = meta.get("namespace")
-    if not name or not namespace:
-        return
-    owner = kube().custom.get(OFS, namespace, name)
-    if owner is None or (owner.get("metadata") or {}).get("deletionTimestamp"):
-        return
-    if event.get("type") == "DELETED":
-        logger.info(f"server StatefulSet of {namespace}/{name} was deleted; re-creating it")
-        reconciler.reconcile(kube(), owner, post)
-        return
-    reconciler.refresh_status(kube(), owner, post)
-
-
 def register(s: Settings) -> None:
-    # Kopf waits 60 s before retrying a handler or timer that raised; an API hiccup should cost seconds, not
-    # a minute. Every retried handler and timer sets it (test_operator_plumbing checks Kopf's registry).
+    # The create/update/resume apply and a timer that undoes drift nobody announced (a child edited or
+    # deleted by hand), once the object has been left alone for half the period.
+    leveltriggered.register(OFS, reconciler.reconcile, s, _describe, poll_s=s.resync_s, timer="resync",
+                            idle_s=s.resync_s / 2, log_level=logging.INFO)
+
+    def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:
+        _cleanup(body, logger, lambda: reconciler.mark_terminating(context(s), dict(body)))
+
+    def on_delete_wipe(body: kopf.Body, logger: Any, runtime: Any, **_: Any) -> None:
+        """Runs after `cleanup`; only does something for hostPath storage with reclaimPolicy Delete."""
+        def wipe() -> list[str]:
+            try:
+                return reconciler.wipe_hostpath(context(s), dict(body), runtime.total_seconds())
+            except reconciler.Waiting as wait:
+                raise kopf.TemporaryError(str(wait), delay=2) from None
+        _cleanup(body, logger, wipe)
+
+    def on_server_statefulset(event: Mapping[str, Any], body: kopf.Body, logger: Any, **_: Any) -> None:
+        """Server readiness changes show up on the StatefulSet's status: mirror them into the owner's
+        status, and re-create the set when someone deleted it while its OrangeFSCluster lives on."""
+        meta = body.get("metadata") or {}
+        name = (meta.get("labels") or {}).get(CLUSTER_LABEL)
+        namespace = meta.get("namespace")
+        if not name or not namespace:
+            return
+        owner = kube().custom.get(OFS, namespace, name)
+        if owner is None or (owner.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        if event.get("type") == "DELETED":
+            logger.info(f"server StatefulSet of {namespace}/{name} was deleted; re-creating it")
+            reconciler.reconcile(context(s), owner)
+            return
+        reconciler.refresh_status(context(s), owner)
+
+    # Kopf waits 60 s before retrying a handler that raised; an API hiccup should cost seconds, not a minute.
+    # Every retried handler and timer sets it (test_operator_plumbing checks Kopf's registry).
     g, v, p, back, when = OFS.group, OFS.version, OFS.plural, s.retry_s, scope.in_scope
-    for cause, on in (("create", kopf.on.create), ("update", kopf.on.update), ("resume", kopf.on.resume)):
-        on(g, v, p, id="reconcile", backoff=back, when=when)(metrics.instrumented(KIND, cause)(on_change))
-    kopf.timer(g, v, p, id="resync", interval=s.resync_s, idle=s.resync_s / 2, initial_delay=s.resync_s,
-               backoff=back, when=when)(metrics.instrumented(KIND, "resync")(on_resync))
     kopf.on.delete(g, v, p, id="cleanup", backoff=back, when=when)(metrics.instrumented(KIND, "delete")(on_delete))
     kopf.on.delete(g, v, p, id="wipe-hostpath", backoff=back,
                    when=when)(metrics.instrumented(KIND, "delete-wipe")(on_delete_wipe))

@@ -19,23 +19,22 @@ from typing import Any
 
 from pfslayout import naming
 from pfslayout.errors import InputError
-from pfslayout.k8s.api import Kube
-from pfslayout.k8s.meta import Owner, owner_of, selector_string
+from pfslayout.k8s.meta import selector_string
 from pfslayout.k8s.workloads import Failure, pod_failure, tail
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import MPIJOB
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.costcalibration import objects as objs
 from pfslayout.kinds.costcalibration import status as st
-from pfslayout.kinds.costcalibration.plan import PlanRefused, ProbeJob, ProbePlan, make_plan
+from pfslayout.kinds.costcalibration.probe_plan import PlanRefused, ProbeJob, ProbePlan, make_plan
 from pfslayout.kinds.costcalibration.results import ProbeOutputError, extract, job_failure, mpijob_state
 from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec, params_configmap, parse_spec
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
+from pfslayout.operator.reconcilers.base import Context, Reconciler
 from pfslayout.operator.reconcilers.orangefscluster import refresh_calibration_ref
 from pfslayout.operator.shared.apply_hints import ensure_hints, release
 from pfslayout.operator.shared.clock import now
-from pfslayout.operator.shared.events import Post, post_all
 from pfslayout.operator.shared.locks import with_fresh
 from pfslayout.orangefs.dirhints import DirectoryHints
 
@@ -77,23 +76,11 @@ def _read_run(cm: dict[str, Any] | None) -> Run | None:
                dict(cm.get("data") or {}))
 
 
-class _Reconcile:
-    def __init__(self, kube: Kube, body: dict[str, Any], post: Post) -> None:
-        self.kube, self.body, self.post = kube, body, post
-        self.owner: Owner = owner_of(CC, body)
-        self.meta = body["metadata"]
-        self.generation = int(self.meta.get("generation") or 0)
-        self.old: dict[str, Any] = dict(body.get("status") or {})
+class Reconcile(Reconciler):
+    """The next step of one CostCalibration's run: wait for the cluster, plan, hints, probe, publish."""
 
-    # ------------------------------------------------------------------------------------------ status
-
-    def write(self, status: dict[str, Any]) -> dict[str, Any]:
-        status = {**status, "observedGeneration": self.generation}
-        self.kube.custom.replace_status(CC, self.owner.namespace, self.owner.name, self.old, status)
-        post_all(self.post, self.body, st.events(self.old, status))
-        merged = {**self.old, **status}
-        self.old = merged
-        return merged
+    resource = CC
+    transitions = st.events
 
     def refuse(self, phase: str, reason: str, message: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         return self.write({"phase": phase, **(extra or {}),
@@ -257,7 +244,7 @@ class _Reconcile:
             "jobs": {"total": len(plan.jobs), "succeeded": len(plan.jobs), "failed": 0, "running": 0},
             "configMapName": cm_name, "completionTime": completion, "history": history,
             "conditions": st.ready(ok, reason, message, self.generation, now(), self.old)})
-        refresh_calibration_ref(self.kube, self.owner.namespace, spec.cluster_ref.name, self.post)
+        refresh_calibration_ref(self.ctx, self.owner.namespace, spec.cluster_ref.name)
         return status
 
     # -------------------------------------------------------------------------------------------- main
@@ -356,6 +343,6 @@ def _finite_only(doc: Any) -> Any:
     return doc
 
 
-def reconcile(kube: Kube, body: dict[str, Any], post: Post) -> dict[str, Any]:
+def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
     """Take the next step of one CostCalibration; returns the status written."""
-    return with_fresh(kube, CC, body, lambda fresh: _Reconcile(kube, fresh, post).run())
+    return with_fresh(ctx.kube, CC, body, lambda fresh: Reconcile(ctx, fresh).run())

@@ -20,26 +20,27 @@ from pfslayout import naming
 from pfslayout.costmodel import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube
-from pfslayout.k8s.meta import owner_of
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.layoutpolicy import existing, learn, shim_configmap
 from pfslayout.kinds.layoutpolicy import status as st
-from pfslayout.kinds.layoutpolicy.rules import Platform, decide_rule, summary
+from pfslayout.kinds.layoutpolicy.rules import Platform, RuleDecision, decide_rule, summary
 from pfslayout.kinds.orangefscluster.hintjob import hints_digest
+from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
-from pfslayout.operator import settings
 from pfslayout.operator.admission import suspend
 from pfslayout.operator.reconcilers import trace_collector
+from pfslayout.operator.reconcilers.base import Context, Reconciler
 from pfslayout.operator.shared.apply_hints import HintOutcome, ensure_hints, release
 from pfslayout.operator.shared.clock import now
-from pfslayout.operator.shared.events import Post, post_all
 from pfslayout.operator.shared.locks import with_fresh
 from pfslayout.orangefs.dirhints import DirectoryHints
 
 DEFAULTS = "defaults"
 FAILED_RETRY_S = 60.0  # a hint Job that failed for the same hints is retried after this long
+VERIFIED = "every valid rule's hints are verified on the file system"
+Ready = tuple[bool, str, str]  # the Ready condition: (status, reason, message)
 
 
 def load_params(kube: Kube, namespace: str, spec: dict[str, Any], ofs: dict[str, Any]
@@ -81,152 +82,228 @@ def _age_s(stamp: str | None) -> float:
     return (dt.datetime.now(dt.UTC) - then).total_seconds()
 
 
-def reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -> dict[str, Any]:
+def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
     """Plan, apply (when needed) and report one LayoutPolicy; returns the status written."""
-    return with_fresh(kube, LP, body, lambda fresh: _reconcile(kube, fresh, post, recheck_s))
+    return with_fresh(ctx.kube, LP, body, lambda fresh: Reconcile(ctx, fresh).run())
 
 
-def _write(kube: Kube, post: Post, body: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-    meta = body["metadata"]
-    old = dict(body.get("status") or {})
-    status = {**status, "observedGeneration": int(meta.get("generation") or 0)}
-    kube.custom.replace_status(LP, meta["namespace"], meta["name"], old, status)
-    post_all(post, body, st.events(old, status))
-    return {**old, **status}
+def _settable(d: RuleDecision) -> bool:
+    """A valid rule with hints to set now (not a `source: trace` rule still waiting for its first trace)."""
+    return d.error is None and bool(d.dirs) and not d.pending
 
 
-def _reconcile(kube: Kube, body: dict[str, Any], post: Post, recheck_s: float) -> dict[str, Any]:
-    owner = owner_of(LP, body)
-    spec = body.get("spec") or {}
-    generation = int(body["metadata"].get("generation") or 0)
-    old = dict(body.get("status") or {})
-    cluster_name = str((spec.get("clusterRef") or {}).get("name") or "")
-    ofs = kube.custom.get(OFS, owner.namespace, cluster_name)
-    ost = (ofs or {}).get("status") or {}
-    if ofs is None or ost.get("phase") not in ("Ready", "Degraded"):
-        why = (f"spec.clusterRef.name: no OrangeFSCluster {cluster_name!r} in {owner.namespace}; create it or fix "
-               "clusterRef" if ofs is None else
-               f"waiting for OrangeFSCluster {cluster_name} to be Ready (phase {ost.get('phase') or 'none'})")
-        cal = (False, "NoCalibration", "no cluster to calibrate")
-        return _write(kube, post, body, {"conditions": st.conditions((False, "ClusterNotReady", why), cal, generation,
-                                                                      now(), old)})
-    try:
-        cluster = parse_cluster_spec(ofs.get("spec"))
-    except InputError as err:
-        return _write(kube, post, body, {"conditions": st.conditions(
-            (False, "ClusterNotReady", f"OrangeFSCluster {cluster_name}: {err}"),
-            (False, "NoCalibration", "no usable cluster"), generation, now(), old)})
-    urls = tuple(str(s.get("url")) for s in (ost.get("endpoints") or {}).get("servers") or [])
-    platform = Platform(int(ost.get("servers") or cluster.servers.count), cluster.client.mount_path, urls)
-    params, source, calibrated = load_params(kube, owner.namespace, spec, ofs)
-    variant = str((spec.get("costModel") or {}).get("variant") or "corrected")
-    delta = float(spec.get("hybridThreshold", 0.1))
-    learned = trace_collector.step(kube, body, owner, cluster, cluster_name, platform, params, variant, now(),
-                                   post)
-    decisions = [decide_rule(r, i, platform, params, variant, delta, learned.rules.get(str(r.get("path"))))
-                 for i, r in enumerate(spec.get("rules") or [])]
-    dirs: list[DirectoryHints] = []
-    for d in decisions:
-        # the rule's own directory gets a check file: what a new file there really gets
-        # and is scanned for files keeping an older layout (re-laid out with `migrate: true`)
-        rule = (spec.get("rules") or [])[d.index]
-        dirs += [DirectoryHints(x.path, x.xattrs, check=(j == 0) and not d.pending, scan=(j == 0) and not d.pending,
-                                migrate=(j == 0) and not d.pending and bool(rule.get("migrate")))
-                 for j, x in enumerate(d.dirs)]
-    if learn.trace_settings(spec).get("enabled"):
-        # where the shim writes the traces of this namespace's jobs (ROMIO cannot create directories)
-        dirs.append(DirectoryHints(learn.trace_dir(spec, platform.mount_path, owner.namespace), {}))
-    if spec.get("selector") is not None and (spec.get("shim") or {}).get("enabled", True):
-        # the config selected jobs run with: tracing, and the replica sets of hybrid rules
-        trace_collector.publish_shim_config(kube, owner, shim_configmap.shim_config(
-            spec, platform.mount_path, owner.namespace, params, platform.servers,
-            [d.status for d in decisions if d.error is None and not d.pending]))
-        if settings.current().webhook is None:  # suspend mode runs only where the webhook is not served
-            suspend.retry_waiting(kube, owner.namespace, post)
-    digest = hints_digest(dirs) if dirs else ""
-    checks = int(old.get("checks") or 0)
-    previous = {r.get("path"): r for r in old.get("rules") or []}
-    rules = [d.status for d in decisions]
-    same = old.get("hintsDigest") == digest
-    for d, r in zip(decisions, rules):
-        prev = previous.get(d.path) or {}
-        if d.error is None and d.dirs and not d.pending and same and prev.get("applied"):
-            r.update(applied=True, appliedAt=prev.get("appliedAt"))
-            for key in ("datafiles", "existingFiles"):
-                if prev.get(key) is not None:
-                    r[key] = prev[key]
-        elif d.error is None and d.dirs and not d.pending:
-            r["applied"] = False
-    invalid = [d for d in decisions if d.error]
-    status: dict[str, Any] = {"paramsSource": source, "rules": rules}
-    if learn.trace_settings(spec).get("enabled"):
-        status["learning"] = {"collectedJobs": learned.collected,
-                              "shimConfigMap": naming.shim_configmap(owner.name),
-                              "traceDirectory": learn.trace_dir(spec, platform.mount_path, owner.namespace),
-                              **({"lastJob": learned.last_job} if learned.last_job else {})}
-    due = dirs and (not same or _age_s(old.get("lastCheckTime")) >= recheck_s or bool(old.get("migrationPending")))
-    if due and old.get("failedDigest") == digest and _age_s(old.get("lastCheckTime")) < FAILED_RETRY_S:
-        due = False  # the same hints just failed: retry after a pause, not at every poll
-    ready: tuple[bool, str, str]
-    outcome: HintOutcome | None = None
-    if due:
-        outcome = ensure_hints(kube, cluster, cluster_name, owner, dirs,
-                               {"app.kubernetes.io/name": "layoutpolicy", "app.kubernetes.io/instance": owner.name,
-                                "pfslayout.io/layoutpolicy": owner.name}, nonce=checks + 1)
+class Reconcile(Reconciler):
+    """One pass over a policy: find its cluster, load the model, learn from finished jobs, decide every
+    rule, publish the shim config, run the hint Job when the hints changed or a drift check is due, and
+    write what was found."""
+
+    resource = LP
+    transitions = st.events
+
+    def __init__(self, ctx: Context, body: dict[str, Any]) -> None:
+        super().__init__(ctx, body)
+        self.spec: dict[str, Any] = body.get("spec") or {}
+        self.rule_specs: list[dict[str, Any]] = list(self.spec.get("rules") or [])
+        self.cluster_name = str((self.spec.get("clusterRef") or {}).get("name") or "")
+        self.previous = {r.get("path"): r for r in self.old.get("rules") or []}
+        # Set by run() as the pass goes: the cluster's platform, every rule's decision and status, the
+        # digest of the hints wanted and whether it is the one last verified.
+        self.platform = Platform(0, "", ())
+        self.decisions: list[RuleDecision] = []
+        self.rules: list[dict[str, Any]] = []
+        self.digest = ""
+        self.same = False
+
+    # ----------------------------------------------------------------------------------------- main
+
+    def run(self) -> dict[str, Any]:
+        found = self.find_cluster()
+        if isinstance(found, dict):
+            return found
+        ofs, cluster, platform = found
+        params, source, calibrated = load_params(self.kube, self.owner.namespace, self.spec, ofs)
+        variant = str((self.spec.get("costModel") or {}).get("variant") or "corrected")
+        learned = trace_collector.collect(self.ctx, self.body, self.owner, trace_collector.Site(
+            cluster, self.cluster_name, platform, params, variant), now())
+        delta = float(self.spec.get("hybridThreshold", 0.1))
+        decisions = [decide_rule(r, i, platform, params, variant, delta, learned.rules.get(str(r.get("path"))))
+                     for i, r in enumerate(self.rule_specs)]
+        self.platform, self.decisions = platform, decisions
+        dirs = self.directories()
+        self.publish_shim_config(params)
+        self.digest = hints_digest(dirs) if dirs else ""
+        self.same = self.old.get("hintsDigest") == self.digest
+        self.rules = self.carried_over()
+        status: dict[str, Any] = {"paramsSource": source, "rules": self.rules, **self.learning_block(learned)}
+        outcome: HintOutcome | None = None
+        if self.due(dirs):
+            outcome = ensure_hints(self.kube, cluster, self.cluster_name, self.owner, dirs, self.hint_labels(),
+                                   nonce=int(self.old.get("checks") or 0) + 1)
+            ready = self.hint_job(outcome, status, len(dirs))
+        else:
+            ready = self.between_checks(bool(dirs))
+        written = self.finish(status, ready, calibrated, learned.condition)
+        if outcome is not None:
+            release(self.kube, self.owner.namespace, outcome)  # only now that the status holds what it found
+        return written
+
+    # ---------------------------------------------------------------------------------------- steps
+
+    def find_cluster(self) -> tuple[dict[str, Any], OrangeFSClusterSpec, Platform] | dict[str, Any]:
+        """The policy's cluster, parsed, and the platform it offers; else the status written while waiting."""
+        ofs = self.kube.custom.get(OFS, self.owner.namespace, self.cluster_name)
+        ost = (ofs or {}).get("status") or {}
+        if ofs is None or ost.get("phase") not in ("Ready", "Degraded"):
+            why = (f"spec.clusterRef.name: no OrangeFSCluster {self.cluster_name!r} in {self.owner.namespace}; "
+                   "create it or fix clusterRef" if ofs is None else
+                   f"waiting for OrangeFSCluster {self.cluster_name} to be Ready (phase {ost.get('phase') or 'none'})")
+            return self.waiting(why, "no cluster to calibrate")
+        try:
+            cluster = parse_cluster_spec(ofs.get("spec"))
+        except InputError as err:
+            return self.waiting(f"OrangeFSCluster {self.cluster_name}: {err}", "no usable cluster")
+        urls = tuple(str(s.get("url")) for s in (ost.get("endpoints") or {}).get("servers") or [])
+        return ofs, cluster, Platform(int(ost.get("servers") or cluster.servers.count), cluster.client.mount_path,
+                                      urls)
+
+    def waiting(self, why: str, calibration: str) -> dict[str, Any]:
+        return self.write({"conditions": st.conditions((False, "ClusterNotReady", why),
+                                                       (False, "NoCalibration", calibration), self.generation,
+                                                       now(), self.old)})
+
+    def directories(self) -> list[DirectoryHints]:
+        """Every directory to set hints on. A rule's own directory also gets a check file (what a new file
+        there really gets) and is scanned for files keeping an older layout (re-laid out with `migrate`)."""
+        dirs: list[DirectoryHints] = []
+        for d in self.decisions:
+            first = not d.pending
+            migrate = bool(self.rule_specs[d.index].get("migrate"))
+            dirs += [DirectoryHints(x.path, x.xattrs, check=j == 0 and first, scan=j == 0 and first,
+                                    migrate=j == 0 and first and migrate) for j, x in enumerate(d.dirs)]
+        if learn.trace_settings(self.spec).get("enabled"):
+            # where the shim writes the traces of this namespace's jobs (ROMIO cannot create directories)
+            dirs.append(DirectoryHints(self.trace_dir, {}))
+        return dirs
+
+    def publish_shim_config(self, params: CostParams) -> None:
+        """The config selected jobs run with (tracing, the replica sets of hybrid rules); where no webhook
+        is served, the suspended jobs that waited for it are injected now (suspend mode)."""
+        if self.spec.get("selector") is None or not (self.spec.get("shim") or {}).get("enabled", True):
+            return
+        trace_collector.publish_shim_config(self.kube, self.owner, shim_configmap.shim_config(
+            self.spec, self.platform.mount_path, self.owner.namespace, params, self.platform.servers,
+            [d.status for d in self.decisions if d.error is None and not d.pending]))
+        if self.ctx.settings.webhook is None:
+            suspend.retry_waiting(self.kube, self.owner.namespace, self.post)
+
+    def carried_over(self) -> list[dict[str, Any]]:
+        """Each rule's status; with unchanged hints, what the last check verified stays recorded."""
+        rules = [d.status for d in self.decisions]
+        for d, r in zip(self.decisions, rules):
+            if not _settable(d):
+                continue
+            prev = self.previous.get(d.path) or {}
+            if self.same and prev.get("applied"):
+                r.update(applied=True, appliedAt=prev.get("appliedAt"))
+                r.update({k: prev[k] for k in ("datafiles", "existingFiles") if prev.get(k) is not None})
+            else:
+                r["applied"] = False
+        return rules
+
+    @property
+    def trace_dir(self) -> str:
+        """Where the shim writes the traces of this namespace's jobs."""
+        return learn.trace_dir(self.spec, self.platform.mount_path, self.owner.namespace)
+
+    def learning_block(self, learned: trace_collector.Learning) -> dict[str, Any]:
+        if not learn.trace_settings(self.spec).get("enabled"):
+            return {}
+        return {"learning": {"collectedJobs": learned.collected,
+                             "shimConfigMap": naming.shim_configmap(self.owner.name),
+                             "traceDirectory": self.trace_dir,
+                             **({"lastJob": learned.last_job} if learned.last_job else {})}}
+
+    def due(self, dirs: list[DirectoryHints]) -> bool:
+        """A hint Job runs when the hints changed, a drift check is due or a migration is unfinished — but
+        hints that just failed wait FAILED_RETRY_S, not every poll."""
+        age = _age_s(self.old.get("lastCheckTime"))
+        due = bool(dirs) and (not self.same or age >= self.recheck_s or bool(self.old.get("migrationPending")))
+        return due and not (self.old.get("failedDigest") == self.digest and age < FAILED_RETRY_S)
+
+    @property
+    def recheck_s(self) -> float:
+        return self.ctx.settings.layout_recheck_s
+
+    def hint_labels(self) -> dict[str, str]:
+        return {"app.kubernetes.io/name": "layoutpolicy", "app.kubernetes.io/instance": self.owner.name,
+                "pfslayout.io/layoutpolicy": self.owner.name}
+
+    def hint_job(self, outcome: HintOutcome, status: dict[str, Any], count: int) -> Ready:
+        """Where the hint Job over `count` directories stands, recorded in `status`; the Ready condition it
+        gives."""
+        checks, same = int(self.old.get("checks") or 0), self.same
         if outcome.state in ("created", "running"):
             if outcome.state == "created" and not same:
-                post(body, "Normal", "ApplyingHints", outcome.message)
-            ready = (False, "Applying", f"Job {outcome.job} is setting and reading back the hints") if not same \
-                else (bool(old.get("hintsDigest")), "Applied", "hints applied; drift check running")
-        elif outcome.state == "failed":
-            status.update(checks=checks + 1, lastCheckTime=now(), migrationPending=False, failedDigest=digest)
-            ready = (False, "HintJobFailed", outcome.message)
-        else:
-            stamp = now()
-            pending = False
-            for d, r in zip(decisions, rules):
-                if d.error is None and d.dirs and not d.pending:
-                    r.update(applied=True, appliedAt=stamp if not (same and r.get("appliedAt")) else r["appliedAt"])
-                    primary = d.dirs[0].path
-                    got = (outcome.datafiles or {}).get(primary)
-                    if got is not None:
-                        r["datafiles"] = got
-                    before = (previous.get(d.path) or {}).get("existingFiles")
-                    r["existingFiles"] = existing.files_status(
-                        outcome.stale.get(primary), outcome.migrated.get(primary, []), primary in outcome.unscanned,
-                        platform.mount_path, stamp, before)
-                    rule = (spec.get("rules") or [])[d.index]
-                    for ev in existing.events(d.index, d.path, bool(rule.get("migrate")), r["existingFiles"], before):
-                        post(body, ev.type, ev.reason, ev.message[:1000])
-                    pending = pending or (bool(rule.get("migrate")) and existing.progress(r["existingFiles"]))
-            status.update(checks=checks + 1, lastCheckTime=stamp, hintsDigest=digest, migrationPending=pending,
-                          failedDigest="")
-            if same and outcome.drifted:
-                # In the status too, written with the check: the Event is best effort (queued by Kopf).
-                status.update(driftRepairs=int(old.get("driftRepairs") or 0) + 1,
-                              lastDriftRepair={"time": stamp, "hints": list(outcome.drifted[:8])})
-                post(body, "Warning", "DriftRepaired",
-                     f"hints changed outside the operator were set back: {'; '.join(outcome.drifted[:8])}")
-            elif not same:
-                post(body, "Normal", "HintsApplied", f"{len(dirs)} directories verified ({outcome.written} hints "
-                     "written, every key read back, a new file in each rule directory checked)")
-            ready = (True, "Applied", "every valid rule's hints are verified on the file system")
-    else:
-        last: dict[str, Any] = next((c for c in old.get("conditions") or [] if c.get("type") == "Ready"), {})
-        if same and dirs:
-            ready = (True, "Applied", "every valid rule's hints are verified on the file system")
-        elif dirs:  # the failed-hints pause
-            ready = (False, "HintJobFailed", str(last.get("message")) if last.get("reason") == "HintJobFailed" else
-                     f"the hint Job failed; it is retried {FAILED_RETRY_S:.0f} s after the failure")
-        else:
-            ready = (not invalid, "Applied", "nothing to lay out")
-    if invalid and ready[0]:
-        ready = (False, "RuleInvalid", "; ".join(str(d.error) for d in invalid)[:2000] +
-                 " (the other rules are applied)")
-    applied = sum(1 for r in rules if r.get("applied"))
-    status.update(summary=summary(rules), appliedRules=f"{applied}/{len(rules)}",
-                  conditions=st.conditions(ready, calibrated, generation, now(), old, learned.condition))
-    written = _write(kube, post, body, status)
-    if outcome is not None:
-        release(kube, owner.namespace, outcome)  # only now that the status holds what it found
-    return written
+                self.post(self.body, "Normal", "ApplyingHints", outcome.message)
+            return (False, "Applying", f"Job {outcome.job} is setting and reading back the hints") if not same \
+                else (bool(self.old.get("hintsDigest")), "Applied", "hints applied; drift check running")
+        if outcome.state == "failed":
+            status.update(checks=checks + 1, lastCheckTime=now(), migrationPending=False, failedDigest=self.digest)
+            return (False, "HintJobFailed", outcome.message)
+        stamp = now()
+        pending = self.record_applied(outcome, stamp)
+        status.update(checks=checks + 1, lastCheckTime=stamp, hintsDigest=self.digest, migrationPending=pending,
+                      failedDigest="")
+        if same and outcome.drifted:
+            # In the status too, written with the check: the Event is best effort (queued by Kopf).
+            status.update(driftRepairs=int(self.old.get("driftRepairs") or 0) + 1,
+                          lastDriftRepair={"time": stamp, "hints": list(outcome.drifted[:8])})
+            self.post(self.body, "Warning", "DriftRepaired",
+                      f"hints changed outside the operator were set back: {'; '.join(outcome.drifted[:8])}")
+        elif not same:
+            self.post(self.body, "Normal", "HintsApplied", f"{count} directories verified ({outcome.written} hints "
+                      "written, every key read back, a new file in each rule directory checked)")
+        return (True, "Applied", VERIFIED)
+
+    def record_applied(self, outcome: HintOutcome, stamp: str) -> bool:
+        """What the finished Job verified, per rule: applied, the datafiles a new file gets, the files that
+        keep an older layout (Events for what changed); True while a `migrate` rule has files left."""
+        pending = False
+        for d, r in zip(self.decisions, self.rules):
+            if not _settable(d):
+                continue
+            r.update(applied=True, appliedAt=stamp if not (self.same and r.get("appliedAt")) else r["appliedAt"])
+            primary = d.dirs[0].path
+            got = (outcome.datafiles or {}).get(primary)
+            if got is not None:
+                r["datafiles"] = got
+            before = (self.previous.get(d.path) or {}).get("existingFiles")
+            r["existingFiles"] = existing.files_status(
+                outcome.stale.get(primary), outcome.migrated.get(primary, []), primary in outcome.unscanned,
+                self.platform.mount_path, stamp, before)
+            migrate = bool(self.rule_specs[d.index].get("migrate"))
+            for ev in existing.events(d.index, d.path, migrate, r["existingFiles"], before):
+                self.post(self.body, ev.type, ev.reason, ev.message[:1000])
+            pending = pending or (migrate and existing.progress(r["existingFiles"]))
+        return pending
+
+    def between_checks(self, any_dirs: bool) -> Ready:
+        """The Ready condition when no hint Job runs."""
+        if self.same and any_dirs:
+            return (True, "Applied", VERIFIED)
+        if any_dirs:  # the failed-hints pause
+            last: dict[str, Any] = next((c for c in self.old.get("conditions") or [] if c.get("type") == "Ready"), {})
+            return (False, "HintJobFailed", str(last.get("message")) if last.get("reason") == "HintJobFailed" else
+                    f"the hint Job failed; it is retried {FAILED_RETRY_S:.0f} s after the failure")
+        return (not any(d.error for d in self.decisions), "Applied", "nothing to lay out")
+
+    def finish(self, status: dict[str, Any], ready: Ready, calibrated: Ready, learned: Ready) -> dict[str, Any]:
+        """The Ready condition (a valid rule's success does not hide an invalid one), the summary, written."""
+        invalid = [d for d in self.decisions if d.error]
+        if invalid and ready[0]:
+            ready = (False, "RuleInvalid", "; ".join(str(d.error) for d in invalid)[:2000] +
+                     " (the other rules are applied)")
+        applied = sum(1 for r in self.rules if r.get("applied"))
+        status.update(summary=summary(self.rules), appliedRules=f"{applied}/{len(self.rules)}",
+                      conditions=st.conditions(ready, calibrated, self.generation, now(), self.old, learned))
+        return self.write(status)

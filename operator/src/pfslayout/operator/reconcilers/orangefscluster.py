@@ -1,7 +1,8 @@
 """OrangeFSCluster reconciliation: fetch, call the pure decisions and builders, write, post Events.
 
 Kept free of Kopf decorators so the handler module stays a list of thin entry points. Events go through
-the `post` callable (Kopf's `kopf.event` in the operator).
+the context's `post` callable (Kopf's `kopf.event` in the operator). Each entry function runs one step of
+`Reconcile` on a fresh copy of the object, under its lock.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from typing import Any
 
 from pfslayout import metrics, naming
 from pfslayout.errors import InputError
-from pfslayout.k8s.api import Kube
-from pfslayout.k8s.meta import Owner, owner_of, selector_string
+from pfslayout.k8s.meta import selector_string
 from pfslayout.k8s.workloads import job_state, pods_ready_by_ordinal
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
@@ -24,21 +24,12 @@ from pfslayout.kinds.orangefscluster.decisions import ApplyDecision, decide, rea
 from pfslayout.kinds.orangefscluster.desired import Desired, desired
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology, fs_conf_for
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec, parse_spec
-from pfslayout.operator import settings
+from pfslayout.operator.reconcilers.base import Context, Reconciler
 from pfslayout.operator.shared.clock import now
-from pfslayout.operator.shared.events import Post, post_all
-from pfslayout.operator.shared.locks import object_lock
+from pfslayout.operator.shared.locks import locked_fresh, object_lock
 
 KIND = OFS.kind
-
-
-def _fresh(kube: Kube, body: dict[str, Any]) -> dict[str, Any] | None:
-    meta = body["metadata"]
-    return kube.custom.get(OFS, meta["namespace"], meta["name"])
-
-
-def cluster_domain() -> str:
-    return settings.current().cluster_domain
+WIPE_DEADLINE_S = 300
 
 
 @dataclass(frozen=True)
@@ -48,259 +39,250 @@ class Outcome:
     changes: tuple[tuple[str, str, str], ...]  # (kind, name, action)
 
 
-def _owner(body: dict[str, Any]) -> Owner:
-    return owner_of(OFS, body)
-
-
-def _observe(kube: Kube, owner: Owner, statefulset: dict[str, Any] | None) -> st.Observed:
-    if statefulset is None:
-        return st.Observed(None, {})
-    pods = kube.list("Pod", owner.namespace, selector_string(m.selector(owner, objs.SERVER)))
-    return st.Observed(statefulset, pods_ready_by_ordinal(pods, naming.server_statefulset(owner.name)))
-
-
-def _endpoint_block(spec: OrangeFSClusterSpec, owner: Owner, topology: Topology, observed: st.Observed
-                    ) -> dict[str, Any]:
-    conf = fs_conf_for(spec, owner.name, owner.namespace, topology, cluster_domain=cluster_domain())
-    return st.endpoints(conf, observed, spec.client.mount_path, naming.server_service(owner.name),
-                        naming.fs_conf_configmap(owner.name), naming.pvfs2tab_configmap(owner.name))
-
-
-def _post_transitions(post: Post, body: dict[str, Any], old: dict[str, Any], new: dict[str, Any]) -> None:
-    """An Event for every state change: the phase, and each condition whose status or reason moved."""
-    post_all(post, body, st.events(old, new))
-
-
-def _write_status(kube: Kube, post: Post, body: dict[str, Any], status: dict[str, Any]) -> None:
-    meta = body["metadata"]
-    old = body.get("status") or {}
-    kube.custom.replace_status(OFS, meta["namespace"], meta["name"], old, status)
-    _post_transitions(post, body, old, status)
-    metrics.set_phase(meta["namespace"], meta["name"], status["phase"], st.PHASES)
-    metrics.READY_SERVERS.labels(meta["namespace"], meta["name"]).set(status.get("readyServers", 0))
-
-
-def reconcile(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
-    """Bring the children of one OrangeFSCluster to its spec (or hold them, when a change is refused)."""
-    meta = body["metadata"]
-    with object_lock(OFS, meta["namespace"], meta["name"]):
-        fresh = _fresh(kube, body)
-        if fresh is not None and (fresh.get("metadata") or {}).get("uid") == meta.get("uid"):
-            body = fresh
-        return _reconcile_locked(kube, body, post)
-
-
-def _reconcile_locked(kube: Kube, body: dict[str, Any], post: Post) -> Outcome:
-    owner = _owner(body)
-    meta = body["metadata"]
-    generation = int(meta.get("generation") or 0)
-    try:
-        spec = parse_spec(body.get("spec"))
-    except InputError as err:
-        status = st.compute_status(generation=generation, topology=Topology(0, 0), refusals=(),
-                                   observed=st.Observed(), previous=body.get("status"), now=now(), fs_id=None,
-                                   endpoint_block=None, error=str(err))
-        _write_status(kube, post, body, status)
-        raise
-    sts_name = naming.server_statefulset(owner.name)
-    current = kube.get("StatefulSet", owner.namespace, sts_name)
-    decision = decide(spec, owner.namespace, owner.name, read_applied(current), meta.get("annotations") or {},
-                      generation)
-    changes: list[tuple[str, str, str]] = []
-    sts = current
-    if decision.apply:
-        want: Desired = desired(m.Context(spec, owner, cluster_domain()), decision)
-        for obj in want.objects:
-            result = kube.apply(obj)
-            name = obj["metadata"]["name"]
-            if obj["kind"] == "StatefulSet":
-                sts = result.obj
-            if result.action != "unchanged":
-                changes.append((obj["kind"], name, result.action))
-        for kind, name in want.absent:
-            if kube.delete(kind, owner.namespace, name):
-                changes.append((kind, name, "deleted"))
-        for kind, name, action in changes:
-            metrics.OBJECT_CHANGES.labels(KIND, kind, action).inc()
-            post(body, "Normal", action.capitalize(), f"{kind} {name} {action}")
-        before = read_applied(current)
-        if before and before.get("servers") != decision.topology.servers:
-            post(body, "Normal", "Scaled", f"servers {before.get('servers')} -> {decision.topology.servers}")
-    observed = _observe(kube, owner, sts)
-    status = st.compute_status(
-        generation=generation, topology=decision.topology, refusals=decision.refusals, observed=observed,
-        previous=body.get("status"), now=now(), fs_id=int(decision.applied["fsId"]),
-        endpoint_block=_endpoint_block(spec, owner, decision.topology, observed))
-    _write_status(kube, post, body, status)
-    _auto_calibrate(kube, post, body, spec, status)
-    return Outcome(status, decision, tuple(changes))
-
-
-def refresh_status(kube: Kube, body: dict[str, Any], post: Post) -> dict[str, Any] | None:
-    """Recompute the status from the StatefulSet and its pods, without applying anything."""
-    meta = body["metadata"]
-    with object_lock(OFS, meta["namespace"], meta["name"]):
-        fresh = _fresh(kube, body)
-        if fresh is None or (fresh.get("metadata") or {}).get("uid") != meta.get("uid"):
-            return None
-        # The event's StatefulSet may be older than the one a concurrent reconcile just applied.
-        return _refresh_locked(kube, fresh, post)
-
-
-def _refresh_locked(kube: Kube, body: dict[str, Any], post: Post) -> dict[str, Any] | None:
-    owner = _owner(body)
-    meta = body["metadata"]
-    if meta.get("deletionTimestamp"):
-        return None
-    try:
-        spec = parse_spec(body.get("spec"))
-    except InputError:
-        return None  # the reconcile handler reports it
-    sts = kube.get("StatefulSet", owner.namespace, naming.server_statefulset(owner.name))
-    applied = read_applied(sts)
-    generation = int(meta.get("generation") or 0)
-    decision = decide(spec, owner.namespace, owner.name, applied, meta.get("annotations") or {}, generation)
-    if applied is None or (decision.apply and applied.get("generation") != generation):
-        return None  # the spec moved on and the reconcile handler has yet to apply it; it writes the status
-    observed = _observe(kube, owner, sts)
-    status = st.compute_status(
-        generation=generation, topology=decision.topology, refusals=decision.refusals,
-        observed=observed, previous=body.get("status"), now=now(), fs_id=int(decision.applied["fsId"]),
-        endpoint_block=_endpoint_block(spec, owner, decision.topology, observed))
-    _write_status(kube, post, body, status)
-    _auto_calibrate(kube, post, body, spec, status)
-    return status
-
-
-def _auto_calibrate(kube: Kube, post: Post, body: dict[str, Any], spec: OrangeFSClusterSpec,
-                    status: dict[str, Any]) -> None:
-    """`calibration.auto`: the first time the cluster is Ready, create its CostCalibration and point
-    `status.calibrationRef` at it (which also records that it was made: it is not re-created)."""
-    if not spec.calibration.auto or status.get("phase") != "Ready":
-        return
-    if ((body.get("status") or {}).get("calibrationRef") or {}).get("name"):
-        return
-    owner = _owner(body)
-    cc = auto_calibration(spec, owner, settings.current().probe_image)
-    name = naming.auto_calibration(owner.name)
-    if kube.custom.create(CC, owner.namespace, cc) is not None:
-        post(body, "Normal", "CalibrationCreated",
-             f"CostCalibration {name} ({spec.calibration.profile} profile) calibrates the cost model on this cluster")
-    kube.custom.patch_status(OFS, owner.namespace, owner.name, {"calibrationRef": {"name": name}})
-
-
-def refresh_calibration_ref(kube: Kube, namespace: str, name: str, post: Post) -> dict[str, Any] | None:
-    """Point `status.calibrationRef` of cluster `namespace/name` at its current calibration (called when a
-    CostCalibration of it finishes); an Event when it moves."""
-    with object_lock(OFS, namespace, name):
-        body = kube.custom.get(OFS, namespace, name)
-        if body is None or (body.get("metadata") or {}).get("deletionTimestamp"):
-            return None
-        previous = (body.get("status") or {}).get("calibrationRef")
-        ref = current_calibration(name, kube.custom.list(CC, namespace), previous)
-        if ref is not None and ref != previous:
-            kube.custom.patch_status(OFS, namespace, name, {"calibrationRef": {
-                "name": ref["name"], "configMapName": ref.get("configMapName"),
-                "completionTime": ref.get("completionTime")}})
-            if ref.get("completionTime"):
-                post(body, "Normal", "CalibrationCurrent",
-                     f"cost parameters from CostCalibration {ref['name']} (ConfigMap {ref.get('configMapName')})")
-        return ref
-
-
-def mark_terminating(kube: Kube, body: dict[str, Any], post: Post) -> list[str]:
-    """On delete: phase Terminating, and what will happen to the data (children go by owner references)."""
-    meta = body["metadata"]
-    owner = _owner(body)
-    policy: str
-    storage: str
-    try:
-        spec = parse_spec(body.get("spec"))
-        policy, storage = spec.reclaim_policy, spec.storage.type
-    except InputError:
-        policy, storage = "Retain", "unknown"
-    old = body.get("status") or {}
-    status = {"phase": "Terminating"}
-    kube.custom.patch_status(OFS, meta["namespace"], meta["name"], status)
-    _post_transitions(post, body, old, {**old, **status, "conditions": old.get("conditions") or []})
-    notes = []
-    if storage == "pvc":
-        claims = kube.list("PersistentVolumeClaim", owner.namespace,
-                           selector_string(m.selector(owner, objs.SERVER)))
-        names = sorted(x["metadata"]["name"] for x in claims)
-        if policy == "Delete":
-            notes.append(f"reclaimPolicy Delete: the StatefulSet controller deletes {len(names)} claims {names}")
-        else:
-            notes.append(f"reclaimPolicy Retain: keeping {len(names)} claims {names}")
-    elif storage == "hostPath":
-        notes.append("reclaimPolicy Delete: wipe Jobs remove each server's hostPath directory" if policy == "Delete"
-                     else "reclaimPolicy Retain: hostPath data stays on the nodes")
-    else:
-        notes.append("emptyDir storage goes with the pods")
-    for note in notes:
-        post(body, "Normal", "Deleting", note)
-    metrics.forget(meta["namespace"], meta["name"], st.PHASES)
-    return notes
-
-
 class Waiting(Exception):
     """Deletion must wait (servers still stopping, wipe Jobs still running); the handler retries."""
 
 
-WIPE_DEADLINE_S = 300
+def reconcile(ctx: Context, body: dict[str, Any]) -> Outcome:
+    """Bring the children of one OrangeFSCluster to its spec (or hold them, when a change is refused)."""
+    with locked_fresh(ctx.kube, OFS, body) as fresh:
+        return Reconcile(ctx, fresh or body).apply()
 
 
-def wipe_hostpath(kube: Kube, body: dict[str, Any], post: Post, elapsed_s: float) -> list[str]:
+def refresh_status(ctx: Context, body: dict[str, Any]) -> dict[str, Any] | None:
+    """Recompute the status from the StatefulSet and its pods, without applying anything."""
+    with locked_fresh(ctx.kube, OFS, body) as fresh:
+        # The event's StatefulSet may be older than the one a concurrent reconcile just applied.
+        return None if fresh is None else Reconcile(ctx, fresh).refresh()
+
+
+def refresh_calibration_ref(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    """Point `status.calibrationRef` of cluster `namespace/name` at its current calibration (called when a
+    CostCalibration of it finishes); an Event when it moves."""
+    with object_lock(OFS, namespace, name):  # by name: whichever cluster of that name is there now
+        body = ctx.kube.custom.get(OFS, namespace, name)
+        if body is None or (body.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        return Reconcile(ctx, body).point_at_calibration()
+
+
+def mark_terminating(ctx: Context, body: dict[str, Any]) -> list[str]:
+    """On delete: phase Terminating, and what will happen to the data (children go by owner references)."""
+    return Reconcile(ctx, body).mark_terminating()
+
+
+def wipe_hostpath(ctx: Context, body: dict[str, Any], elapsed_s: float) -> list[str]:
     """`reclaimPolicy: Delete` with hostPath storage: remove `<path>/<pod name>` on each server's node.
+    Returns notes for the log; raises Waiting (Reconcile.wipe_hostpath)."""
+    return Reconcile(ctx, body).wipe_hostpath(elapsed_s)
 
-    Steps, each retried until done: (1) one suspended wipe Job per running server pod, pinned to its
-    node (the Jobs are the record of where the data is); (2) delete the StatefulSet and wait for its pods
-    to go; (3) resume the Jobs and wait for them. Gives up with a Warning after WIPE_DEADLINE_S so a
-    broken node cannot block the deletion forever. Returns notes for the log; raises Waiting.
-    """
-    owner = _owner(body)
-    try:
-        spec = parse_spec(body.get("spec"))
-    except InputError:
-        return []
-    if spec.storage.type != "hostPath" or spec.reclaim_policy != "Delete":
-        return []
-    ctx = m.Context(spec, owner, cluster_domain())
-    sts_name = naming.server_statefulset(owner.name)
-    pods = kube.list("Pod", owner.namespace, selector_string(m.selector(owner, objs.SERVER)))
-    for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        name = pod["metadata"]["name"]
-        job_name = naming.wipe_job(owner.name, name)
-        if node and kube.get("Job", owner.namespace, job_name) is None:
-            kube.apply(objs.wipe_job(ctx, name, node, suspend=True))
-            post(body, "Normal", "WipeScheduled", f"Job {job_name} will remove {name}'s hostPath data on {node}")
-    jobs = kube.list("Job", owner.namespace, selector_string(m.selector(owner, objs.WIPE)))
-    if elapsed_s > WIPE_DEADLINE_S:
-        post(body, "Warning", "WipeTimedOut",
-            f"gave up after {WIPE_DEADLINE_S}s: hostPath data may remain on the nodes")
-        return ["wipe timed out"]
-    if kube.get("StatefulSet", owner.namespace, sts_name) is not None:
-        kube.delete("StatefulSet", owner.namespace, sts_name, propagation="Background")
-        raise Waiting("stopping the servers before removing their storage")
-    if pods:
-        raise Waiting(f"{len(pods)} server pods still stopping")
-    states = {}
-    for job in jobs:
-        name = job["metadata"]["name"]
-        state = job_state(job)
-        if state == "suspended":
-            pod_spec = job["spec"]["template"]["spec"]
-            pod_name = pod_spec["containers"][0]["command"][-1].rsplit("/", 1)[-1]
-            kube.apply(objs.wipe_job(ctx, pod_name, pod_spec["nodeName"], suspend=False))
-            state = "running"
-        states[name] = state
-    if any(s in ("running", "missing") for s in states.values()):
-        raise Waiting(f"wipe Jobs running: {sorted(n for n, s in states.items() if s == 'running')}")
-    failed = sorted(n for n, s in states.items() if s == "failed")
-    if failed:
-        post(body, "Warning", "WipeFailed", f"Jobs {failed} failed: their hostPath data may remain")
-    done = sorted(n for n, s in states.items() if s == "succeeded")
-    if done:
-        post(body, "Normal", "StorageWiped", f"hostPath data removed by {done}")
-    return [f"wiped by {done}", *([f"failed: {failed}"] if failed else [])]
+
+class Reconcile(Reconciler):
+    resource = OFS
+    transitions = st.events
+
+    @property
+    def cluster_domain(self) -> str:
+        return self.ctx.settings.cluster_domain
+
+    def write(self, status: dict[str, Any]) -> dict[str, Any]:
+        written = super().write(status)
+        metrics.set_phase(self.owner.namespace, self.owner.name, status["phase"], st.PHASES)
+        metrics.READY_SERVERS.labels(self.owner.namespace, self.owner.name).set(status.get("readyServers", 0))
+        return written
+
+    # ----------------------------------------------------------------------------------- apply, refresh
+
+    def apply(self) -> Outcome:
+        try:
+            spec = parse_spec(self.body.get("spec"))
+        except InputError as err:
+            self.write(st.compute_status(generation=self.generation, topology=Topology(0, 0), refusals=(),
+                                         observed=st.Observed(), previous=self.old, now=now(), fs_id=None,
+                                         endpoint_block=None, error=str(err)))
+            raise
+        current = self.kube.get("StatefulSet", self.owner.namespace, naming.server_statefulset(self.owner.name))
+        decision = self.decide(spec, current)
+        changes: list[tuple[str, str, str]] = []
+        sts = current
+        if decision.apply:
+            sts, changes = self.apply_children(spec, decision, current)
+        status = self.observe_and_write(spec, decision, sts)
+        return Outcome(status, decision, tuple(changes))
+
+    def decide(self, spec: OrangeFSClusterSpec, sts: dict[str, Any] | None) -> ApplyDecision:
+        return decide(spec, self.owner.namespace, self.owner.name, read_applied(sts),
+                      self.meta.get("annotations") or {}, self.generation)
+
+    def apply_children(self, spec: OrangeFSClusterSpec, decision: ApplyDecision, current: dict[str, Any] | None
+                       ) -> tuple[dict[str, Any] | None, list[tuple[str, str, str]]]:
+        """Every child to the spec, the ones no longer wanted deleted, an Event per change; the server
+        StatefulSet as applied and the changes."""
+        want: Desired = desired(m.Context(spec, self.owner, self.cluster_domain), decision)
+        changes: list[tuple[str, str, str]] = []
+        sts = current
+        for obj in want.objects:
+            result = self.kube.apply(obj)
+            if obj["kind"] == "StatefulSet":
+                sts = result.obj
+            if result.action != "unchanged":
+                changes.append((obj["kind"], obj["metadata"]["name"], result.action))
+        for kind, name in want.absent:
+            if self.kube.delete(kind, self.owner.namespace, name):
+                changes.append((kind, name, "deleted"))
+        for kind, name, action in changes:
+            metrics.OBJECT_CHANGES.labels(KIND, kind, action).inc()
+            self.post(self.body, "Normal", action.capitalize(), f"{kind} {name} {action}")
+        before = read_applied(current)
+        if before and before.get("servers") != decision.topology.servers:
+            self.post(self.body, "Normal", "Scaled", f"servers {before.get('servers')} -> {decision.topology.servers}")
+        return sts, changes
+
+    def observe_and_write(self, spec: OrangeFSClusterSpec, decision: ApplyDecision, sts: dict[str, Any] | None
+                          ) -> dict[str, Any]:
+        """The status from the StatefulSet and its pods, written; the cluster's CostCalibration created the
+        first time it is Ready (`calibration.auto`)."""
+        if sts is None:
+            observed = st.Observed(None, {})
+        else:
+            pods = self.kube.list("Pod", self.owner.namespace, selector_string(m.selector(self.owner, objs.SERVER)))
+            observed = st.Observed(sts, pods_ready_by_ordinal(pods, naming.server_statefulset(self.owner.name)))
+        conf = fs_conf_for(spec, self.owner.name, self.owner.namespace, decision.topology,
+                           cluster_domain=self.cluster_domain)
+        endpoints = st.endpoints(conf, observed, spec.client.mount_path, naming.server_service(self.owner.name),
+                                 naming.fs_conf_configmap(self.owner.name), naming.pvfs2tab_configmap(self.owner.name))
+        status = st.compute_status(
+            generation=self.generation, topology=decision.topology, refusals=decision.refusals, observed=observed,
+            previous=self.body.get("status"), now=now(), fs_id=int(decision.applied["fsId"]), endpoint_block=endpoints)
+        self.write(status)
+        self.auto_calibrate(spec, status)
+        return status
+
+    def refresh(self) -> dict[str, Any] | None:
+        if self.meta.get("deletionTimestamp"):
+            return None
+        try:
+            spec = parse_spec(self.body.get("spec"))
+        except InputError:
+            return None  # the reconcile handler reports it
+        sts = self.kube.get("StatefulSet", self.owner.namespace, naming.server_statefulset(self.owner.name))
+        applied = read_applied(sts)
+        decision = self.decide(spec, sts)
+        if applied is None or (decision.apply and applied.get("generation") != self.generation):
+            return None  # the spec moved on and the reconcile handler has yet to apply it; it writes the status
+        return self.observe_and_write(spec, decision, sts)
+
+    # ------------------------------------------------------------------------------------- calibration
+
+    def auto_calibrate(self, spec: OrangeFSClusterSpec, status: dict[str, Any]) -> None:
+        """`calibration.auto`: the first time the cluster is Ready, create its CostCalibration and point
+        `status.calibrationRef` at it (which also records that it was made: it is not re-created)."""
+        if not spec.calibration.auto or status.get("phase") != "Ready":
+            return
+        if ((self.body.get("status") or {}).get("calibrationRef") or {}).get("name"):
+            return
+        cc = auto_calibration(spec, self.owner, self.ctx.settings.probe_image)
+        name = naming.auto_calibration(self.owner.name)
+        if self.kube.custom.create(CC, self.owner.namespace, cc) is not None:
+            self.post(self.body, "Normal", "CalibrationCreated", f"CostCalibration {name} "
+                      f"({spec.calibration.profile} profile) calibrates the cost model on this cluster")
+        self.kube.custom.patch_status(OFS, self.owner.namespace, self.owner.name, {"calibrationRef": {"name": name}})
+
+    def point_at_calibration(self) -> dict[str, Any] | None:
+        namespace, name = self.owner.namespace, self.owner.name
+        previous = self.old.get("calibrationRef")
+        ref = current_calibration(name, self.kube.custom.list(CC, namespace), previous)
+        if ref is not None and ref != previous:
+            self.kube.custom.patch_status(OFS, namespace, name, {"calibrationRef": {
+                "name": ref["name"], "configMapName": ref.get("configMapName"),
+                "completionTime": ref.get("completionTime")}})
+            if ref.get("completionTime"):
+                self.post(self.body, "Normal", "CalibrationCurrent",
+                          f"cost parameters from CostCalibration {ref['name']} (ConfigMap {ref.get('configMapName')})")
+        return ref
+
+    # ---------------------------------------------------------------------------------------- deletion
+
+    def mark_terminating(self) -> list[str]:
+        policy: str
+        storage: str
+        try:
+            spec = parse_spec(self.body.get("spec"))
+            policy, storage = spec.reclaim_policy, spec.storage.type
+        except InputError:
+            policy, storage = "Retain", "unknown"
+        self.write({**self.old, "phase": "Terminating", "conditions": self.old.get("conditions") or []})
+        notes = []
+        if storage == "pvc":
+            claims = self.kube.list("PersistentVolumeClaim", self.owner.namespace,
+                                    selector_string(m.selector(self.owner, objs.SERVER)))
+            names = sorted(x["metadata"]["name"] for x in claims)
+            notes.append(f"reclaimPolicy Delete: the StatefulSet controller deletes {len(names)} claims {names}"
+                         if policy == "Delete" else f"reclaimPolicy Retain: keeping {len(names)} claims {names}")
+        elif storage == "hostPath":
+            notes.append("reclaimPolicy Delete: wipe Jobs remove each server's hostPath directory" if policy == "Delete"
+                         else "reclaimPolicy Retain: hostPath data stays on the nodes")
+        else:
+            notes.append("emptyDir storage goes with the pods")
+        for note in notes:
+            self.post(self.body, "Normal", "Deleting", note)
+        metrics.forget(self.owner.namespace, self.owner.name, st.PHASES)
+        return notes
+
+    def wipe_hostpath(self, elapsed_s: float) -> list[str]:
+        """Steps, each retried until done: (1) one suspended wipe Job per running server pod, pinned to its
+        node (the Jobs are the record of where the data is); (2) delete the StatefulSet and wait for its
+        pods to go; (3) resume the Jobs and wait for them. Gives up with a Warning after WIPE_DEADLINE_S so
+        a broken node cannot block the deletion forever."""
+        try:
+            spec = parse_spec(self.body.get("spec"))
+        except InputError:
+            return []
+        if spec.storage.type != "hostPath" or spec.reclaim_policy != "Delete":
+            return []
+        ctx = m.Context(spec, self.owner, self.cluster_domain)
+        pods = self.kube.list("Pod", self.owner.namespace, selector_string(m.selector(self.owner, objs.SERVER)))
+        self.schedule_wipes(ctx, pods)
+        jobs = self.kube.list("Job", self.owner.namespace, selector_string(m.selector(self.owner, objs.WIPE)))
+        if elapsed_s > WIPE_DEADLINE_S:
+            self.post(self.body, "Warning", "WipeTimedOut",
+                      f"gave up after {WIPE_DEADLINE_S}s: hostPath data may remain on the nodes")
+            return ["wipe timed out"]
+        sts_name = naming.server_statefulset(self.owner.name)
+        if self.kube.get("StatefulSet", self.owner.namespace, sts_name) is not None:
+            self.kube.delete("StatefulSet", self.owner.namespace, sts_name, propagation="Background")
+            raise Waiting("stopping the servers before removing their storage")
+        if pods:
+            raise Waiting(f"{len(pods)} server pods still stopping")
+        return self.run_wipes(ctx, jobs)
+
+    def schedule_wipes(self, ctx: m.Context, pods: list[dict[str, Any]]) -> None:
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            name = pod["metadata"]["name"]
+            job_name = naming.wipe_job(self.owner.name, name)
+            if node and self.kube.get("Job", self.owner.namespace, job_name) is None:
+                self.kube.apply(objs.wipe_job(ctx, name, node, suspend=True))
+                self.post(self.body, "Normal", "WipeScheduled",
+                          f"Job {job_name} will remove {name}'s hostPath data on {node}")
+
+    def run_wipes(self, ctx: m.Context, jobs: list[dict[str, Any]]) -> list[str]:
+        """The suspended wipe Jobs resumed; Waiting until every one has finished, then what they did."""
+        states = {}
+        for job in jobs:
+            state = job_state(job)
+            if state == "suspended":
+                pod_spec = job["spec"]["template"]["spec"]
+                pod_name = pod_spec["containers"][0]["command"][-1].rsplit("/", 1)[-1]
+                self.kube.apply(objs.wipe_job(ctx, pod_name, pod_spec["nodeName"], suspend=False))
+                state = "running"
+            states[job["metadata"]["name"]] = state
+        if any(s in ("running", "missing") for s in states.values()):
+            raise Waiting(f"wipe Jobs running: {sorted(n for n, s in states.items() if s == 'running')}")
+        failed = sorted(n for n, s in states.items() if s == "failed")
+        if failed:
+            self.post(self.body, "Warning", "WipeFailed", f"Jobs {failed} failed: their hostPath data may remain")
+        done = sorted(n for n, s in states.items() if s == "succeeded")
+        if done:
+            self.post(self.body, "Normal", "StorageWiped", f"hostPath data removed by {done}")
+        return [f"wiped by {done}", *([f"failed: {failed}"] if failed else [])]

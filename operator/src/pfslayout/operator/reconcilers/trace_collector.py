@@ -25,8 +25,17 @@ from pfslayout.kinds import MANAGED_BY, MPIJOB
 from pfslayout.kinds.layoutpolicy import learn
 from pfslayout.kinds.layoutpolicy.rules import Platform, full_path
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
-from pfslayout.operator import settings
-from pfslayout.operator.shared.events import Post
+from pfslayout.operator.reconcilers.base import Context
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where the policy's jobs ran and what plans for them: the cluster, its platform and the model."""
+    cluster: OrangeFSClusterSpec
+    cluster_name: str
+    platform: Platform
+    params: CostParams
+    variant: str
 
 
 @dataclass
@@ -74,48 +83,10 @@ def _trace_rules(spec: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
             if r.get("mode") == "auto" and (r.get("auto") or {}).get("source") == "trace"]
 
 
-def step(kube: Kube, body: dict[str, Any], owner: Owner, cluster: OrangeFSClusterSpec, cluster_name: str,
-         platform: Platform, params: CostParams, variant: str, now: str, post: Post) -> Learning:
-    spec = body.get("spec") or {}
-    state = _load(kube, owner)
-    out = Learning(rules=dict(state.get("rules") or {}), collected=len(state.get("collected") or []),
-                   last_job=state.get("lastJob"))
-    if not learn.learning_enabled(spec):
-        return out
-    rules = _trace_rules(spec)
-    try:
-        jobs = kube.custom.list(MPIJOB, owner.namespace, learn.label_selector(spec.get("selector") or {}))
-    except ApiException as err:
-        out.condition = (False, "MPIJobsUnavailable", f"cannot list MPIJobs ({err.status} {err.reason}); is the "
-                         "MPI Operator installed?")
-        return out
-    collectors = kube.list("Job", owner.namespace, selector_string(
-        {"pfslayout.io/layoutpolicy": owner.name, "app.kubernetes.io/component": learn.COLLECTOR_COMPONENT}))
-    active = collectors[0] if collectors else None
-    if state.get("lastError"):
-        out.condition = (False, "TraceUnreadable", str(state["lastError"])[:2000])
-    elif state.get("lastJob"):
-        out.condition = (True, "Learned", f"learned from MPIJob {state['lastJob']}; waiting for the next run")
-    else:
-        out.condition = (False, "WaitingForTrace", "no MPIJob matching spec.selector has succeeded yet")
-    if active is None:
-        nxt = learn.next_job(jobs, list(state.get("collected") or []))
-        if nxt is None:
-            return out
-        if not rules:  # nothing to learn for: remember the job so it is not looked at again
-            _mark(state, nxt, now)
-            _save(kube, owner, state)
-            return out
-        src = learn.trace_dir(spec, platform.mount_path, owner.namespace)
-        image, policy = settings.current().operator_image, settings.current().operator_image_pull_policy
-        kube.apply(learn.collector_job(cluster, cluster_name, owner, nxt, src,
-                                       [full_path(platform, r["path"]) for _, r in rules], image, policy,
-                                       _labels(owner)))
-        post(body, "Normal", "CollectingTrace", f"MPIJob {nxt['metadata']['name']} succeeded: collecting its "
-             f"traces from {src}")
-        out.condition = (out.condition[0], "Collecting", f"collecting the traces of MPIJob {nxt['metadata']['name']}")
-        return out
-    return _finish(kube, body, owner, spec, active, jobs, state, rules, platform, params, variant, now, post, out)
+def collect(ctx: Context, body: dict[str, Any], owner: Owner, site: Site, now: str) -> Learning:
+    """One step of the policy's learning loop (called by each LayoutPolicy reconcile): what it has learned,
+    after starting a collector Job for the next finished MPIJob or learning from the one that finished."""
+    return Collector(ctx, body, owner, site, now).step()
 
 
 def _mark(state: dict[str, Any], job: dict[str, Any], now: str) -> None:
@@ -124,78 +95,148 @@ def _mark(state: dict[str, Any], job: dict[str, Any], now: str) -> None:
     state["lastCollectedTime"] = now
 
 
-def _finish(kube: Kube, body: dict[str, Any], owner: Owner, spec: dict[str, Any], active: dict[str, Any],
-            jobs: list[dict[str, Any]], state: dict[str, Any], rules: list[tuple[int, dict[str, Any]]],
-            platform: Platform, params: CostParams, variant: str, now: str, post: Post, out: Learning) -> Learning:
-    name = active["metadata"]["name"]
-    ann = active["metadata"].get("annotations") or {}
-    job_name, uid = ann.get("pfslayout.io/mpijob", "?"), ann.get("pfslayout.io/mpijob-uid", "")
-    pods = kube.list("Pod", owner.namespace, selector_string({"job-name": name}))
-    jstate = job_state(active)
-    if jstate == "running":
-        stuck = pod_failure(pods)
-        if stuck is None:
-            out.condition = (out.condition[0], "Collecting", f"collecting the traces of MPIJob {job_name}")
-            return out
-        jstate, why = "failed", stuck.message
-    else:
-        why = ""
-    log = ""
-    for pod in pods:
-        for container in ("summarise", "copy"):
-            text = kube.pod_log(owner.namespace, pod["metadata"]["name"], container) or ""
-            log += text
-    where = ", ".join(f"spec.rules[{i}]" for i, _ in rules)
-    fix = (f"run the job with the shim's tracing: ConfigMap {naming.shim_configmap(owner.name)} as "
-           "PFSLAYOUT_SHIM_CONFIG, PFSLAYOUT_SHIM_JOB set to the job's name, LD_PRELOAD of libpfsshim.so on "
-           "every rank")
-    mpijob = {"metadata": {"name": job_name, "uid": uid}}
-    try:
-        if jstate == "failed":
-            raise learn.TraceError(f"collector Job {name} failed: {why or tail(log, 6) or 'no log'}")
-        files, summaries = learn.parse_collector_log(log)
-        if files == 0:
-            raise learn.TraceError(f"no trace files {job_name}.rank-*.pfstrace in "
-                                   f"{learn.trace_dir(spec, platform.mount_path, owner.namespace)}")
-    except learn.TraceError as err:
-        _mark(state, mpijob, now)
-        state["lastError"] = f"MPIJob {job_name}: {err}"
-        _save(kube, owner, state)
-        kube.delete("Job", owner.namespace, name, propagation="Background")
-        msg = f"{where}.auto.source: the trace of MPIJob {job_name} cannot be used ({err}); {fix}"
-        post(body, "Warning", "TraceUnreadable", msg[:1000])
-        out.condition = (False, "TraceUnreadable", msg[:2000])
-        out.last_job, out.collected = job_name, len(state["collected"])
-        return out
-    threshold = float(learn.trace_settings(spec).get("replanThreshold", learn.DEFAULT_THRESHOLD))
-    learned = dict(state.get("rules") or {})
-    told = []
-    for i, rule in rules:
-        summary = summaries.get(full_path(platform, rule["path"]))
-        if summary is None:
-            continue
-        prev = learned.get(rule["path"]) or {}
-        allowed = list((rule.get("auto") or {}).get("candidates") or ["1-DH", "1-DV", "2-D"])
+class Collector:
+    """One step of one policy's learning loop; `state` is ConfigMap `<policy>-learned`'s record."""
+
+    def __init__(self, ctx: Context, body: dict[str, Any], owner: Owner, site: Site, now: str) -> None:
+        self.ctx, self.kube, self.post = ctx, ctx.kube, ctx.post
+        self.body, self.owner, self.site, self.now = body, owner, site, now
+        self.spec: dict[str, Any] = body.get("spec") or {}
+        self.rules = _trace_rules(self.spec)
+        self.state = _load(self.kube, owner)
+        self.out = Learning(rules=dict(self.state.get("rules") or {}), collected=len(self.state.get("collected") or []),
+                            last_job=self.state.get("lastJob"))
+
+    @property
+    def trace_dir(self) -> str:
+        return learn.trace_dir(self.spec, self.site.platform.mount_path, self.owner.namespace)
+
+    def step(self) -> Learning:
+        if not learn.learning_enabled(self.spec):
+            return self.out
         try:
-            choice = learn.choose(summary, allowed, prev.get("layout"), platform.servers, params, variant, threshold,
-                                  job_name, now)
+            jobs = self.kube.custom.list(MPIJOB, self.owner.namespace,
+                                         learn.label_selector(self.spec.get("selector") or {}))
+        except ApiException as err:
+            self.out.condition = (False, "MPIJobsUnavailable", f"cannot list MPIJobs ({err.status} {err.reason}); "
+                                  "is the MPI Operator installed?")
+            return self.out
+        collectors = self.kube.list("Job", self.owner.namespace, selector_string(
+            {"pfslayout.io/layoutpolicy": self.owner.name, "app.kubernetes.io/component": learn.COLLECTOR_COMPONENT}))
+        self.out.condition = self.standing()
+        if collectors:
+            return self.finish(collectors[0])
+        nxt = learn.next_job(jobs, list(self.state.get("collected") or []))
+        if nxt is not None:
+            self.start(nxt)
+        return self.out
+
+    def standing(self) -> tuple[bool, str, str]:
+        """The Learned condition as the record leaves it."""
+        if self.state.get("lastError"):
+            return (False, "TraceUnreadable", str(self.state["lastError"])[:2000])
+        if self.state.get("lastJob"):
+            return (True, "Learned", f"learned from MPIJob {self.state['lastJob']}; waiting for the next run")
+        return (False, "WaitingForTrace", "no MPIJob matching spec.selector has succeeded yet")
+
+    def start(self, mpijob: dict[str, Any]) -> None:
+        """A collector Job for a finished MPIJob (with no rule to learn for, the job is only remembered, so
+        it is not looked at again)."""
+        if not self.rules:
+            _mark(self.state, mpijob, self.now)
+            _save(self.kube, self.owner, self.state)
+            return
+        s, platform = self.ctx.settings, self.site.platform
+        self.kube.apply(learn.collector_job(self.site.cluster, self.site.cluster_name, self.owner, mpijob,
+                                            self.trace_dir, [full_path(platform, r["path"]) for _, r in self.rules],
+                                            s.operator_image, s.operator_image_pull_policy, _labels(self.owner)))
+        name = mpijob["metadata"]["name"]
+        self.post(self.body, "Normal", "CollectingTrace",
+                  f"MPIJob {name} succeeded: collecting its traces from {self.trace_dir}")
+        self.out.condition = (self.out.condition[0], "Collecting", f"collecting the traces of MPIJob {name}")
+
+    def finish(self, active: dict[str, Any]) -> Learning:
+        """The collector Job's outcome: still running, failed or unusable (reported), or learned from."""
+        name = active["metadata"]["name"]
+        ann = active["metadata"].get("annotations") or {}
+        job_name, uid = ann.get("pfslayout.io/mpijob", "?"), ann.get("pfslayout.io/mpijob-uid", "")
+        pods = self.kube.list("Pod", self.owner.namespace, selector_string({"job-name": name}))
+        jstate, why = job_state(active), ""
+        if jstate == "running":
+            stuck = pod_failure(pods)
+            if stuck is None:
+                self.out.condition = (self.out.condition[0], "Collecting",
+                                      f"collecting the traces of MPIJob {job_name}")
+                return self.out
+            jstate, why = "failed", stuck.message
+        log = "".join(self.kube.pod_log(self.owner.namespace, pod["metadata"]["name"], container) or ""
+                      for pod in pods for container in ("summarise", "copy"))
+        mpijob = {"metadata": {"name": job_name, "uid": uid}}
+        try:
+            if jstate == "failed":
+                raise learn.TraceError(f"collector Job {name} failed: {why or tail(log, 6) or 'no log'}")
+            files, summaries = learn.parse_collector_log(log)
+            if files == 0:
+                raise learn.TraceError(f"no trace files {job_name}.rank-*.pfstrace in {self.trace_dir}")
         except learn.TraceError as err:
-            post(body, "Warning", "TraceUnreadable", f"spec.rules[{i}].auto.candidates: {err}")
-            continue
-        layout: dict[str, Any] = {"layout": choice.layout, **({"groups": choice.g} if choice.g else {})}
-        learned[rule["path"]] = {"summary": summary.model_dump(mode="json"), "job": job_name, "at": now,
-                                 "layout": layout,
-                                 "history": ([*list(prev.get("history") or []), choice.entry])[-learn.HISTORY_LIMIT:]}
-        told.append(f"{rule['path']}: {choice.entry['reason']}")
-    state["rules"] = learned
-    state.pop("lastError", None)
-    _mark(state, mpijob, now)
-    _save(kube, owner, state)
-    kube.delete("Job", owner.namespace, name, propagation="Background")
-    post(body, "Normal", "TraceLearned", (f"MPIJob {job_name}: {files} rank traces; " + ("; ".join(told) or
-         "no request under a source: trace rule's directory"))[:1000])
-    out.rules, out.last_job, out.collected = learned, job_name, len(state["collected"])
-    out.condition = ((True, "Learned", f"learned from MPIJob {job_name}: {'; '.join(told)}"[:2000]) if told else
-                     (False, "NoMatchingRequests", f"MPIJob {job_name} made no request under the directories of "
-                      f"{where}; check the job's paths"))
-    return out
+            return self.unusable(mpijob, name, err)
+        told = self.learn_rules(summaries, job_name)
+        self.state.pop("lastError", None)
+        self.record(mpijob, name)
+        self.post(self.body, "Normal", "TraceLearned", (f"MPIJob {job_name}: {files} rank traces; " + (
+            "; ".join(told) or "no request under a source: trace rule's directory"))[:1000])
+        self.out.rules = dict(self.state["rules"])
+        self.out.condition = ((True, "Learned", f"learned from MPIJob {job_name}: {'; '.join(told)}"[:2000]) if told
+                              else (False, "NoMatchingRequests", f"MPIJob {job_name} made no request under the "
+                                    f"directories of {self.where}; check the job's paths"))
+        return self.out
+
+    @property
+    def where(self) -> str:
+        return ", ".join(f"spec.rules[{i}]" for i, _ in self.rules)
+
+    def record(self, mpijob: dict[str, Any], collector: str) -> None:
+        """The job marked collected in the same write that records what it taught, then its collector Job
+        deleted: a restart in between finds the record, so no job is learned from twice."""
+        _mark(self.state, mpijob, self.now)
+        _save(self.kube, self.owner, self.state)
+        self.kube.delete("Job", self.owner.namespace, collector, propagation="Background")
+        self.out.last_job, self.out.collected = mpijob["metadata"]["name"], len(self.state["collected"])
+
+    def unusable(self, mpijob: dict[str, Any], collector: str, err: learn.TraceError) -> Learning:
+        """A trace that cannot be learned from: recorded, and a Warning naming the rules and the fix."""
+        job_name = mpijob["metadata"]["name"]
+        self.state["lastError"] = f"MPIJob {job_name}: {err}"
+        self.record(mpijob, collector)
+        fix = (f"run the job with the shim's tracing: ConfigMap {naming.shim_configmap(self.owner.name)} as "
+               "PFSLAYOUT_SHIM_CONFIG, PFSLAYOUT_SHIM_JOB set to the job's name, LD_PRELOAD of libpfsshim.so on "
+               "every rank")
+        msg = f"{self.where}.auto.source: the trace of MPIJob {job_name} cannot be used ({err}); {fix}"
+        self.post(self.body, "Warning", "TraceUnreadable", msg[:1000])
+        self.out.condition = (False, "TraceUnreadable", msg[:2000])
+        return self.out
+
+    def learn_rules(self, summaries: dict[str, Any], job_name: str) -> list[str]:
+        """Each `source: trace` rule the job's requests reached: its layout chosen again (hysteresis by the
+        policy's replanThreshold), with the decision appended to its history; what was told, per rule."""
+        threshold = float(learn.trace_settings(self.spec).get("replanThreshold", learn.DEFAULT_THRESHOLD))
+        site, learned, told = self.site, dict(self.state.get("rules") or {}), []
+        for i, rule in self.rules:
+            summary = summaries.get(full_path(site.platform, rule["path"]))
+            if summary is None:
+                continue
+            prev = learned.get(rule["path"]) or {}
+            allowed = list((rule.get("auto") or {}).get("candidates") or ["1-DH", "1-DV", "2-D"])
+            try:
+                choice = learn.choose(summary, allowed, prev.get("layout"), site.platform.servers, site.params,
+                                      site.variant, threshold, job_name, self.now)
+            except learn.TraceError as err:
+                self.post(self.body, "Warning", "TraceUnreadable", f"spec.rules[{i}].auto.candidates: {err}")
+                continue
+            layout: dict[str, Any] = {"layout": choice.layout, **({"groups": choice.g} if choice.g else {})}
+            learned[rule["path"]] = {"summary": summary.model_dump(mode="json"), "job": job_name, "at": self.now,
+                                     "layout": layout, "history": ([*list(prev.get("history") or []),
+                                                                    choice.entry])[-learn.HISTORY_LIMIT:]}
+            told.append(f"{rule['path']}: {choice.entry['reason']}")
+        self.state["rules"] = learned
+        return told
