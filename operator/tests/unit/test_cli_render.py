@@ -27,7 +27,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def operator_configmaps(name: str, namespace: str, raw_spec: dict) -> tuple[str, str]:
     spec = parse_spec(raw_spec)
-    d = desired(c.Context(spec, c.owner(name, namespace, "uid")), decide(spec, namespace, name, None))
+    d = desired(c.BuildInputs(spec, c.owner(name, namespace, "uid")), decide(spec, namespace, name, None))
     objs = {o["metadata"]["name"]: o for o in d.objects}
     return objs[f"{name}-fs-conf"]["data"]["fs.conf"], objs[f"{name}-pvfs2tab"]["data"]["pvfs2tab"]
 
@@ -116,7 +116,7 @@ def test_manifests_are_the_objects_the_operator_applies() -> None:
     assert result.returncode == 0, result.stderr
     docs = list(yaml.safe_load_all(result.stdout))
     spec = parse_spec(yaml.safe_load(path.read_text())["spec"])
-    d = desired(c.Context(spec, c.owner("small", "team", "u-1")), decide(spec, "team", "small", None))
+    d = desired(c.BuildInputs(spec, c.owner("small", "team", "u-1")), decide(spec, "team", "small", None))
     assert docs == [json.loads(json.dumps(o)) for o in d.objects]
     listed = json.loads(cli("render", "manifests", "--from", str(path), "--json").stdout)
     assert listed["kind"] == "List" and [o["kind"] for o in listed["items"]] == [

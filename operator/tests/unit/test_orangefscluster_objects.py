@@ -22,7 +22,7 @@ OWNER = c.owner("demo", "lab", "0b6f7a1e-0000-4000-8000-000000000001")
 def build(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     spec = parse_spec(raw)
     p = decide(spec, OWNER.namespace, OWNER.name, None)
-    d = desired(c.Context(spec, OWNER), p)
+    d = desired(c.BuildInputs(spec, OWNER), p)
     return {f"{o['kind']}/{o['metadata']['name']}": o for o in d.objects}
 
 
@@ -140,7 +140,7 @@ def test_client_toolbox_mounts_pvfs2tab_and_can_be_disabled() -> None:
     assert {"name": "PVFS2TAB_FILE", "value": "/etc/pvfs2tab/pvfs2tab"} in box["env"]
     assert by_name(pod["volumes"], "pvfs2tab")["configMap"]["name"] == "demo-pvfs2tab"
     spec = parse_spec({**EMPTY, "client": {"enabled": False}})
-    d = desired(c.Context(spec, OWNER), decide(spec, "lab", "demo", None))
+    d = desired(c.BuildInputs(spec, OWNER), decide(spec, "lab", "demo", None))
     assert "Deployment" not in {o["kind"] for o in d.objects}
     assert d.absent == (("Deployment", "demo-client"),)
 
@@ -220,7 +220,7 @@ def test_wipe_job_is_pinned_to_the_node_and_removes_only_the_pods_directory() ->
     from pfslayout.kinds.orangefscluster.objects import wipe_job
     spec = parse_spec({"servers": {"count": 2}, "reclaimPolicy": "Delete",
                        "storage": {"type": "hostPath", "hostPath": {"path": "/data/ofs"}}})
-    job = wipe_job(c.Context(spec, OWNER), "demo-server-1", "node-7", suspend=True)
+    job = wipe_job(c.BuildInputs(spec, OWNER), "demo-server-1", "node-7", suspend=True)
     assert job["metadata"]["name"] == "demo-wipe-1" and job["spec"]["suspend"] is True
     assert job["metadata"]["ownerReferences"][0]["uid"] == OWNER.uid
     pod = job["spec"]["template"]["spec"]
@@ -229,4 +229,4 @@ def test_wipe_job_is_pinned_to_the_node_and_removes_only_the_pods_directory() ->
     assert pod["volumes"][0]["hostPath"] == {"path": "/data/ofs", "type": "Directory"}
     # Root may not delete the server uid's files without DAC_OVERRIDE; nothing else is added.
     assert pod["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["DAC_OVERRIDE"]}
-    assert wipe_job(c.Context(spec, OWNER), "demo-server-1", "node-7", suspend=False)["spec"]["suspend"] is False
+    assert wipe_job(c.BuildInputs(spec, OWNER), "demo-server-1", "node-7", suspend=False)["spec"]["suspend"] is False

@@ -9,7 +9,7 @@ from pfslayout import naming
 from pfslayout.kinds.orangefscluster import objects
 from pfslayout.kinds.orangefscluster.decisions import ApplyDecision, decide
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import fs_conf_for
-from pfslayout.kinds.orangefscluster.meta import Context, owner
+from pfslayout.kinds.orangefscluster.meta import BuildInputs, owner
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.orangefs.fsconf import FsConf, render_fs_conf
 from pfslayout.orangefs.pvfs2tab import render_pvfs2tab
@@ -24,7 +24,7 @@ class Desired:
     absent: tuple[tuple[str, str], ...]  # (kind, name) that must not exist (e.g. a disabled client)
 
 
-def desired(ctx: Context, decision: ApplyDecision) -> Desired:
+def desired(ctx: BuildInputs, decision: ApplyDecision) -> Desired:
     owner = ctx.owner
     conf = fs_conf_for(ctx.spec, owner.name, owner.namespace, decision.topology, cluster_domain=ctx.cluster_domain)
     conf_text = render_fs_conf(conf)
@@ -46,4 +46,4 @@ def desired(ctx: Context, decision: ApplyDecision) -> Desired:
 def desired_for_new(spec: OrangeFSClusterSpec, name: str, namespace: str, uid: str,
                     cluster_domain: str = naming.DEFAULT_CLUSTER_DOMAIN) -> Desired:
     """What the first reconcile of a new OrangeFSCluster applies (`pfslayout render manifests|examples`)."""
-    return desired(Context(spec, owner(name, namespace, uid), cluster_domain), decide(spec, namespace, name, None))
+    return desired(BuildInputs(spec, owner(name, namespace, uid), cluster_domain), decide(spec, namespace, name, None))

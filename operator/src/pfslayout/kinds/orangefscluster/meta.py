@@ -1,4 +1,4 @@
-"""Labels, annotations and owner of the objects an OrangeFSCluster owns, and the builders' Context."""
+"""Labels, annotations and owner of the objects an OrangeFSCluster owns, and the builders' inputs (BuildInputs)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def owner(name: str, namespace: str, uid: str) -> meta.Owner:
 
 
 @dataclass(frozen=True)
-class Context:
+class BuildInputs:
     """Everything the builders need: the typed spec, its owner and environment facts."""
 
     spec: OrangeFSClusterSpec

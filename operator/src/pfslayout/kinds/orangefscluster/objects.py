@@ -1,6 +1,6 @@
 """Builders of the Kubernetes objects of one OrangeFSCluster, as plain dicts ready for server-side apply.
 
-Each builder is a pure function of the Context (typed spec + owner) and the rendered configuration, so
+Each builder is a pure function of the BuildInputs (typed spec + owner) and the rendered configuration, so
 the unit tests check exactly what the operator applies.
 """
 
@@ -40,7 +40,7 @@ def container_security_context() -> dict[str, Any]:
             "capabilities": {"drop": ["ALL"]}}
 
 
-def fs_conf_configmap(ctx: m.Context, fs_conf: str) -> dict[str, Any]:
+def fs_conf_configmap(ctx: m.BuildInputs, fs_conf: str) -> dict[str, Any]:
     owner = ctx.owner
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -50,7 +50,7 @@ def fs_conf_configmap(ctx: m.Context, fs_conf: str) -> dict[str, Any]:
     }
 
 
-def pvfs2tab_configmap(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
+def pvfs2tab_configmap(ctx: m.BuildInputs, pvfs2tab: str) -> dict[str, Any]:
     owner = ctx.owner
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -59,7 +59,7 @@ def pvfs2tab_configmap(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
     }
 
 
-def headless_service(ctx: m.Context) -> dict[str, Any]:
+def headless_service(ctx: m.BuildInputs) -> dict[str, Any]:
     owner = ctx.owner
     return {
         "apiVersion": "v1", "kind": "Service",
@@ -79,7 +79,7 @@ def _pod_name_env() -> dict[str, Any]:
     return {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
 
 
-def _storage_volume_and_mount(ctx: m.Context) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _storage_volume_and_mount(ctx: m.BuildInputs) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     st = ctx.spec.storage
     mount: dict[str, Any] = {"name": "storage", "mountPath": STORAGE_DIR}
     if st.type == "pvc":
@@ -97,7 +97,7 @@ def _storage_volume_and_mount(ctx: m.Context) -> tuple[dict[str, Any] | None, di
     return {"name": "storage", "emptyDir": empty}, mount
 
 
-def server_statefulset(ctx: m.Context, topology: Topology, fs_conf: str, applied: dict[str, Any]
+def server_statefulset(ctx: m.BuildInputs, topology: Topology, fs_conf: str, applied: dict[str, Any]
                        ) -> dict[str, Any]:
     spec, owner = ctx.spec, ctx.owner
     sts_name = naming.server_statefulset(owner.name)
@@ -199,7 +199,7 @@ def server_statefulset(ctx: m.Context, topology: Topology, fs_conf: str, applied
     }
 
 
-def client_deployment(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
+def client_deployment(ctx: m.BuildInputs, pvfs2tab: str) -> dict[str, Any]:
     spec, owner = ctx.spec, ctx.owner
     container: dict[str, Any] = {
         "name": "toolbox",
@@ -245,7 +245,7 @@ def client_deployment(ctx: m.Context, pvfs2tab: str) -> dict[str, Any]:
 WIPE = "wipe"
 
 
-def wipe_job(ctx: m.Context, pod_name: str, node: str, suspend: bool) -> dict[str, Any]:
+def wipe_job(ctx: m.BuildInputs, pod_name: str, node: str, suspend: bool) -> dict[str, Any]:
     """Removes one server's hostPath directory (`<path>/<pod name>`) on the node it ran on.
 
     Created suspended while the servers still run (the Jobs remember which node held which server),

@@ -118,7 +118,7 @@ class Reconcile(Reconciler):
                        ) -> tuple[dict[str, Any] | None, list[tuple[str, str, str]]]:
         """Every child to the spec, the ones no longer wanted deleted, an Event per change; the server
         StatefulSet as applied and the changes."""
-        want: Desired = desired(m.Context(spec, self.owner, self.cluster_domain), decision)
+        want: Desired = desired(m.BuildInputs(spec, self.owner, self.cluster_domain), decision)
         changes: list[tuple[str, str, str]] = []
         sts = current
         for obj in want.objects:
@@ -240,9 +240,9 @@ class Reconcile(Reconciler):
             return []
         if spec.storage.type != "hostPath" or spec.reclaim_policy != "Delete":
             return []
-        ctx = m.Context(spec, self.owner, self.cluster_domain)
+        inputs = m.BuildInputs(spec, self.owner, self.cluster_domain)
         pods = self.kube.list("Pod", self.owner.namespace, selector_string(m.selector(self.owner, objs.SERVER)))
-        self.schedule_wipes(ctx, pods)
+        self.schedule_wipes(inputs, pods)
         jobs = self.kube.list("Job", self.owner.namespace, selector_string(m.selector(self.owner, objs.WIPE)))
         if elapsed_s > WIPE_DEADLINE_S:
             self.post(self.body, "Warning", "WipeTimedOut",
@@ -254,19 +254,19 @@ class Reconcile(Reconciler):
             raise Waiting("stopping the servers before removing their storage")
         if pods:
             raise Waiting(f"{len(pods)} server pods still stopping")
-        return self.run_wipes(ctx, jobs)
+        return self.run_wipes(inputs, jobs)
 
-    def schedule_wipes(self, ctx: m.Context, pods: list[dict[str, Any]]) -> None:
+    def schedule_wipes(self, inputs: m.BuildInputs, pods: list[dict[str, Any]]) -> None:
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
             name = pod["metadata"]["name"]
             job_name = naming.wipe_job(self.owner.name, name)
             if node and self.kube.get("Job", self.owner.namespace, job_name) is None:
-                self.kube.apply(objs.wipe_job(ctx, name, node, suspend=True))
+                self.kube.apply(objs.wipe_job(inputs, name, node, suspend=True))
                 self.post(self.body, "Normal", "WipeScheduled",
                           f"Job {job_name} will remove {name}'s hostPath data on {node}")
 
-    def run_wipes(self, ctx: m.Context, jobs: list[dict[str, Any]]) -> list[str]:
+    def run_wipes(self, inputs: m.BuildInputs, jobs: list[dict[str, Any]]) -> list[str]:
         """The suspended wipe Jobs resumed; Waiting until every one has finished, then what they did."""
         states = {}
         for job in jobs:
@@ -274,7 +274,7 @@ class Reconcile(Reconciler):
             if state == "suspended":
                 pod_spec = job["spec"]["template"]["spec"]
                 pod_name = pod_spec["containers"][0]["command"][-1].rsplit("/", 1)[-1]
-                self.kube.apply(objs.wipe_job(ctx, pod_name, pod_spec["nodeName"], suspend=False))
+                self.kube.apply(objs.wipe_job(inputs, pod_name, pod_spec["nodeName"], suspend=False))
                 state = "running"
             states[job["metadata"]["name"]] = state
         if any(s in ("running", "missing") for s in states.values()):
