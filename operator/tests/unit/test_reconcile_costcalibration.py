@@ -1,7 +1,8 @@
 """The CostCalibration reconciler's decision paths driven through FakeKube (an in-memory stand-in for
-the API server, pfstestkit/fakekube.py), on the user-facing example policies/costcalibration.yaml: waiting for the
-cluster, a run started (measurements, hint Job), probe MPIJobs in batches, an unchanged and a changed
-spec, refusals, a failed hint Job, a failed or unreadable probe job, and an object being deleted."""
+the API server, pfstestkit/fakekube.py), on the user-facing example policies/costcalibration.yaml:
+waiting for the cluster, a run started (measurements, hint Job), probe MPIJobs in batches, an unchanged
+and a changed spec, refusals, a failed hint Job, a failed or unreadable probe job, every probe job
+measured and the fit published (the cluster pointed at it), and an object being deleted."""
 
 from __future__ import annotations
 
@@ -11,9 +12,15 @@ from typing import Any
 import pytest
 
 from pfslayout import naming
+from pfslayout.calibration import simulate_probe
+from pfslayout.calibration.grid import GridCell, ProbeGrid
+from pfslayout.costmodel import SEED_ETHERNET
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import MPIJOB
+from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.costcalibration import objects as objs
+from pfslayout.kinds.costcalibration.probe_plan import make_plan
+from pfslayout.kinds.costcalibration.spec import parse_spec
 from pfslayout.operator.reconcilers import costcalibration as rec
 from pfstestkit import fakekube
 from pfstestkit.fakekube import Events, FakeKube, context, example, hint_log
@@ -210,3 +217,50 @@ def test_an_object_being_deleted_or_gone_is_left_alone() -> None:
     assert body is not None
     kube.custom.delete(CC, NS, NAME)
     assert rec.reconcile(context(kube, events), body) == {}
+
+
+def probe_log(kube: FakeKube, mpijob: dict[str, Any]) -> str:
+    """What the probe job's launcher prints on a platform that follows the seeds' model exactly: one
+    pfsprobe/1 document per invocation of the job, between the markers (synthetic: calibration/synthetic.py)."""
+    body = kube.custom.get(CC, NS, NAME)
+    assert body is not None
+    ofs = kube.custom.get(OFS, NS, NAME)
+    assert ofs is not None
+    urls = [s["url"] for s in ofs["status"]["endpoints"]["servers"]]
+    plan = make_plan(parse_spec(body["spec"]), NAME, 4, "/mnt/orangefs", urls)
+    job = plan.jobs[int(mpijob["metadata"]["labels"][objs.JOB_LABEL])]
+    out = []
+    for inv in job.invocations:
+        plat = inv.grid["platform"]
+        grid = ProbeGrid(plat["servers"], plat["nodes"], plat["ranks_per_node"],
+                         [GridCell(**c) for c in inv.grid["cells"]], design=None)  # type: ignore[arg-type]
+        doc = simulate_probe(grid, SEED_ETHERNET, noise=0.0)
+        out += [f"{objs.BEGIN} {inv.key}", json.dumps(doc), f"{objs.END} {inv.key}"]
+    return "\n".join(out) + "\n"
+
+
+def test_every_probe_job_measured_publishes_the_fit_and_points_the_cluster_at_it() -> None:
+    kube, events = FakeKube(), Events()
+    started(kube, events)
+    for _ in range(50):  # one probe job at a time (batch.maxConcurrentJobs: 1)
+        running = kube.custom.list(MPIJOB, NS)
+        if not running:
+            break
+        assert len(running) == 1
+        kube.finish_mpijob(NS, running[0]["metadata"]["name"], ok=True, log=probe_log(kube, running[0]))
+        st = step(kube, events)
+    assert st["phase"] == "Succeeded" and ready(st)["status"] == "True", ready(st)
+    assert st["jobs"]["succeeded"] == st["jobs"]["total"] and st["cells"]["progress"].split("/")[0] == \
+        st["cells"]["progress"].split("/")[1]
+    for p in ("e", "alpha_seq", "beta"):  # the model the synthetic platform follows, recovered
+        assert st["params"][p] == pytest.approx(getattr(SEED_ETHERNET, p), rel=0.05), (p, st["params"])
+    cm = kube.get("ConfigMap", NS, st["configMapName"])
+    assert cm is not None and json.loads(cm["data"]["params.json"])["e"] == pytest.approx(st["params"]["e"])
+    assert st["history"][0]["run"] == st["run"] and st["completionTime"]
+    ofs = kube.custom.get(OFS, NS, NAME)
+    assert ofs is not None and ofs["status"]["calibrationRef"]["name"] == NAME
+    assert ofs["status"]["calibrationRef"]["configMapName"] == st["configMapName"]
+    assert {"ProbeJobSucceeded", "CalibrationCurrent"} <= set(events.reasons())
+    assert kube.custom.list(MPIJOB, NS) == []  # each deleted once its documents were saved
+    again = step(kube, events)  # the run is over: nothing new
+    assert again["run"] == st["run"] and kube.custom.list(MPIJOB, NS) == []
