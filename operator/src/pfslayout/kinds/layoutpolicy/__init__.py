@@ -1,1 +1,2 @@
-"""LayoutPolicy's pure logic: each rule's decision and hints (`rules`), conditions and Events (`status`)."""
+"""LayoutPolicy's pure logic: each rule's decision and hints (`rules`), conditions and Events (`status`),
+the labels of the objects a policy owns (`children`)."""

@@ -23,7 +23,7 @@ from pfslayout.k8s.api import Kube
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
-from pfslayout.kinds.layoutpolicy import existing, learn, shim_configmap
+from pfslayout.kinds.layoutpolicy import children, existing, learn, shim_configmap
 from pfslayout.kinds.layoutpolicy import status as st
 from pfslayout.kinds.layoutpolicy.rules import Platform, RuleDecision, decide_rule, summary
 from pfslayout.kinds.orangefscluster.hintjob import hints_digest
@@ -137,7 +137,8 @@ class Reconcile(Reconciler):
         status: dict[str, Any] = {"paramsSource": source, "rules": self.rules, **self.learning_block(learned)}
         outcome: HintOutcome | None = None
         if self.due(dirs):
-            outcome = ensure_hints(self.kube, cluster, self.cluster_name, self.owner, dirs, self.hint_labels(),
+            outcome = ensure_hints(self.kube, cluster, self.cluster_name, self.owner, dirs,
+                                   children.labels(self.owner),
                                    nonce=int(self.old.get("checks") or 0) + 1)
             ready = self.hint_job(outcome, status, len(dirs))
         else:
@@ -227,16 +228,9 @@ class Reconcile(Reconciler):
         """A hint Job runs when the hints changed, a drift check is due or a migration is unfinished — but
         hints that just failed wait FAILED_RETRY_S, not every poll."""
         age = _age_s(self.old.get("lastCheckTime"))
-        due = bool(dirs) and (not self.same or age >= self.recheck_s or bool(self.old.get("migrationPending")))
+        recheck = age >= self.ctx.settings.layout_recheck_s
+        due = bool(dirs) and (not self.same or recheck or bool(self.old.get("migrationPending")))
         return due and not (self.old.get("failedDigest") == self.digest and age < FAILED_RETRY_S)
-
-    @property
-    def recheck_s(self) -> float:
-        return self.ctx.settings.layout_recheck_s
-
-    def hint_labels(self) -> dict[str, str]:
-        return {"app.kubernetes.io/name": "layoutpolicy", "app.kubernetes.io/instance": self.owner.name,
-                "pfslayout.io/layoutpolicy": self.owner.name}
 
     def hint_job(self, outcome: HintOutcome, status: dict[str, Any], count: int) -> Ready:
         """Where the hint Job over `count` directories stands, recorded in `status`; the Ready condition it

@@ -22,7 +22,7 @@ from pfslayout.k8s.api import Kube
 from pfslayout.k8s.meta import Owner, object_metadata, selector_string
 from pfslayout.k8s.workloads import job_state, pod_failure, tail
 from pfslayout.kinds import MANAGED_BY, MPIJOB
-from pfslayout.kinds.layoutpolicy import learn
+from pfslayout.kinds.layoutpolicy import children, learn
 from pfslayout.kinds.layoutpolicy.rules import Platform, full_path
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.operator.reconcilers.base import Context
@@ -46,11 +46,6 @@ class Learning:
     last_job: str | None = None
 
 
-def _labels(owner: Owner) -> dict[str, str]:
-    return {"app.kubernetes.io/name": "layoutpolicy", "app.kubernetes.io/instance": owner.name,
-            "pfslayout.io/layoutpolicy": owner.name}
-
-
 def _load(kube: Kube, owner: Owner) -> dict[str, Any]:
     cm = kube.get("ConfigMap", owner.namespace, naming.learned_configmap(owner.name))
     try:
@@ -63,7 +58,7 @@ def _load(kube: Kube, owner: Owner) -> dict[str, Any]:
 def _save(kube: Kube, owner: Owner, state: dict[str, Any]) -> None:
     kube.apply({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": object_metadata(owner, naming.learned_configmap(owner.name),
-                                            {**_labels(owner), "app.kubernetes.io/managed-by": MANAGED_BY}),
+                                            {**children.labels(owner), "app.kubernetes.io/managed-by": MANAGED_BY}),
                 "data": {"state.json": json.dumps(state, indent=1, sort_keys=True)}})
 
 
@@ -74,7 +69,7 @@ def publish_shim_config(kube: Kube, owner: Owner, text: str) -> None:
     if ((cm or {}).get("data") or {}).get("shim.json") != text:
         kube.apply({"apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": object_metadata(owner, naming.shim_configmap(owner.name),
-                                                {**_labels(owner), "app.kubernetes.io/managed-by": MANAGED_BY}),
+                                                {**children.labels(owner), "app.kubernetes.io/managed-by": MANAGED_BY}),
                     "data": {"shim.json": text}})
 
 
@@ -122,7 +117,7 @@ class Collector:
                                   "is the MPI Operator installed?")
             return self.out
         collectors = self.kube.list("Job", self.owner.namespace, selector_string(
-            {"pfslayout.io/layoutpolicy": self.owner.name, "app.kubernetes.io/component": learn.COLLECTOR_COMPONENT}))
+            {children.POLICY_LABEL: self.owner.name, "app.kubernetes.io/component": learn.COLLECTOR_COMPONENT}))
         self.out.condition = self.standing()
         if collectors:
             return self.finish(collectors[0])
@@ -149,7 +144,8 @@ class Collector:
         s, platform = self.ctx.settings, self.site.platform
         self.kube.apply(learn.collector_job(self.site.cluster, self.site.cluster_name, self.owner, mpijob,
                                             self.trace_dir, [full_path(platform, r["path"]) for _, r in self.rules],
-                                            s.operator_image, s.operator_image_pull_policy, _labels(self.owner)))
+                                            s.operator_image, s.operator_image_pull_policy,
+                                            children.labels(self.owner)))
         name = mpijob["metadata"]["name"]
         self.post(self.body, "Normal", "CollectingTrace",
                   f"MPIJob {name} succeeded: collecting its traces from {self.trace_dir}")
