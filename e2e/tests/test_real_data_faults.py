@@ -45,7 +45,7 @@ from pfstestkit.real import assert_real_pods, place
 
 pytestmark = pytest.mark.timeout(1500)
 
-WRITE_S = 45  # how long the client writes 1 MiB files; a server is killed 3 s in and is back in ~15 s
+WRITE_MAX_S = 600  # the writer's own bound; the test stops it once it has written past the outage
 
 
 def cluster_doc(name: str, host: Path, reclaim: str) -> dict[str, Any]:
@@ -140,16 +140,27 @@ def test_retain_keeps_every_byte_through_delete_and_recreate(cluster: Any, serve
                        timeout=120, interval=1)
 
 
+# The writer logs each outcome to a file in the toolbox as well as to its output, so the test can wait on
+# what it has done (a write before the kill, one after the restart) instead of on a clock: under a loaded
+# CI machine `kubectl exec` alone can take seconds, and a fixed 45 s window once ended before a write
+# landed on each side of the outage. It stops when the test creates the stop file (or after its bound).
 WRITER = """
-i=0; f=$(mktemp); head -c 1048576 /dev/urandom > $f; end=$(( $(date +%s) + {seconds} ))
-while [ $(date +%s) -lt $end ]; do
+rm -f {log} {stop}; i=0; f=$(mktemp); head -c 1048576 /dev/urandom > $f; end=$(( $(date +%s) + {seconds} ))
+while [ ! -e {stop} ] && [ $(date +%s) -lt $end ]; do
   i=$((i+1)); sum=$(sha256sum < $f | cut -d' ' -f1)
   if out=$(pvfs2-cp $f {mount}/during/$i 2>&1); then echo "OK $i $sum $(date +%s.%N)"
   else echo "FAILED $i rc=$? $(date +%s.%N) $out" | tr '\\n' ' '; echo; fi
   head -c 1048576 /dev/urandom > $f
-done
+done | tee {log}
 rm -f $f
 """
+WRITER_LOG, WRITER_STOP = "/tmp/writer.log", "/tmp/writer.stop"
+
+
+def acknowledged(cluster: Any, ns: str, tool: str) -> list[float]:
+    """The times of the writes the running writer has had acknowledged so far."""
+    log = sh(cluster, ns, tool, f"cat {WRITER_LOG} 2>/dev/null || true")
+    return [float(m.group(1)) for m in (re.match(r"OK \d+ \w+ ([\d.]+)", x) for x in log.splitlines()) if m]
 
 
 def with_a_file(cluster: Any, namespace: str, name: str, host_root: Path) -> tuple[str, bytes]:
@@ -169,10 +180,11 @@ def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, serv
 
     # A client writing 1 MiB files one after another, each over both servers, while server 0 is killed.
     out: list[str] = []
-    writer = threading.Thread(target=lambda: out.append(sh(cluster, namespace, tool,
-                                                           WRITER.format(seconds=WRITE_S, mount=MOUNT), timeout=900)))
+    script = WRITER.format(seconds=WRITE_MAX_S, mount=MOUNT, log=WRITER_LOG, stop=WRITER_STOP)
+    writer = threading.Thread(target=lambda: out.append(sh(cluster, namespace, tool, script, timeout=900)))
     writer.start()
-    time.sleep(3)
+    cluster.wait_until(lambda: len(acknowledged(cluster, namespace, tool)) >= 3, "the writer's first writes",
+                       timeout=180, interval=1)
     victim = sorted(p["metadata"]["name"] for p in server_pods(cluster, namespace, "crash"))[0]
     old_uid = cluster.kubectl_json("get", "pod", victim, "-n", namespace)["metadata"]["uid"]
     killed_at, killed_wall = time.monotonic(), time.time()
@@ -184,6 +196,10 @@ def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, serv
     cluster.wait_until(back, f"{victim} restarted by its StatefulSet", timeout=240, interval=1)
     restarted_after = time.monotonic() - killed_at
     back_wall = time.time()
+    # Enough writes after the restart to see the writer's normal pace again, then stop it.
+    cluster.wait_until(lambda: sum(t > back_wall for t in acknowledged(cluster, namespace, tool)) >= 5,
+                       "writes acknowledged after the restart", timeout=300, interval=2)
+    sh(cluster, namespace, tool, f"touch {WRITER_STOP}")
     writer.join(timeout=900)
     assert out, "the writer never returned"
     lines = out[0].splitlines()
