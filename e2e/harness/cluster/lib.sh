@@ -10,13 +10,17 @@ REPO_ROOT=$(cd "$CLUSTER_LIB_DIR/../../.." && pwd)
 CACHE_ROOT=${PFSLAYOUT_CACHE:-$HOME/.cache/pfs-layout-operator}
 # -n1: the set of commands built (n1 adds kubelet and kube-proxy for the real node).
 K8S_DIR=$CACHE_ROOT/k8s-$K8S_VERSION-n1
-# The suffix names the set of upstream Stages copied beside the binary: bump it when build.sh copies others.
-KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION-s3
-HELM_DIR=$CACHE_ROOT/helm-$HELM_VERSION
-# Our own entry points are part of what is built: their hash is in the key, so editing one rebuilds.
-entry_point_key() { sha256sum "$CLUSTER_LIB_DIR/$1/main.go" | cut -c1-8; }
-MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION-$(entry_point_key mpi-operator)
-COREDNS_DIR=$CACHE_ROOT/coredns-$COREDNS_VERSION-$(entry_point_key coredns)
+# Helm, kwok, the MPI Operator and CoreDNS are built in one Go module (build.sh, "tools"), so each one's
+# build depends on all four versions and on our two entry points: one key over them names the module and
+# the four directories, and a change to any of them rebuilds all four (mostly from the shared Go cache).
+TOOLS_KEY=$( { echo "$HELM_VERSION $KWOK_VERSION $MPI_OPERATOR_VERSION $COREDNS_VERSION"
+               cat "$CLUSTER_LIB_DIR/mpi-operator/main.go" "$CLUSTER_LIB_DIR/coredns/main.go"; } | sha256sum | cut -c1-8)
+TOOLS_MODULE_DIR=$CACHE_ROOT/go/tools-$TOOLS_KEY
+HELM_DIR=$CACHE_ROOT/helm-$HELM_VERSION-$TOOLS_KEY
+# The -s3 suffix names the set of upstream Stages copied beside the binary: bump it when build.sh copies others.
+KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION-s3-$TOOLS_KEY
+MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION-$TOOLS_KEY
+COREDNS_DIR=$CACHE_ROOT/coredns-$COREDNS_VERSION-$TOOLS_KEY
 # Go's own caches live beside the binaries so a warm machine rebuilds nothing and `rm -rf` of one
 # directory cleans everything.
 export GOCACHE=${PFSLAYOUT_GOCACHE:-$CACHE_ROOT/go/build}
