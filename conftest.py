@@ -4,14 +4,23 @@ tier's folder, or a `-m` naming no tier, fails the run before any test starts.""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from pfstestkit.lanes import SERIAL, minutes_by_lane
 from pfstestkit.scheduling import join_group
 from pfstestkit.tiers import MARKERS, PlanError, tier_of, tiers_of_expression
 
+# The MCA variable naming where Open MPI 4 puts mpirun's session directory (pfstestkit.probe and .shim
+# launch through the environment, so one setting here reaches every mpirun a test starts).
+OMPI_TMPDIR = "OMPI_MCA_orte_tmpdir_base"
+
 
 def pytest_configure(config: pytest.Config) -> None:
+    own_open_mpi_session_dir(config)
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
     expr = config.option.markexpr
@@ -27,6 +36,17 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     serial group: alone, after every other test of a run side by side (pfstestkit.scheduling)."""
     if item.get_closest_marker("serial"):
         join_group(item, SERIAL)
+
+
+def own_open_mpi_session_dir(config: pytest.Config) -> None:
+    """Open MPI 4 keeps every mpirun's session directory under one per-user directory of /tmp and removes
+    it when a job ends, so two mpiruns from workers side by side race on it and one fails with "A call to
+    mkdir was unable to create the desired directory" (open-mpi/ompi#8510; CI lost a run to it). Each
+    pytest process — every xdist worker runs this hook — gets a base of its own, set unconditionally: a
+    worker inherits the controller's environment and must not share its base."""
+    base = tempfile.mkdtemp(prefix="pfslayout-ompi-")
+    os.environ[OMPI_TMPDIR] = base
+    config.add_cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the tier must be on the item by then

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import struct
 import subprocess
 import tempfile
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pfstestkit.shim import MpiBuild, pfslayout_cmd, write_config
+from pfstestkit.shim import MpiBuild, launcher_env, pfslayout_cmd, write_config
 
 MIB = 1 << 20
 # 003 Table 3 Ethernet, with alpha_seq = alpha_rand so the expected replica does not depend on which
@@ -43,6 +44,20 @@ def run_plain(mpi: MpiBuild, tmp: Path, np: int, prog: str, *args: str) -> tuple
     plain.mkdir(exist_ok=True)
     out = mpi.run(np, [mpi.program(prog), plain / "f.dat", *args]).stdout
     return out, (plain / "f.dat").read_bytes()
+
+
+def test_open_mpi_keeps_its_session_under_this_test_process() -> None:
+    """Open MPI's session directory (what OMPI_FILE_LOCATION names in each rank) is under this pytest
+    process's own base (the root conftest), not the per-user /tmp directory that mpiruns of workers side
+    by side race on (open-mpi/ompi#8510: "A call to mkdir was unable to create the desired directory")."""
+    if shutil.which("mpirun.openmpi") is None:
+        pytest.skip("mpirun.openmpi is not installed")
+    done = subprocess.run(["mpirun.openmpi", "--allow-run-as-root", "-np", "1", "printenv", "OMPI_FILE_LOCATION"],
+                          capture_output=True, text=True, timeout=120, env=launcher_env())
+    assert done.returncode == 0, done.stderr
+    base = Path(os.environ["OMPI_MCA_orte_tmpdir_base"])  # noqa: SIM112 (MCA names are lower case)
+    assert base.name.startswith("pfslayout-ompi-") and base.is_dir(), base
+    assert Path(done.stdout.strip()).is_relative_to(base), (done.stdout, base)
 
 
 @pytest.mark.parametrize(("np", "posix", "alongside"), [(1, True, True), (2, True, True), (4, True, True),
