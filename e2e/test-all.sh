@@ -50,14 +50,11 @@ finish() {
 }
 trap finish EXIT
 
-if needs helm || needs cluster; then
-  step "Helm"
-  e2e/harness/cluster.sh build helm
-fi
 if needs cluster; then
-  # The longest cold build (the Kubernetes binaries, kwok, the MPI Operator, CoreDNS, then the images,
-  # which wait for the OrangeFS and MPICH trees below through their build lock): in the background.
-  step "Kubernetes binaries and the real node's images, in the background (log: $work/cluster-build.log)"
+  # The longest cold build (Helm, the Kubernetes binaries, kwok, the MPI Operator, CoreDNS, then the
+  # images, which wait for the OrangeFS and MPICH trees below through their build lock): in the
+  # background, from the start. Helm first: the tiers below that run it ask for it (step "Helm").
+  step "Helm, the Kubernetes binaries and the real node's images, in the background (log: $work/cluster-build.log)"
   e2e/harness/cluster.sh build >"$work/cluster-build.log" 2>&1 &
   build_pid=$!
 fi
@@ -86,6 +83,13 @@ fi
 if needs shim; then
   step "C shim and probe (CMake, Open MPI and MPICH) + C unit tests"
   shim/build.sh --test
+fi
+
+if needs helm; then
+  # Built by the background build above when there is one (this waits for that component only: a cold
+  # Helm is ready long before the OrangeFS and MPICH trees), here otherwise.
+  step "Helm"
+  e2e/harness/cluster.sh build helm
 fi
 
 # pytest's exit 5 (no test selected) is no failure of a session whose filter selects nothing.

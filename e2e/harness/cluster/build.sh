@@ -2,7 +2,7 @@
 # Builds the local test cluster's binaries from the Go module proxy at the versions in versions.env,
 # into ~/.cache/pfs-layout-operator/<component>-<version>/. Each component is installed atomically and
 # stamped; a stamped component is skipped, so a warm run does nothing. Concurrent runs (several
-# engineers, the test command) serialise on a lock file instead of building twice.
+# engineers, the test command) serialise on a lock file, one component at a time, instead of building twice.
 # Usage: build.sh [helm|k8s|kwok|mpi-operator|coredns ...]   (default: all, Helm first)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -162,18 +162,34 @@ build_mpi_operator() {
 components=("$@")
 [ ${#components[@]} -gt 0 ] || components=(helm k8s kwok mpi-operator coredns)
 
+dir_of() {
+  case $1 in
+    helm) echo "$HELM_DIR" ;;
+    k8s) echo "$K8S_DIR" ;;
+    kwok) echo "$KWOK_DIR" ;;
+    mpi-operator) echo "$MPIOP_DIR" ;;
+    coredns) echo "$COREDNS_DIR" ;;
+    *) die "unknown component '$1' (expected helm, k8s, kwok, mpi-operator or coredns)" ;;
+  esac
+}
+for c in "${components[@]}"; do dir_of "$c" >/dev/null; done
+
+# The lock is held one component at a time, and an installed component is skipped before it is asked for:
+# the test command's background build of everything starts with Helm, and the foreground asks for Helm
+# alone before the tiers that run it — it gets Helm as soon as that is built, not after Kubernetes.
 exec 9>"$CACHE_ROOT/build.lock"
-if ! flock -n 9; then
-  log "another build holds $CACHE_ROOT/build.lock; waiting (up to 30 min)"
-  flock -w 1800 9 || die "timed out waiting for the build lock"
-fi
 for c in "${components[@]}"; do
+  installed "$(dir_of "$c")" && continue
+  if ! flock -n 9; then
+    log "another build holds $CACHE_ROOT/build.lock; waiting for it (up to 30 min) before $c"
+    flock -w 1800 9 || die "timed out waiting for the build lock"
+  fi
   case $c in
     helm) build_helm ;;
     k8s) build_k8s ;;
     kwok) build_kwok ;;
     mpi-operator) build_mpi_operator ;;
     coredns) build_coredns ;;
-    *) die "unknown component '$c' (expected helm, k8s, kwok, mpi-operator or coredns)" ;;
   esac
+  flock -u 9
 done

@@ -43,7 +43,7 @@ FOLDERS: tuple[tuple[str, str], ...] = (
 #   orangefs — OrangeFS and MPICH with ROMIO's pvfs2 driver (images/build/host.sh)
 #   shim     — the C shim and probe for both MPIs, with the C unit tests (shim/build.sh --test)
 #   helm     — Helm alone (e2e/harness/cluster.sh build helm)
-#   cluster  — the Kubernetes binaries and the real node's images (e2e/harness/cluster.sh build)
+#   cluster  — Helm, the Kubernetes binaries and the real node's images (e2e/harness/cluster.sh build)
 NEEDS: dict[str, tuple[str, ...]] = {
     "unit": (),
     "integration": ("orangefs", "shim", "helm"),
