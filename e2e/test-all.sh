@@ -40,6 +40,12 @@ export PATH="$venv/bin:$PATH"
 export PYTHONPATH="$root/operator/src:$root/lab:$root/e2e/testkit${PYTHONPATH:+:$PYTHONPATH}"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/pfslayout-test-all.XXXXXX")
+# Bytecode written once per run, outside the checkout: where the environment sets PYTHONDONTWRITEBYTECODE
+# (this project's CI image does), every Python process of the run — each local operator of the e2e tests,
+# each `pfslayout` call, each pytest worker — otherwise compiled the package from source again, ≈ 0.5 s of
+# CPU per start (an operator's imports: 2.8 s against 2.3 s).
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX=$work/pycache
 build_pid='' other_pid='' stop_cluster=0
 # shellcheck disable=SC2329  # run by the EXIT trap
 finish() {

@@ -366,3 +366,15 @@ def test_measuring_gives_normal_priority_back_to_the_thread_and_its_children() -
                          capture_output=True, text=True, check=True).stdout.splitlines()
     assert [line.split() for line in out] == [["19", "19", "idle"], ["0", "0", "best-effort:", "prio", "4"],
                                               ["19", "19", "idle"]], out
+
+
+def test_poll_delays_grow_from_the_interval_to_the_ceiling() -> None:
+    from itertools import islice, pairwise
+
+    from pfstestkit.cluster import poll_delays
+
+    short = list(islice(poll_delays(0.25), 8))
+    assert short[0] == 0.25
+    assert all(b >= a for a, b in pairwise(short))
+    assert short[-1] == 1.0 and sum(short[:4]) < 2.1  # four answers within about two seconds
+    assert list(islice(poll_delays(2.0), 3)) == [2.0, 2.0, 2.0]  # a longer interval is kept as given
