@@ -36,19 +36,15 @@ from schema_parts import (
     tolerations,
 )
 
-from pfslayout.images import DEFAULT_MPI_IMAGE, DEFAULT_ORANGEFS_IMAGE
-
 GROUP = "pfslayout.io"
 VERSION = "v1alpha1"
 
-# The default images (those e2e/harness/cluster.sh builds from images/ and loads into kind; there is no
-# registry) are the operator's own constants, pfslayout.images: the CRDs' defaults and the operator's
-# cannot drift apart.
-def _image(description: str, default: str | None = None) -> Schema:
-    out = string(description, minLength=1, maxLength=512, pattern=r"^[^\s]+$")
-    if default:
-        out["default"] = default
-    return out
+# No image field has a schema default: an object that names no image gets the operator's, which the chart
+# sets once for a release (values `images.orangefs`, `images.mpi`; operator settings PFSLAYOUT_ORANGEFS_IMAGE,
+# PFSLAYOUT_MPI_IMAGE; pfslayout.images holds their defaults). A schema default would be stored in every
+# object at creation and outlive a change of the release's images.
+def _image(description: str) -> Schema:
+    return string(description, minLength=1, maxLength=512, pattern=r"^[^\s]+$")
 
 
 PULL_POLICY = string("When the kubelet pulls the image.", enum=["Always", "IfNotPresent", "Never"],
@@ -180,8 +176,8 @@ def orangefs_cluster_spec() -> Schema:
     }, default={})
 
     return obj("Desired OrangeFS testbed.", {
-        "image": _image("OrangeFS image for the servers (and the toolbox unless `client.image` is set).",
-                        DEFAULT_ORANGEFS_IMAGE),
+        "image": _image("OrangeFS image for the servers (and the toolbox unless `client.image` is set); "
+                        "omitted uses the operator's (the chart's `images.orangefs`)."),
         "imagePullPolicy": PULL_POLICY,
         "servers": servers,
         "storage": storage,
@@ -281,7 +277,8 @@ def cost_calibration_spec() -> Schema:
         "clusterRef": object_ref("The OrangeFSCluster to calibrate.", "OrangeFSCluster") | {
             "x-kubernetes-validations": [rule("self == oldSelf", "clusterRef is immutable; create a new "
                                               "CostCalibration for another cluster")]},
-        "probeImage": _image("Image with `pfsprobe` and MPICH (ROMIO with pvfs2).", DEFAULT_MPI_IMAGE),
+        "probeImage": _image("Image with `pfsprobe` and MPICH (ROMIO with pvfs2); omitted uses the operator's "
+                             "(the chart's `images.mpi`)."),
         "imagePullPolicy": PULL_POLICY,
         "grid": grid,
         "fit": obj("How the parameters are fitted from the measurements (non-negative least squares).", {
@@ -558,8 +555,8 @@ def layout_policy_spec() -> Schema:
         }, default={}),
         "shim": obj("The cost-aware MPI-IO shim injected into matching MPIJobs.", {
             "enabled": boolean("Inject `libpfsshim.so` (LD_PRELOAD) and its config.", default=True),
-            "image": _image("Image whose init container copies `libpfsshim.so` into the job's pods.",
-                            DEFAULT_MPI_IMAGE),
+            "image": _image("Image whose init container copies `libpfsshim.so` into the job's pods; omitted "
+                            "uses the operator's (the chart's `images.mpi`)."),
             "imagePullPolicy": PULL_POLICY,
             "routePaths": boolean("Route the job's plain MPI-IO paths under the cluster's mount path "
                                   "(`spec.client.mountPath`, e.g. `/mnt/orangefs/run1/f`) through ROMIO's pvfs2 "

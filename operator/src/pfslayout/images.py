@@ -1,10 +1,12 @@
-"""The default images: the three the repository builds from images/ (docs/images.md) and the kind path
-loads into the test cluster; there is no public registry.
+"""The default images: the three the repository builds from images/ (docs/images.md), under the names the
+test cluster's registry serves them by (e2e/harness/cluster/registry.sh).
 
-One constant each, imported by the operator's settings, the kinds' specs and builders, and the CRD
-generator (crds/kinds.py writes them as the schemas' defaults). The chart's values.yaml and the docs
-keep their own literals; tests/unit/test_naming.py checks they equal these. No imports, so crds/ can read
-this module without the rest of the package.
+One constant each: the operator's settings fall back to them (PFSLAYOUT_OPERATOR_IMAGE,
+PFSLAYOUT_ORANGEFS_IMAGE, PFSLAYOUT_MPI_IMAGE, which the chart sets from its values `image.*`,
+`images.orangefs`, `images.mpi`), and the kinds' parsers give them to a spec that names no image when
+called without the operator's. The CRDs carry no image default (crds/kinds.py says why). The chart's
+values.yaml and the docs keep their own literals; tests/unit/test_naming.py checks they equal these. No
+imports, so crds/ can read this module without the rest of the package.
 """
 
 DEFAULT_OPERATOR_IMAGE = "pfslayout/operator:dev"  # the operator; also the trace collector's `pfslayout summarise` step

@@ -192,6 +192,21 @@ def test_own_tls_without_its_ca_is_refused_with_the_fix(helm: list[str], helm_en
     assert "webhook.tls.caBundle" in proc.stderr and "unset webhook.tls.secretName" in proc.stderr
 
 
+def test_the_images_of_the_operators_objects_come_from_the_values(render: Any, helm: list[str],
+                                                                  helm_env: dict[str, str]) -> None:
+    """values `images` become the operator's settings (one place for a release's registry); an upgrade
+    with --reuse-values from a release before them is refused naming the value and the flag to use."""
+    (deploy,) = [d for d in render("--set", "images.orangefs=reg.example/p/orangefs:1",
+                                   "--set", "images.mpi=reg.example/p/mpi:1") if d["kind"] == "Deployment"]
+    env = {e["name"]: e.get("value") for e in deploy["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["PFSLAYOUT_ORANGEFS_IMAGE"] == "reg.example/p/orangefs:1"
+    assert env["PFSLAYOUT_MPI_IMAGE"] == "reg.example/p/mpi:1"
+    proc = subprocess.run([*helm, "template", "rel", str(CHART), "--set", "images=null"],
+                          capture_output=True, text=True, timeout=60, check=False, env=helm_env)
+    assert proc.returncode != 0
+    assert "values images.orangefs is not set: upgrade with --reset-then-reuse-values" in proc.stderr, proc.stderr
+
+
 def _granted(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
     granted: dict[tuple[str, str], set[str]] = {}
     for r in role["rules"]:

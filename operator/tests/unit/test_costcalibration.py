@@ -169,3 +169,18 @@ def test_current_calibration_prefers_the_latest_ready_one() -> None:
     assert current_calibration("ofs", ccs, None)["name"] == "b"  # type: ignore[index]
     assert current_calibration("ofs", [], {"name": "ofs-calibration"}) == {"name": "ofs-calibration"}
     assert current_calibration("other", ccs, None) is None
+
+
+def test_a_spec_naming_no_image_gets_the_operators() -> None:
+    """The CRDs carry no image default: parse_spec gives the operator's (Settings.mpi_image,
+    Settings.orangefs_image; the chart's `images`) to a spec that names none, and keeps one that does."""
+    from pfslayout.images import DEFAULT_MPI_IMAGE, DEFAULT_ORANGEFS_IMAGE
+    from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster
+
+    ref = {"clusterRef": {"name": "ofs"}}
+    assert parse_spec(ref).probe_image == DEFAULT_MPI_IMAGE
+    assert parse_spec(ref, "reg.example/mpi:1").probe_image == "reg.example/mpi:1"
+    assert parse_spec({**ref, "probeImage": "mine:2"}, "reg.example/mpi:1").probe_image == "mine:2"
+    assert parse_cluster({}).image == DEFAULT_ORANGEFS_IMAGE
+    assert parse_cluster(None, "reg.example/ofs:1").image == "reg.example/ofs:1"
+    assert parse_cluster({"image": "mine:3"}, "reg.example/ofs:1").image == "mine:3"

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from pfslayout import naming
+from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.kinds.layoutpolicy import inject
 
 
@@ -177,3 +179,18 @@ def test_a_users_own_preload_is_kept_after_the_shim_and_a_second_shim_is_dropped
     env, _ = inject.environment("MPICH", "j", "/opt/darshan/lib/libdarshan.so /usr/local/lib/libpfsshim.so")
     assert {e["name"]: e["value"] for e in env}["LD_PRELOAD"] == \
         "/pfslayout/lib/libpfsshim.so:/opt/darshan/lib/libdarshan.so"
+
+
+def test_the_shims_image_is_the_policys_else_the_operators() -> None:
+    """A policy naming no `spec.shim.image` gets the operator's (Settings.mpi_image, the chart's images.mpi):
+    the CRD stores none, so a release's registry is set once."""
+    def copier(pol: dict[str, Any], **kw: str) -> str:
+        decided = inject.decide(job(), [pol], **kw)
+        assert decided is not None
+        pods = decided[1]["Launcher"]["template"]["spec"]
+        return str(next(c for c in pods["initContainers"] if c["name"] == naming.SHIM_COPIER)["image"])
+
+    assert copier(policy(shim={"enabled": True}), shim_image="reg.example/pfs/mpi:1") == "reg.example/pfs/mpi:1"
+    assert copier(policy(shim={"enabled": True})) == DEFAULT_MPI_IMAGE
+    assert copier(policy(shim={"enabled": True, "image": "mine/mpi:2"}), shim_image="reg.example/pfs/mpi:1") \
+        == "mine/mpi:2"

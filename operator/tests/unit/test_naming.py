@@ -1,7 +1,7 @@
 """Every name the operator derives from a custom object's name (pfslayout.naming), pinned byte for byte
 for sample owners: an upgraded operator finds the objects the previous one made by these names, so a
-change here orphans them. And the default images (pfslayout.images) are the ones the chart and the CRDs
-write down as literals (YAML cannot import them)."""
+change here orphans them. And the default images (pfslayout.images) are the ones the chart writes down as
+literals (YAML cannot import them); the CRDs carry none."""
 
 from __future__ import annotations
 
@@ -84,12 +84,16 @@ def _spec_schema(kind: str) -> dict[str, Any]:
     return spec["properties"]
 
 
-def test_default_images_are_the_chart_and_crd_defaults() -> None:
+def test_default_images_are_the_charts_and_the_crds_carry_none() -> None:
+    """The chart's values name the three images once (the operator's settings take them from there); a
+    CRD default would be stored in every object at creation and outlive the release's images."""
     values = yaml.safe_load((ROOT / "charts" / "pfs-layout-operator" / "values.yaml").read_text())
     assert f"{values['image']['repository']}:{values['image']['tag']}" == images.DEFAULT_OPERATOR_IMAGE
-    assert _spec_schema("orangefsclusters")["image"]["default"] == images.DEFAULT_ORANGEFS_IMAGE
-    assert _spec_schema("costcalibrations")["probeImage"]["default"] == images.DEFAULT_MPI_IMAGE
+    assert values["images"] == {"orangefs": images.DEFAULT_ORANGEFS_IMAGE, "mpi": images.DEFAULT_MPI_IMAGE}
+    assert "default" not in _spec_schema("orangefsclusters")["image"]
+    assert "default" not in _spec_schema("costcalibrations")["probeImage"]
     shim = _spec_schema("layoutpolicies")["shim"]
-    assert shim["properties"]["image"]["default"] == shim["default"]["image"] == images.DEFAULT_MPI_IMAGE
+    assert "default" not in shim["properties"]["image"] and "image" not in shim.get("default", {})
     settings_doc = (ROOT / "docs" / "operator.md").read_text()
-    assert f"`{images.DEFAULT_OPERATOR_IMAGE}`" in settings_doc and f"`{images.DEFAULT_MPI_IMAGE}`" in settings_doc
+    for image in (images.DEFAULT_OPERATOR_IMAGE, images.DEFAULT_ORANGEFS_IMAGE, images.DEFAULT_MPI_IMAGE):
+        assert f"`{image}`" in settings_doc, image

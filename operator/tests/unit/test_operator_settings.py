@@ -24,7 +24,10 @@ def test_defaults_without_any_variable() -> None:
     assert (s.retry_s, s.forbidden_retry_s, s.resync_s, s.layout_recheck_s) == (5, 60, 300, 300)
     assert s.watch_server_timeout == 120 and s.watch_client_timeout == 150
     assert s.cluster_domain == "cluster.local" and s.operator_image == images.DEFAULT_OPERATOR_IMAGE
-    assert s.operator_image_pull_policy == "IfNotPresent" and s.probe_image is None
+    assert s.operator_image_pull_policy == "IfNotPresent"
+    assert (s.orangefs_image, s.mpi_image) == (images.DEFAULT_ORANGEFS_IMAGE, images.DEFAULT_MPI_IMAGE)
+    chart = settings.load({"PFSLAYOUT_ORANGEFS_IMAGE": "reg.example/o:1", "PFSLAYOUT_MPI_IMAGE": "reg.example/m:1"})
+    assert (chart.orangefs_image, chart.mpi_image) == ("reg.example/o:1", "reg.example/m:1")
     assert s.reporting_instance  # the events API rejects Events without one
 
 

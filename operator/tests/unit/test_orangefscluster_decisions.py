@@ -6,12 +6,12 @@ import json
 from typing import Any
 
 from pfslayout import naming
-from pfslayout.k8s.workloads import pods_ready_by_ordinal
+from pfslayout.k8s.workloads import pod_failure, pods_ready_by_ordinal
 from pfslayout.kinds.orangefscluster import meta as c
 from pfslayout.kinds.orangefscluster.decisions import applied_record, decide, read_applied
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology, fs_conf_for
 from pfslayout.kinds.orangefscluster.spec import parse_spec
-from pfslayout.kinds.orangefscluster.status import Observed, compute_status, endpoints, phase_of, ready_servers
+from pfslayout.kinds.orangefscluster.status import Observed, compute_status, endpoints, events, phase_of, ready_servers
 
 NS, NAME = "lab", "demo"
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
@@ -168,6 +168,27 @@ def test_status_reports_refusal_and_invalid_spec() -> None:
     bad = status_for(Observed(None), error="spec.storage.size: required for storage type pvc")
     assert bad["phase"] == "Failed"
     assert conds(bad)["SpecApplied"]["message"].startswith("spec.storage.size")
+
+
+def test_a_server_stuck_on_its_image_names_it_and_the_field_to_fix() -> None:
+    """ImagePullBackOff of a server pod (k8s.workloads.pod_failure) is the Ready condition's reason, its
+    message names the pod, the image and spec.image, and the change is a Warning Event."""
+    image = "reg.example/pfslayout/orangefs:nope"
+    waiting = {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
+    # the servers' init container is the first to need the image (Init:ErrImagePull in kubectl get pods)
+    pod = {"metadata": {"name": "demo-server-1"},
+           "status": {"initContainerStatuses": [{"image": image, "state": {"waiting": waiting}}],
+                      "containerStatuses": [{"image": image, "state": {"waiting": {"reason": "PodInitializing"}}}]}}
+    stuck = pod_failure([pod])
+    assert stuck is not None
+    first = status_for(Observed(sts(2, 1), {0: True, 1: False}), now=T0)
+    st = status_for(Observed(sts(2, 1), {0: True, 1: False}, stuck), previous=first, now=T1)
+    ready = conds(st)["Ready"]
+    assert st["phase"] == "Provisioning" and ready["status"] == "False" and ready["reason"] == "ImagePullBackOff"
+    assert "demo-server-1" in ready["message"] and image in ready["message"]
+    assert "set spec.image" in ready["message"] and ready["message"].startswith("1/2 servers Ready; ")
+    warned = [e for e in events(first, st) if e.reason == "ImagePullBackOff"]
+    assert [e.type for e in warned] == ["Warning"] and "spec.image" in warned[0].message
 
 
 def test_job_state() -> None:

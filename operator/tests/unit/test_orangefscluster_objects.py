@@ -194,7 +194,6 @@ def _crd_spec_schema() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("path", "attr"), [
-    ("image", lambda s: s.image),
     ("imagePullPolicy", lambda s: s.image_pull_policy),
     ("servers.count", lambda s: s.servers.count),
     ("fs.name", lambda s: s.fs.name),
@@ -214,6 +213,13 @@ def test_typed_spec_defaults_match_the_crd(path: str, attr: Any) -> None:
     for part in path.split("."):
         node = node["properties"][part]
     assert attr(parse_spec({"storage": {"size": "1Gi"}})) == node["default"], path
+
+
+def test_the_image_has_no_crd_default_and_the_operators_applies() -> None:
+    """spec.image is the one field without a CRD default: a spec naming none gets the operator's image
+    (Settings.orangefs_image, the chart's images.orangefs), which parse_spec receives."""
+    assert "default" not in _crd_spec_schema()["properties"]["image"]
+    assert parse_spec({"storage": {"size": "1Gi"}}, "reg.example/orangefs:1").image == "reg.example/orangefs:1"
 
 
 def test_wipe_job_is_pinned_to_the_node_and_removes_only_the_pods_directory() -> None:

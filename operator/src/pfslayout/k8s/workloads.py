@@ -53,7 +53,9 @@ def pod_failure(pods: list[dict[str, Any]], not_found_marker: str | None = None)
     the image (exit 127, or a termination message carrying `not_found_marker`)."""
     for pod in pods:
         name = pod["metadata"]["name"]
-        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        status = pod.get("status") or {}
+        # init containers first: a pod whose init container cannot be pulled never gets to the others
+        for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
             state = cs.get("state") or {}
             waiting = state.get("waiting") or {}
             if waiting.get("reason") in STUCK_REASONS:

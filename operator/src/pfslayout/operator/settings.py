@@ -24,7 +24,7 @@ from typing import TypeVar
 import kopf
 
 from pfslayout.errors import InputError
-from pfslayout.images import DEFAULT_OPERATOR_IMAGE
+from pfslayout.images import DEFAULT_MPI_IMAGE, DEFAULT_OPERATOR_IMAGE, DEFAULT_ORANGEFS_IMAGE
 from pfslayout.naming import DEFAULT_CLUSTER_DOMAIN
 
 T = TypeVar("T")
@@ -87,12 +87,17 @@ class Settings:
     retry_s: float  # Kopf's backoff of every retried handler and timer (its default, 60 s, is a minute lost)
     forbidden_retry_s: float  # a reconcile the API server refused (403, namespace not enrolled)
     resync_s: float
+    server_poll_s: float  # how often the server pods of a cluster not Ready are looked at (stuck images)
     calibration_poll_s: float
     layout_poll_s: float
     layout_recheck_s: float
     metrics_addr: tuple[str, int] | None
     cluster_domain: str
-    probe_image: str | None
+    # The images of the objects the operator makes when theirs names none (one place: the chart's values
+    # `images.orangefs` and `images.mpi`): OrangeFS servers, toolboxes, hint and wipe Jobs; calibration
+    # probes and the shim's init container.
+    orangefs_image: str
+    mpi_image: str
     operator_image: str
     operator_image_pull_policy: str
     namespace_role: str
@@ -215,13 +220,15 @@ def load(env: Mapping[str, str]) -> Settings:
         # Retrying cannot help until an admin acts: slowly (the e2e operator shortens it to see enrollment take).
         forbidden_retry_s=r.seconds("PFSLAYOUT_FORBIDDEN_RETRY_SECONDS", 60),
         resync_s=r.seconds("PFSLAYOUT_RESYNC_SECONDS", 300),
+        server_poll_s=r.seconds("PFSLAYOUT_SERVER_POLL_SECONDS", 10),
         calibration_poll_s=r.seconds("PFSLAYOUT_CALIBRATION_POLL_SECONDS", 5),
         layout_poll_s=r.seconds("PFSLAYOUT_LAYOUT_POLL_SECONDS", 5),
         layout_recheck_s=r.seconds("PFSLAYOUT_LAYOUT_RECHECK_SECONDS", 300),
         metrics_addr=None if metrics is None else r.checked(
             lambda: parse_addr("PFSLAYOUT_METRICS_ADDR", metrics, "127.0.0.1:9090"), None),
         cluster_domain=r.dns_name("PFSLAYOUT_CLUSTER_DOMAIN", DEFAULT_CLUSTER_DOMAIN),
-        probe_image=r.raw("PFSLAYOUT_PROBE_IMAGE"),
+        orangefs_image=r.raw("PFSLAYOUT_ORANGEFS_IMAGE") or DEFAULT_ORANGEFS_IMAGE,
+        mpi_image=r.raw("PFSLAYOUT_MPI_IMAGE") or DEFAULT_MPI_IMAGE,
         # the trace collector's `pfslayout summarise` step when the chart sets none
         operator_image=r.raw("PFSLAYOUT_OPERATOR_IMAGE") or DEFAULT_OPERATOR_IMAGE,
         operator_image_pull_policy=r.choice("PFSLAYOUT_OPERATOR_IMAGE_PULL_POLICY", "IfNotPresent", PULL_POLICIES),

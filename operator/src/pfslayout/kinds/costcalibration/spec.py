@@ -67,8 +67,11 @@ class CostCalibrationSpec(_Model):
     tolerations: list[Toleration] | None = None
 
 
-def parse_spec(raw: dict[str, Any] | None) -> CostCalibrationSpec:
-    """The typed spec of a CR's `.spec`; any violation is one InputError naming the field."""
+def parse_spec(raw: dict[str, Any] | None, probe_image: str = DEFAULT_MPI_IMAGE) -> CostCalibrationSpec:
+    """The typed spec of a CR's `.spec`; any violation is one InputError naming the field. `probe_image` is
+    the image of a spec that names none: the operator's (Settings.mpi_image, the chart's `images.mpi`)."""
+    if "probeImage" not in (raw or {}):
+        raw = {**(raw or {}), "probeImage": probe_image}
     return parse_model(CostCalibrationSpec, raw, "CostCalibration")
 
 

@@ -141,8 +141,10 @@ def environment(impl: str, job_name: str, user_preload: str | None) -> tuple[lis
     return [{"name": k, "value": v} for k, v in ranks.items()] + hydra, ranks
 
 
-def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> dict[str, Any]:
-    """The job's `spec.mpiReplicaSpecs` with the shim added (the input is not modified)."""
+def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str, shim_image: str = DEFAULT_MPI_IMAGE
+           ) -> dict[str, Any]:
+    """The job's `spec.mpiReplicaSpecs` with the shim added (the input is not modified). `shim_image`: the
+    shim's image when the policy names none (`spec.shim.image`): the operator's (Settings.mpi_image)."""
     job = copy.deepcopy(job)
     pods = _templates(job)
     name = job["metadata"]["name"]
@@ -167,7 +169,7 @@ def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> di
                   {"name": naming.SHIM_CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
                   {"name": naming.SHIM_PVFS2TAB_VOLUME, "mountPath": naming.PVFS2TAB_DIR, "readOnly": True}]
         first["volumeMounts"] = [*(first.get("volumeMounts") or []), *mounts]
-        copier = {"name": naming.SHIM_COPIER, "image": shim.get("image") or DEFAULT_MPI_IMAGE,
+        copier = {"name": naming.SHIM_COPIER, "image": shim.get("image") or shim_image,
                   "imagePullPolicy": shim.get("imagePullPolicy") or "IfNotPresent",
                   "command": ["cp", IMAGE_SHIM.get(impl, IMAGE_SHIM_DEFAULT), SHIM_LIB],
                   "volumeMounts": [{"name": naming.SHIM_VOLUME, "mountPath": SHIM_DIR}],
@@ -186,7 +188,8 @@ def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str) -> di
     return dict(job["spec"]["mpiReplicaSpecs"])
 
 
-def decide(job: dict[str, Any], policies: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def decide(job: dict[str, Any], policies: list[dict[str, Any]], shim_image: str = DEFAULT_MPI_IMAGE
+           ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(the selecting policy, the job's new `mpiReplicaSpecs`), or None when no policy selects the job.
     Refusal (carrying the policy when there is one) when the job must not run as it is."""
     policy = selecting(job, policies)
@@ -199,7 +202,7 @@ def decide(job: dict[str, Any], policies: list[dict[str, Any]]) -> tuple[dict[st
                           "after the job; give the MPIJob a name")
         check_policy(policy)
         cluster = str(((policy.get("spec") or {}).get("clusterRef") or {}).get("name"))
-        replicas = inject(job, policy, cluster)
+        replicas = inject(job, policy, cluster, shim_image)
     except Refusal as err:
         text = str(err)
         raise Refusal(text if text.startswith(f"LayoutPolicy {name}") else

@@ -22,11 +22,11 @@ from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 CALIBRATION = "calibration"
 
 
-def auto_calibration(spec: OrangeFSClusterSpec, owner: Owner, probe_image: str | None) -> dict[str, Any]:
+def auto_calibration(spec: OrangeFSClusterSpec, owner: Owner) -> dict[str, Any]:
+    """The cluster's CostCalibration. It names no probe image: the operator's (Settings.mpi_image) applies,
+    as for any calibration that names none."""
     cc_spec: dict[str, Any] = {"clusterRef": {"name": owner.name},
                                "grid": PROFILES[spec.calibration.profile].grid_spec()}
-    if probe_image:
-        cc_spec["probeImage"] = probe_image
     return {"apiVersion": COST_CALIBRATION.api_version, "kind": COST_CALIBRATION.kind,
             "metadata": object_metadata(owner, naming.auto_calibration(owner.name), labels(owner, CALIBRATION)),
             "spec": cc_spec}

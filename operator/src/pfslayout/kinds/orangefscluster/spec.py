@@ -135,6 +135,10 @@ class OrangeFSClusterSpec(_Model):
         return self
 
 
-def parse_spec(raw: dict[str, Any] | None) -> OrangeFSClusterSpec:
-    """Build the typed spec from a CR's `.spec`, turning any violation into one InputError line."""
+def parse_spec(raw: dict[str, Any] | None, image: str = DEFAULT_ORANGEFS_IMAGE) -> OrangeFSClusterSpec:
+    """Build the typed spec from a CR's `.spec`, turning any violation into one InputError line. `image`
+    is the image of a spec that names none: the operator's (Settings.orangefs_image, the chart's
+    `images.orangefs`)."""
+    if "image" not in (raw or {}):
+        raw = {**(raw or {}), "image": image}
     return parse_model(OrangeFSClusterSpec, raw, "OrangeFSCluster")

@@ -11,14 +11,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pfslayout.k8s.conditions import Event, EventPolicy, condition, transition_events
+from pfslayout.k8s.workloads import STUCK_REASONS, Failure
 from pfslayout.kinds.orangefscluster.decisions import Refusal
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology
 
 PHASES = ("Pending", "Provisioning", "Ready", "Degraded", "Failed", "Terminating")
 
 # A False condition warns in a troubled phase, and for these reasons in any phase.
+# A server pod stuck on its image (STUCK_REASONS: it cannot be pulled or started) warns too.
 EVENT_POLICY = EventPolicy(troubled_phases=frozenset({"Degraded", "Failed"}),
-                           warning_reasons=frozenset({"ScaleDownRefused", "ImmutableFieldChanged", "InvalidSpec"}))
+                           warning_reasons=frozenset({"ScaleDownRefused", "ImmutableFieldChanged", "InvalidSpec"})
+                           | STUCK_REASONS)
+
+# What to change when a server's image cannot be had: the field, and where a release sets its default.
+IMAGE_FIX = ("set spec.image, or the operator's default (the chart's images.orangefs), to an image the nodes "
+             "can pull (and spec.imagePullPolicy, or the pods' imagePullSecrets, as the registry needs)")
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,8 @@ class Observed:
 
     statefulset: dict[str, Any] | None = None
     pods_ready: dict[int, bool] = field(default_factory=dict)
+    # A server pod that cannot start by waiting: its image cannot be pulled or started (k8s.workloads).
+    stuck: Failure | None = None
 
 
 def _rollout_done(sts: dict[str, Any], replicas: int) -> bool:
@@ -90,6 +99,9 @@ def compute_status(*, generation: int, topology: Topology, refusals: tuple[Refus
         ready_reason, ready_msg = "AllServersReady", f"{ready}/{topology.servers} servers Ready"
     elif phase == "Pending":
         ready_reason, ready_msg = "Pending", "server StatefulSet not created yet"
+    elif observed.stuck is not None:
+        ready_reason = observed.stuck.reason
+        ready_msg = f"{ready}/{topology.servers} servers Ready; {observed.stuck.message}: {IMAGE_FIX}"
     elif phase == "Degraded":
         ready_reason, ready_msg = "ServersNotReady", f"{ready}/{topology.servers} servers Ready"
     else:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.k8s.api import Kube
 from pfslayout.kinds.layoutpolicy import inject
 from pfslayout.operator.admission import suspend
@@ -43,13 +44,14 @@ def _later(fn: Callable[..., Any], *args: Any) -> None:
     _after.submit(run)
 
 
-def review(kube: Kube, job: dict[str, Any], policies: list[dict[str, Any]], post: Post, dryrun: bool
-           ) -> tuple[str, dict[str, Any]] | None:
-    """(policy name, new `mpiReplicaSpecs`) or None; raises inject.Refusal. `policies`: the job's namespace's."""
+def review(kube: Kube, job: dict[str, Any], policies: list[dict[str, Any]], post: Post, dryrun: bool,
+           shim_image: str = DEFAULT_MPI_IMAGE) -> tuple[str, dict[str, Any]] | None:
+    """(policy name, new `mpiReplicaSpecs`) or None; raises inject.Refusal. `policies`: the job's namespace's;
+    `shim_image`: the operator's (Settings.mpi_image), for policies that name none."""
     meta = job.get("metadata") or {}
     ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or meta.get("generateName") or "")
     try:
-        decision = inject.decide(job, policies)
+        decision = inject.decide(job, policies, shim_image)
     except inject.Refusal as err:
         if err.policy is not None and not dryrun:
             _later(post, err.policy, "Warning", "InjectionRefused", f"MPIJob {name} refused at admission: {err}")

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from pfslayout import naming
+from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.k8s.api import Kube
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import MPIJOB
@@ -72,19 +73,20 @@ def count_injection(kube: Kube, namespace: str, policy: str, job: str, key: str)
     raise RuntimeError(f"LayoutPolicy {namespace}/{policy} changed 20 times while counting MPIJob {job}")
 
 
-def retry_waiting(kube: Kube, namespace: str, post: Post) -> int:
+def retry_waiting(kube: Kube, namespace: str, post: Post, shim_image: str = DEFAULT_MPI_IMAGE) -> int:
     """Suspended jobs kept back by a refusal are tried again (a policy that became Ready, a second policy
     that was removed): the policy's timer calls this, since nothing changes on the job itself."""
     done = 0
     # by label, so the API server filters: a namespace may hold thousands of jobs, and this runs per poll
     for job in kube.custom.list(MPIJOB, namespace, f"{inject.REFUSED}=true"):
         if inject.REFUSED in ((job.get("metadata") or {}).get("annotations") or {}):
-            done += handle(kube, job, post) == "injected"
+            done += handle(kube, job, post, shim_image) == "injected"
     return done
 
 
-def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
-    """`untouched`, `injected`, `refused` or `raced` (the job changed under us; the next event retries)."""
+def handle(kube: Kube, job: dict[str, Any], post: Post, shim_image: str = DEFAULT_MPI_IMAGE) -> str:
+    """`untouched`, `injected`, `refused` or `raced` (the job changed under us; the next event retries).
+    `shim_image`: the operator's (Settings.mpi_image), for policies that name none."""
     meta = job.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     if not inject.suspended(job) or meta.get("deletionTimestamp"):
@@ -100,7 +102,7 @@ def handle(kube: Kube, job: dict[str, Any], post: Post) -> str:
             return "untouched"  # annotated by someone else, templates without the shim: not ours to resume
         return _resume(kube, job, str(annotations[inject.INJECTED]), post, finished=True)
     try:
-        decision = inject.decide(job, kube.custom.list(LP, ns))
+        decision = inject.decide(job, kube.custom.list(LP, ns), shim_image)
     except inject.Refusal as err:
         message = str(err)
         if annotations.get(inject.REFUSED) != message[:1000]:

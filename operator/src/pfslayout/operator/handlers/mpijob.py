@@ -23,17 +23,16 @@ from pfslayout.operator.runtime import kube, post, post_direct
 from pfslayout.operator.settings import Settings
 
 
-@metrics.instrumented(MPIJOB.kind, "event")
-def on_event(body: kopf.Body, type: str | None, logger: Any, **_: Any) -> None:
+def on_event(body: kopf.Body, type: str | None, logger: Any, shim_image: str, **_: Any) -> None:
     if type == "DELETED":
         return
-    outcome = suspend.handle(kube(), dict(body), post)
+    outcome = suspend.handle(kube(), dict(body), post, shim_image)
     if outcome != "untouched":
         logger.info(f"shim injection: {outcome}")
 
 
-@metrics.instrumented(MPIJOB.kind, "admission")
-async def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: Any, **_: Any) -> None:
+async def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: Any, shim_image: str,
+                    **_: Any) -> None:
     # async and without I/O (policies from the in-memory copy): an admission never waits for a thread of
     # the pool the policies' timers keep busy
     job = dict(body)
@@ -44,7 +43,7 @@ async def on_create(body: kopf.Body, patch: kopf.Patch, dryrun: bool, logger: An
     if policies is None:
         policies = await asyncio.to_thread(kube().custom.list, LP, ns)
     try:
-        decided = review.review(kube(), job, policies, post_direct, dryrun)
+        decided = review.review(kube(), job, policies, post_direct, dryrun, shim_image)
     except inject.Refusal as err:
         logger.warning(f"shim injection refused at admission: {err}")
         raise kopf.AdmissionError(str(err), code=403) from None
@@ -61,10 +60,19 @@ def register(s: Settings) -> None:
     # injected at admission, suspended or not, so the operator need not watch MPIJobs at all (with thousands
     # of jobs that watch costs memory and CPU for nothing). Without it, the suspended jobs' watch events
     # drive the injection. (Kopf also refuses to start with admission handlers and no server.)
+    # The shim's image for policies that name none: the operator's (Settings.mpi_image, the chart's images.mpi).
+    @metrics.instrumented(MPIJOB.kind, "admission")
+    async def admission(**kwargs: Any) -> None:
+        await on_create(shim_image=s.mpi_image, **kwargs)
+
+    @metrics.instrumented(MPIJOB.kind, "event")
+    def event(**kwargs: Any) -> None:
+        on_event(shim_image=s.mpi_image, **kwargs)
+
     if s.webhook is not None:
         kopf.on.mutate(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject", operations=["CREATE"],
-                       persistent=False, side_effects=False)(on_create)
+                       persistent=False, side_effects=False)(admission)
     else:
         kopf.on.event(MPIJOB.group, MPIJOB.version, MPIJOB.plural, id="inject-suspended",
                       when=lambda body, namespace, **_: scope.in_scope(namespace) and bool(
-                          ((body.get("spec") or {}).get("runPolicy") or {}).get("suspend")))(on_event)
+                          ((body.get("spec") or {}).get("runPolicy") or {}).get("suspend")))(event)

@@ -1,5 +1,6 @@
 """Kopf entry points for OrangeFSCluster: the level-triggered apply through `leveltriggered` (create,
-update, resume, and the resync timer), the deletion steps and the server StatefulSet's events — thin
+update, resume, and the resync timer), the deletion steps, the server StatefulSet's events and a timer over the
+pods of clusters not Ready (one stuck on its image) — thin
 functions over `reconcilers.orangefscluster`, registered by `register` with the process's settings."""
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pfslayout.operator.runtime import context, kube
 from pfslayout.operator.settings import Settings
 
 KIND = OFS.kind
+# The phases whose server pods are looked at every PFSLAYOUT_SERVER_POLL_SECONDS (on_servers_not_ready).
+NOT_READY = frozenset({"Provisioning", "Degraded"})
 
 
 def _describe(outcome: reconciler.Outcome) -> str:
@@ -80,6 +83,13 @@ def register(s: Settings) -> None:
             return
         reconciler.refresh_status(context(s), owner)
 
+    def on_servers_not_ready(body: kopf.Body, **_: Any) -> None:
+        """A server pod stuck on its image (ImagePullBackOff and the like: k8s.workloads.pod_failure) changes
+        nothing on the StatefulSet, and the operator may not watch pods across namespaces (docs/rbac.md): while
+        a cluster's servers are not all Ready, its status is refreshed from its pods every few seconds."""
+        if not (body.get("metadata") or {}).get("deletionTimestamp"):
+            reconciler.refresh_status(context(s), dict(body))
+
     # Kopf waits 60 s before retrying a handler that raised; an API hiccup should cost seconds, not a minute.
     # Every retried handler and timer sets it (test_operator_plumbing checks Kopf's registry).
     g, v, p, back, when = OFS.group, OFS.version, OFS.plural, s.retry_s, scope.in_scope
@@ -90,3 +100,6 @@ def register(s: Settings) -> None:
                   labels={"app.kubernetes.io/managed-by": MANAGED_BY, "app.kubernetes.io/component": "server",
                           CLUSTER_LABEL: kopf.PRESENT},
                   when=when)(metrics.instrumented(KIND, "statefulset-event")(on_server_statefulset))
+    kopf.timer(g, v, p, id="servers-not-ready", interval=s.server_poll_s, backoff=back,
+               when=lambda body, namespace, **_: scope.in_scope(namespace) and ((body.get("status") or {}).get(
+                   "phase") in NOT_READY))(metrics.instrumented(KIND, "servers-not-ready")(on_servers_not_ready))

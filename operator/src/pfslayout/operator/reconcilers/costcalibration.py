@@ -100,7 +100,7 @@ class Reconcile(Reconciler):
             return (f"waiting for OrangeFSCluster {name} to be Ready (phase {ost.get('phase') or 'none'}, "
                     f"{ost.get('readyServers', 0)}/{ost.get('servers', '?')} servers Ready)")
         try:
-            return ofs, parse_cluster_spec(ofs.get("spec"))
+            return ofs, parse_cluster_spec(ofs.get("spec"), self.ctx.settings.orangefs_image)
         except InputError as err:
             return f"OrangeFSCluster {name} has an invalid spec ({err})"
 
@@ -251,7 +251,7 @@ class Reconcile(Reconciler):
 
     def run(self) -> dict[str, Any]:
         try:
-            spec = parse_spec(self.body.get("spec"))
+            spec = parse_spec(self.body.get("spec"), self.ctx.settings.mpi_image)
         except InputError as err:
             return self.refuse("Failed", "InvalidSpec", str(err))
         cm = self.kube.get("ConfigMap", self.owner.namespace, naming.measurements_configmap(self.owner.name))

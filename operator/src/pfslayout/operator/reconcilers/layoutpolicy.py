@@ -160,7 +160,7 @@ class Reconcile(Reconciler):
                    f"waiting for OrangeFSCluster {self.cluster_name} to be Ready (phase {ost.get('phase') or 'none'})")
             return self.waiting(why, "no cluster to calibrate")
         try:
-            cluster = parse_cluster_spec(ofs.get("spec"))
+            cluster = parse_cluster_spec(ofs.get("spec"), self.ctx.settings.orangefs_image)
         except InputError as err:
             return self.waiting(f"OrangeFSCluster {self.cluster_name}: {err}", "no usable cluster")
         urls = tuple(str(s.get("url")) for s in (ost.get("endpoints") or {}).get("servers") or [])
@@ -195,7 +195,7 @@ class Reconcile(Reconciler):
             self.spec, self.platform.mount_path, self.owner.namespace, params, self.platform.servers,
             [d.status for d in self.decisions if d.error is None and not d.pending]))
         if self.ctx.settings.webhook is None:
-            suspend.retry_waiting(self.kube, self.owner.namespace, self.post)
+            suspend.retry_waiting(self.kube, self.owner.namespace, self.post, self.ctx.settings.mpi_image)
 
     def carried_over(self) -> list[dict[str, Any]]:
         """Each rule's status; with unchanged hints, what the last check verified stays recorded."""

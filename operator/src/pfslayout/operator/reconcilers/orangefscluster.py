@@ -13,7 +13,7 @@ from typing import Any
 from pfslayout import metrics, naming
 from pfslayout.errors import InputError
 from pfslayout.k8s.meta import selector_string
-from pfslayout.k8s.workloads import job_state, pods_ready_by_ordinal
+from pfslayout.k8s.workloads import job_state, pod_failure, pods_ready_by_ordinal
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.orangefscluster import meta as m
@@ -95,7 +95,7 @@ class Reconcile(Reconciler):
 
     def apply(self) -> Outcome:
         try:
-            spec = parse_spec(self.body.get("spec"))
+            spec = parse_spec(self.body.get("spec"), self.ctx.settings.orangefs_image)
         except InputError as err:
             self.write(st.compute_status(generation=self.generation, topology=Topology(0, 0), refusals=(),
                                          observed=st.Observed(), previous=self.old, now=now(), fs_id=None,
@@ -146,7 +146,8 @@ class Reconcile(Reconciler):
             observed = st.Observed(None, {})
         else:
             pods = self.kube.list("Pod", self.owner.namespace, selector_string(m.selector(self.owner, objs.SERVER)))
-            observed = st.Observed(sts, pods_ready_by_ordinal(pods, naming.server_statefulset(self.owner.name)))
+            observed = st.Observed(sts, pods_ready_by_ordinal(pods, naming.server_statefulset(self.owner.name)),
+                                   pod_failure(pods))
         conf = fs_conf_for(spec, self.owner.name, self.owner.namespace, decision.topology,
                            cluster_domain=self.cluster_domain)
         endpoints = st.endpoints(conf, observed, spec.client.mount_path, naming.server_service(self.owner.name),
@@ -162,7 +163,7 @@ class Reconcile(Reconciler):
         if self.meta.get("deletionTimestamp"):
             return None
         try:
-            spec = parse_spec(self.body.get("spec"))
+            spec = parse_spec(self.body.get("spec"), self.ctx.settings.orangefs_image)
         except InputError:
             return None  # the reconcile handler reports it
         sts = self.kube.get("StatefulSet", self.owner.namespace, naming.server_statefulset(self.owner.name))
@@ -181,7 +182,7 @@ class Reconcile(Reconciler):
             return
         if ((self.body.get("status") or {}).get("calibrationRef") or {}).get("name"):
             return
-        cc = auto_calibration(spec, self.owner, self.ctx.settings.probe_image)
+        cc = auto_calibration(spec, self.owner)
         name = naming.auto_calibration(self.owner.name)
         if self.kube.custom.create(CC, self.owner.namespace, cc) is not None:
             self.post(self.body, "Normal", "CalibrationCreated", f"CostCalibration {name} "
@@ -207,7 +208,7 @@ class Reconcile(Reconciler):
         policy: str
         storage: str
         try:
-            spec = parse_spec(self.body.get("spec"))
+            spec = parse_spec(self.body.get("spec"), self.ctx.settings.orangefs_image)
             policy, storage = spec.reclaim_policy, spec.storage.type
         except InputError:
             policy, storage = "Retain", "unknown"
@@ -235,7 +236,7 @@ class Reconcile(Reconciler):
         pods to go; (3) resume the Jobs and wait for them. Gives up with a Warning after WIPE_DEADLINE_S so
         a broken node cannot block the deletion forever."""
         try:
-            spec = parse_spec(self.body.get("spec"))
+            spec = parse_spec(self.body.get("spec"), self.ctx.settings.orangefs_image)
         except InputError:
             return []
         if spec.storage.type != "hostPath" or spec.reclaim_policy != "Delete":
