@@ -57,10 +57,10 @@ finish() {
 trap finish EXIT
 
 if needs cluster; then
-  # The longest cold build (Helm, the Kubernetes binaries, kwok, the MPI Operator, CoreDNS, then the
-  # images, which wait for the OrangeFS and MPICH trees below through their build lock): in the
-  # background, from the start. Helm first: the tiers below that run it ask for it (step "Helm").
-  step "Helm, the Kubernetes binaries and the real node's images, in the background (log: $work/cluster-build.log)"
+  # The longest cold build (the Kubernetes binaries, Helm, kwok, the MPI Operator, CoreDNS, the registry,
+  # then the images, which wait for the OrangeFS and MPICH trees below through their build lock): in the
+  # background, from the start. The tiers below that run Helm ask for it (step "Helm").
+  step "The Kubernetes binaries, Helm and the real node's images, in the background (log: $work/cluster-build.log)"
   e2e/harness/cluster.sh build >"$work/cluster-build.log" 2>&1 &
   build_pid=$!
 fi
@@ -92,8 +92,8 @@ if needs shim; then
 fi
 
 if needs helm; then
-  # Built by the background build above when there is one (this waits for that component only: a cold
-  # Helm is ready long before the OrangeFS and MPICH trees), here otherwise.
+  # Built by the background build above when there is one (this waits for that component only, built
+  # after Kubernetes: the other tiers then start once the cluster build is well on), here otherwise.
   step "Helm"
   e2e/harness/cluster.sh build helm
 fi

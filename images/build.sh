@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Builds the project's container images from images/<name>/Dockerfile (docs/images.md):
-#   images/build.sh [--engine buildah|docker] [base|pause|operator|orangefs|mpi|all]...
+#   images/build.sh [--engine buildah|docker] [--push REGISTRY[/PREFIX]] [base|pause|operator|orangefs|mpi|all]...
 # Prints one line per image asked for on stdout, `<image-name> <where>`; logs go to stderr.
+# --push: pushes the operator, OrangeFS and MPI images (`all` is those three) to
+#   REGISTRY/PREFIX/<name>:<tag> (PREFIX defaults to pfslayout) and prints `<image-name> <ref>@<digest>`
+#   instead. The registry is asked first (GET /v2/), before anything is built: one that does not answer
+#   fails in one line naming it. Plain HTTP for a registry on loopback (127.0.0.1, localhost, [::1]) or
+#   with PFSLAYOUT_REGISTRY_INSECURE=1, HTTPS otherwise. buildah pushes with skopeo (the OCI archive's
+#   blobs as they are), docker with `docker push`.
 #   buildah (default where buildah is installed: this machine kind, no Docker, no registry):
 #     <where> is an OCI archive ~/.cache/pfs-layout-operator/images/<name>-<key>.tar, ready for
 #     `ctr -n k8s.io images import` (it carries io.containerd.image.name) or `buildah pull oci-archive:`.
@@ -47,14 +53,17 @@ die() { printf 'images: %s\n' "$*" >&2; exit 1; }
 h16() { sha256sum | cut -c1-16; }
 
 engine=
+push='' push_set=''
 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --engine) engine=${2:-}; shift 2 || die "--engine needs buildah or docker" ;;
     --engine=*) engine=${1#--engine=}; shift ;;
+    --push) push=${2:-} push_set=1; shift 2 || die "--push needs REGISTRY[/PREFIX], e.g. --push 127.0.0.1:26414" ;;
+    --push=*) push=${1#--push=} push_set=1; shift ;;
     base|pause|operator|orangefs|mpi|all) targets+=("$1"); shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
-    *) die "unknown argument '$1': images/build.sh [--engine buildah|docker] [base|pause|operator|orangefs|mpi|all]" ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1': images/build.sh [--engine buildah|docker] [--push REGISTRY[/PREFIX]] [base|pause|operator|orangefs|mpi|all]" ;;
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(all)
@@ -65,6 +74,27 @@ if [ -z "$engine" ]; then
 fi
 case $engine in buildah|docker) ;; *) die "--engine must be buildah or docker, not '$engine'" ;; esac
 command -v "$engine" >/dev/null || die "$engine is not installed"
+
+# --push: where to, and whether the registry answers, before anything is built.
+push_registry='' push_prefix='' push_scheme=https
+if [ -n "$push_set" ]; then
+  [[ $push =~ ^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)?$ ]] \
+    || die "--push '$push' is not REGISTRY[/PREFIX] (e.g. 127.0.0.1:26414 or ghcr.io/you/pfs-layout-operator)"
+  push_registry=${push%%/*}
+  push_prefix=pfslayout
+  [ "$push_registry" = "$push" ] || push_prefix=${push#*/}
+  case $push_registry in 127.0.0.1*|localhost*|\[::1\]*) push_scheme=http ;; esac
+  [ "${PFSLAYOUT_REGISTRY_INSECURE:-}" = 1 ] && push_scheme=http
+  for t in "${targets[@]}"; do
+    case $t in operator|orangefs|mpi|all) ;; *) die "--push pushes operator, orangefs and mpi, not '$t'" ;; esac
+  done
+  [ "$engine" = docker ] || command -v skopeo >/dev/null || die "skopeo is not installed (apt-get install skopeo): --push needs it with buildah"
+  code=$(curl -sS -o /dev/null --max-time 10 -w '%{http_code}' "$push_scheme://$push_registry/v2/" 2>&1) || code=
+  case $code in
+    200|401) ;;
+    *) die "--push: no registry answers at $push_scheme://$push_registry/v2/ (${code:-no answer}): start it (e2e/harness/cluster.sh up starts the test cluster's) or name another" ;;
+  esac
+fi
 
 host_is_bookworm() { (. /etc/os-release && [ "${ID:-}" = debian ] && [ "${VERSION_ID:-}" = 12 ]); }
 TREES=${PFSLAYOUT_IMAGE_TREES:-}
@@ -277,6 +307,26 @@ docker_image() { # name
   echo docker
 }
 
+# Pushes one built image (its OCI archive, or the Docker engine's image) to the --push registry; prints
+# the reference pushed, with its digest.
+push_image() {
+  local name=$1 where=$2 ref digest tls=true
+  ref=$push_registry/$push_prefix/$name:$TAG
+  [ "$push_scheme" = http ] && tls=false
+  log "pushing $name to $ref"
+  if [ "$engine" = buildah ]; then
+    skopeo copy --quiet --dest-tls-verify="$tls" --digestfile "$IMAGES_DIR/.digest" "oci-archive:$where" "docker://$ref" >&2 \
+      || die "skopeo copy of $name to $ref failed (above)"
+    digest=$(cat "$IMAGES_DIR/.digest")
+    rm -f "$IMAGES_DIR/.digest"
+  else
+    { docker tag "pfslayout/$name:$TAG" "$ref" && docker push "$ref" >&2; } || die "docker push of $ref failed (above)"
+    digest=$(docker inspect --format '{{range .RepoDigests}}{{println .}}{{end}}' "$ref" | sed -n "s|^$push_registry/$push_prefix/$name@||p" | head -n 1)
+  fi
+  [[ $digest == sha256:* ]] || die "no digest for $ref after the push"
+  echo "$ref@$digest"
+}
+
 # ---------------------------------------------------------------------------------------------------
 
 mkdir -p "$IMAGES_DIR"
@@ -293,7 +343,7 @@ find "$IMAGES_DIR" -mindepth 1 -maxdepth 1 -name '.*' ! -name .build.lock -exec 
 expanded=()
 for t in "${targets[@]}"; do
   if [ "$t" = all ]; then
-    if [ "$engine" = buildah ]; then expanded+=(pause operator orangefs mpi); else expanded+=(operator orangefs mpi); fi
+    if [ "$engine" = buildah ] && [ -z "$push_registry" ]; then expanded+=(pause operator orangefs mpi); else expanded+=(operator orangefs mpi); fi
   else expanded+=("$t"); fi
 done
 # Keys once, in dependency order, in this shell (key_of memoises; the builds run in subshells).
@@ -304,5 +354,6 @@ if [ "$engine" = buildah ]; then
 fi
 for t in "${expanded[@]}"; do
   if [ "$engine" = buildah ]; then where=$(buildah_image "$t"); else where=$(docker_image "$t"); fi
+  if [ -n "$push_registry" ]; then where=$(push_image "$t" "$where"); fi
   echo "$(image_name "$t") $where"
 done

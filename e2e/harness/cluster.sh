@@ -7,7 +7,7 @@
 #   e2e/harness/cluster.sh down     stop everything `up` started, by PID, and check nothing is left
 #   e2e/harness/cluster.sh env      print `export KUBECONFIG=… KUBECTL=… HELM=… PATH=…` (eval "$(e2e/harness/cluster.sh env)")
 #   e2e/harness/cluster.sh status   what runs (exit 0 when all of it does, 3 otherwise)
-#   e2e/harness/cluster.sh images   rebuild what changed under images/ and import it into the running real node
+#   e2e/harness/cluster.sh images   rebuild what changed under images/ and push it to the running cluster's registry
 #   e2e/harness/cluster.sh restart etcd|kube-apiserver   kill one control-plane process by PID (SIGKILL, a crash) and start it
 #                           again with the same arguments (the fault tests of issue 14)
 #   e2e/harness/cluster.sh leftovers  what a stopped cluster's real node left behind (processes, mounts,

@@ -3,15 +3,17 @@ least-privilege RBAC checked with `kubectl auth can-i` (what it must be able to 
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
 import yaml
 
 from pfstestkit import rbac_matrix
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, crd_namespace
+from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, chart_source, crd_namespace, dev_version
 from pfstestkit.lanes import current
 
 # The chart ServiceAccount of the release every module shares (crd_release).
@@ -21,7 +23,7 @@ SA = f"system:serviceaccount:{RELEASE_NS}:{RELEASE}"
 @pytest.fixture(scope="module")
 def release(cluster) -> str:  # noqa: ANN001 - the `cluster` fixture of e2e/tests/conftest.py
     # This checkout's chart, keeping whatever values another module installed the release with.
-    cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,
+    cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, *chart_source(cluster), "-n", RELEASE_NS,
                  "--create-namespace", *current().watch_values, "--wait", "--timeout", "180s", timeout=240)
     return RELEASE
 
@@ -55,6 +57,19 @@ def test_release_objects(cluster, release: str) -> None:  # noqa: ANN001
     assert hook["clientConfig"]["service"] == {"name": f"{RELEASE}-webhook", "namespace": RELEASE_NS,
                                                "path": "/inject", "port": 443}
     assert hook["failurePolicy"] == "Fail" and hook["rules"][0]["resources"] == ["mpijobs"]
+
+
+def test_the_release_is_the_chart_from_the_registry(cluster, release: str) -> None:  # noqa: ANN001
+    """With the test cluster's registry the release is this checkout's chart pushed there (charts/push.sh)
+    and installed by its oci:// reference and version, as users install it."""
+    registry = cluster.env.get("PFSLAYOUT_REGISTRY")
+    if not registry:
+        pytest.skip("no image registry (kind, or no real node): the chart is installed from its folder")
+    meta = json.loads(cluster.helm("get", "metadata", RELEASE, "-n", RELEASE_NS, "-o", "json").stdout)
+    assert (meta["chart"], meta["version"]) == ("pfs-layout-operator", dev_version()), meta
+    with urllib.request.urlopen(f"http://{registry}/v2/charts/pfs-layout-operator/tags/list", timeout=30) as resp:
+        tags = json.load(resp)["tags"]
+    assert dev_version() in tags, tags
 
 
 def test_helm_test_hook_succeeds(cluster, release: str) -> None:  # noqa: ANN001
@@ -197,10 +212,12 @@ def test_second_release_without_crds_installs_beside_the_first(cluster, release:
     """`crds.install=false` lets another release (another namespace) use the CRDs the first one owns;
     with CRDs on, Helm would refuse to take them over."""
     other, ns = "pfs-second", "pfs-second-system"
-    refused = cluster.helm("install", "pfs-third", str(CHART), "-n", ns, "--create-namespace", check=False)
+    refused = cluster.helm("install", "pfs-third", *chart_source(cluster), "-n", ns, "--create-namespace",
+                           check=False)
     assert refused.returncode != 0 and "cannot be imported" in refused.stderr, refused.stderr
     try:
-        cluster.helm("install", other, str(CHART), "-n", ns, "--create-namespace", "--set", "crds.install=false",
+        cluster.helm("install", other, *chart_source(cluster), "-n", ns, "--create-namespace", "--set",
+                     "crds.install=false",
                      "--wait", "--timeout", "120s", timeout=180)
         assert cluster.kubectl_json("get", "clusterrole", f"{other}-pfs-layout-operator")["rules"]
         crd = cluster.kubectl_json("get", "crd", "orangefsclusters.pfslayout.io")

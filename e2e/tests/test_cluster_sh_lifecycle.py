@@ -14,7 +14,7 @@ import pytest
 
 from pfstestkit import CLUSTER_SH
 
-PORTS = 10
+PORTS = 15  # lib.sh PORT_COUNT
 
 
 def _free_port_base() -> int:
@@ -31,7 +31,7 @@ def _free_port_base() -> int:
         finally:
             for s in socks:
                 s.close()
-    raise AssertionError("no free range of 10 ports on 127.0.0.1")
+    raise AssertionError(f"no free range of {PORTS} ports on 127.0.0.1")
 
 
 def _pids(state: Path) -> dict[str, int]:

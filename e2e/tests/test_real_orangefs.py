@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from pfslayout.images import DEFAULT_MPI_IMAGE
+from pfslayout.images import DEFAULT_MPI_IMAGE, DEFAULT_ORANGEFS_IMAGE
 from pfstestkit import REPO
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS
+from pfstestkit.crd_release import RELEASE, RELEASE_NS, chart_source
 from pfstestkit.kinds import MOUNT, OFS
 from pfstestkit.ofs_pods import (
     datafiles,
@@ -32,28 +32,12 @@ from pfstestkit.ofs_pods import (
     toolbox,
     wait_ofs_ready,
 )
-from pfstestkit.real import assert_real_pods, place
+from pfstestkit.real import assert_real_pods, place, pushed_images
 
 
 def example_clusters() -> list[Path]:
     return sorted(p for p in (REPO / "policies").glob("*.yaml")
                   if any(d and d.get("kind") == "OrangeFSCluster" for d in yaml.safe_load_all(p.read_text())))
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def for_real_node(doc: dict[str, Any], mode: str, namespace: str) -> dict[str, Any]:
@@ -89,9 +73,14 @@ def test_example_runs_real_orangefs_servers(cluster, incluster_operator, namespa
                                   "app.kubernetes.io/component=server")
     assert len(server_pods) == servers
     assert_real_pods(cluster, server_pods)
+    # The image the servers run is the one `up` pushed to the test cluster's registry, pulled from there
+    # by the real node (the registry's own tests: test_real_registry.py).
+    orangefs = pushed_images(cluster).get(f"docker.io/{DEFAULT_ORANGEFS_IMAGE}", "")
     for pod in server_pods:
         state = pod["status"]["containerStatuses"][0]
         assert state["ready"] and "running" in state["state"], json.dumps(state)
+        if orangefs and pod["spec"]["containers"][0]["image"] == DEFAULT_ORANGEFS_IMAGE:
+            assert state["imageID"] == f"docker.io/pfslayout/orangefs@{orangefs.split('@')[1]}", (state, orangefs)
     tool = toolbox(cluster, namespace, name)
     assert_real_pods(cluster, [cluster.kubectl_json("get", "pod", tool, "-n", namespace)])
 
@@ -153,7 +142,8 @@ def test_helm_test_runs_for_real_and_fails_with_the_operator_down(cluster, inclu
     assert re.search(r"/healthz 200", passed.stdout), passed.stdout
     test_pod = f"{RELEASE}-test-health"
     # Against an operator that is down, a few attempts prove the failure as well as the default minute.
-    cluster.helm("upgrade", RELEASE, str(CHART), "-n", RELEASE_NS, "--reuse-values", "--set", "tests.attempts=3",
+    cluster.helm("upgrade", RELEASE, *chart_source(cluster), "-n", RELEASE_NS, "--reuse-values",
+                 "--set", "tests.attempts=3",
                  timeout=240)
     cluster.kubectl("scale", "deployment", RELEASE, "-n", RELEASE_NS, "--replicas=0")
     try:

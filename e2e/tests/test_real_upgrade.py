@@ -4,13 +4,15 @@ The last release is the newest `crds/released/<version>/`, whose `COMMIT` names 
 Its chart and its operator code (`git archive` of that commit) are installed and run first, on real
 OrangeFS server pods: an OrangeFSCluster, a LayoutPolicy applied, and a CostCalibration stopped half way
 — its first probe job created — by stopping the old operator. Then `helm upgrade` to this checkout's
-chart (CRDs, RBAC, webhook configuration) and this checkout's operator: the calibration finishes (every
+chart (CRDs, RBAC, webhook configuration) and this checkout's operator — both charts pulled from the test
+cluster's registry by version, as users install them (charts/push.sh): the calibration finishes (every
 job once, every cell measured), the cluster and policy read the same, an edit is acted on, and no object
 — custom or child — was re-created (one UID per name throughout). The CRD schemas themselves are judged by
 `crds/compat.py` in the tooling tier."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tarfile
@@ -21,7 +23,7 @@ import pytest
 import yaml
 
 from pfstestkit import REPO
-from pfstestkit.crd_release import RELEASE, RELEASE_NS, empty_namespace, install_crds
+from pfstestkit.crd_release import RELEASE, RELEASE_NS, dev_version, empty_namespace, install_crds, push_chart
 from pfstestkit.faults import edit_narrow, lp_state, narrow_strip, ofs, ofs_state, policy
 from pfstestkit.lanes import current
 from pfstestkit.local_operator import environment, local_operator
@@ -68,6 +70,11 @@ def custom_uids(cluster: Any, ns: str) -> dict[str, str]:
             for kind in CUSTOM for item in cluster.kubectl_json("get", kind, "-n", ns)["items"]}
 
 
+def chart_version(cluster: Any) -> str:
+    """The chart version the shared release runs (`helm get metadata`)."""
+    return str(json.loads(cluster.helm("get", "metadata", RELEASE, "-n", RELEASE_NS, "-o", "json").stdout)["version"])
+
+
 def released_code(commit: str, into: Path) -> Path:
     """The release's chart and operator source, extracted from git into `into`; the source's path."""
     tar = into / "release.tar"
@@ -97,9 +104,15 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
     released_src = released_code(commit, old)
     watches = Watches(cluster, namespace)
     try:
-        cluster.helm("upgrade", "--install", RELEASE, str(old / "charts" / "pfs-layout-operator"), "-n",
-                     RELEASE_NS, "--create-namespace", *current().watch_values, "--wait", "--timeout", "180s",
-                     timeout=240)
+        # Both charts from the test cluster's registry, by version, as a user upgrades (the released one
+        # pushed at its own version; this checkout's at its dev version by install_crds).
+        old_chart = old / "charts" / "pfs-layout-operator"
+        source = push_chart(cluster, old_chart, version) if cluster.env.get("PFSLAYOUT_REGISTRY") \
+            else [str(old_chart)]
+        cluster.helm("upgrade", "--install", RELEASE, *source, "-n", RELEASE_NS, "--create-namespace",
+                     *current().watch_values, "--wait", "--timeout", "180s", timeout=240)
+        if cluster.env.get("PFSLAYOUT_REGISTRY"):
+            assert chart_version(cluster) == version
         kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
         (tmp_path / "old").mkdir()
         # Releases before the entry module (pfslayout/operator/main.py) registered their handlers on import
@@ -125,6 +138,8 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
         note_released(namespace, {j["metadata"]["name"] for j in cluster.kubectl_json(
             "get", "mpijobs.kubeflow.org", "-n", namespace)["items"]}, cluster.audit)
         install_crds(cluster)  # `helm upgrade` to this checkout's chart: CRDs, RBAC, webhook configuration
+        if cluster.env.get("PFSLAYOUT_REGISTRY"):
+            assert chart_version(cluster) == dev_version()
         kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
         (tmp_path / "new").mkdir()
         with local_operator(cluster, kubeconfig, tmp_path / "new") as op:

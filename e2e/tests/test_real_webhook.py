@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from pfslayout.k8s import certs
 from pfstestkit import CLUSTER_SH
 from pfstestkit.cluster import Cluster
-from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS, enroll
+from pfstestkit.crd_release import RELEASE, RELEASE_NS, chart_source, enroll
 from pfstestkit.kinds import MOUNT
 from pfstestkit.lanes import current
 from pfstestkit.mpijobs import finished, get_job, launcher_log, mpijob
@@ -71,7 +71,8 @@ def webhook_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
     on the real node, a 2 s upkeep period; uninstalled afterwards."""
     if cluster.mode != "local":
         pytest.skip("the real-node placement and the host's route to Service IPs are the local cluster's")
-    cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
+    cluster.helm("upgrade", "--install", RELEASE, *chart_source(cluster), "-n", RELEASE_NS,
+                 "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
                  "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *current().watch_values,
                  "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",

@@ -21,6 +21,9 @@ HELM_DIR=$CACHE_ROOT/helm-$HELM_VERSION-$TOOLS_KEY
 KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION-s3-$TOOLS_KEY
 MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION-$TOOLS_KEY
 COREDNS_DIR=$CACHE_ROOT/coredns-$COREDNS_VERSION-$TOOLS_KEY
+REGISTRY_DIR=$CACHE_ROOT/registry-$REGISTRY_DEB_VERSION
+# The registry's blobs: a cache like containerd's root (node.sh), so a warm `up` pushes nothing new.
+REGISTRY_STORE=$CACHE_ROOT/registry-store
 # Go's own caches live beside the binaries so a warm machine rebuilds nothing and `rm -rf` of one
 # directory cleans everything.
 export GOCACHE=${PFSLAYOUT_GOCACHE:-$CACHE_ROOT/go/build}
@@ -47,7 +50,10 @@ set_ports() {
   PORT_KUBE_PROXY_HEALTH=$((PORT_BASE + 11))
   PORT_KUBE_PROXY_METRICS=$((PORT_BASE + 12))
   PORT_COREDNS_HEALTH=$((PORT_BASE + 13))
-  PORT_COUNT=14
+  # The image registry (registry.sh): plain HTTP on loopback, where the real node's containerd pulls.
+  PORT_REGISTRY=$((PORT_BASE + 14))
+  REGISTRY_ADDR=127.0.0.1:$PORT_REGISTRY
+  PORT_COUNT=15
 }
 # A running cluster's state directory records the port base it was started with: `down`, `env`,
 # `status` and the demo address that cluster even when the caller's environment says otherwise.

@@ -17,6 +17,8 @@ NODE_COUNT=${PFSLAYOUT_E2E_NODES:-4}
 UP_TIMEOUT=${PFSLAYOUT_E2E_UP_TIMEOUT:-120}
 
 kubectl() { "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=20s "$@"; }
+# shellcheck source=registry.sh
+. "$CLUSTER_LIB_DIR/registry.sh"
 # shellcheck source=node.sh
 . "$CLUSTER_LIB_DIR/node.sh"
 # Everything `up` starts, in order, and what `status` reports.
@@ -75,7 +77,7 @@ all_running() {
 need_binaries() {
   local f
   for f in "$K8S_DIR/bin/kube-apiserver" "$K8S_DIR/bin/etcd" "$KWOK_DIR/bin/kwok" "$MPIOP_DIR/bin/mpi-operator" "$HELM" \
-           "$K8S_DIR/bin/kubelet" "$COREDNS_DIR/bin/coredns"; do
+           "$K8S_DIR/bin/kubelet" "$COREDNS_DIR/bin/coredns" "$REGISTRY_DIR/bin/registry"; do
     [ -x "$f" ] || die "missing $f: run 'e2e/harness/cluster.sh build' first"
   done
 }
@@ -297,6 +299,8 @@ env_lines() {
   printf 'export KUBECONFIG=%q\n' "$KUBECONFIG_PATH"
   printf 'export KUBECTL=%q\n' "$KUBECTL"
   printf 'export HELM=%q\n' "$HELM"
+  # The registry the real node pulls from (host:port; registry.sh), where images/build.sh --push puts images.
+  if [ "$REAL_NODE" = 1 ]; then printf 'export PFSLAYOUT_REGISTRY=%q\n' "$REGISTRY_ADDR"; fi
   printf 'export HELM_CACHE_HOME=%q HELM_CONFIG_HOME=%q HELM_DATA_HOME=%q\n' \
     "$STATE_DIR/helm/cache" "$STATE_DIR/helm/config" "$STATE_DIR/helm/data"
   # shellcheck disable=SC2016  # $PATH is expanded by whoever evaluates these lines

@@ -17,7 +17,7 @@ NODE_DIR=$STATE_DIR/node
 CONTAINERD_ROOT=$CACHE_ROOT/containerd-root
 CONTAINERD_SOCK=$NODE_DIR/containerd/containerd.sock
 NODE_OWNER=$CACHE_ROOT/real-node.owner
-NODE_COMPONENTS=(containerd apiserver-forwarder coredns kubelet kube-proxy)
+NODE_COMPONENTS=(registry containerd apiserver-forwarder coredns kubelet kube-proxy)
 # What kubelet (vm.*, kernel.*) and the node's routing (ip_forward) change; `down` restores each.
 NODE_SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward
               net.ipv4.conf.all.route_localnet net.netfilter.nf_conntrack_max
@@ -137,7 +137,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$NODE_DIR/cni/net.d"
+  # Pulls go to the test cluster's registry (registry.sh, registry_hosts).
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$NODE_DIR/containerd/certs.d"
 TOML
+  registry_hosts "$NODE_DIR/containerd/certs.d"
 }
 
 node_kubelet_config() {
@@ -259,16 +263,25 @@ subjects:
 YAML
 }
 
-# Imports the images built by images/build.sh (one `<name> <archive>` line each) unless containerd
-# already holds that archive (a stamp per archive in containerd's persistent root).
+# The images of images/build.sh (one `<name> <archive>` line each): the sandbox image (pause) is imported
+# into containerd — the kubelet never pulls it — and the project's images are pushed to the registry
+# (images/build.sh --push), whence the kubelet pulls them when a pod first needs them. A tag containerd
+# holds but did not pull at the registry's digest (an imported copy, an image rebuilt since) is dropped
+# from containerd, so the next pod pulls it. The pushed references are recorded in $NODE_DIR/images.pushed
+# (`<name> <registry>/<repository>:<tag>@<digest>`), which the e2e tests read.
 node_import_images() {
-  local list=$NODE_DIR/images.list name archive stamp
-  # PFSLAYOUT_E2E_IMAGES narrows what is built and imported (e.g. `pause` for a bare node).
+  local list=$NODE_DIR/images.list pushed=$NODE_DIR/images.pushed name archive stamp ref
+  local names=() n
+  # PFSLAYOUT_E2E_IMAGES narrows what is built (e.g. `pause` for a bare node).
   # shellcheck disable=SC2086  # a list of image names
   "$REPO_ROOT/images/build.sh" ${PFSLAYOUT_E2E_IMAGES:-all} > "$list" || die "images/build.sh failed (see above)"
   mkdir -p "$CONTAINERD_ROOT/pfslayout-imported"
   while read -r name archive; do
     [ -n "$name" ] || continue
+    case $name in
+      */pause:*) ;;
+      *) n=${name##*/}; names+=("${n%%:*}"); continue ;;
+    esac
     stamp=$CONTAINERD_ROOT/pfslayout-imported/$(basename "$archive")
     if [ -f "$stamp" ] && ctr_ images ls -q | grep -x "$name" >/dev/null; then continue; fi
     log "importing $name into the real node's containerd"
@@ -278,6 +291,19 @@ node_import_images() {
     ctr_ images ls -q | grep -x "$name" >/dev/null || die "$archive did not provide image $name after import"
     touch "$stamp"
   done < "$list"
+  : > "$pushed"
+  [ ${#names[@]} -gt 0 ] || return 0
+  "$REPO_ROOT/images/build.sh" --push "$REGISTRY_ADDR" "${names[@]}" > "$pushed" || die "images/build.sh --push $REGISTRY_ADDR failed (see above)"
+  local listing
+  listing=$(ctr_ images ls -q)
+  while read -r name ref; do
+    # A pull leaves `<repository>@<digest>` beside the tag; without it for the pushed digest the tag is an
+    # imported copy (from before the registry) or an older build: dropped, so the next pod pulls.
+    if grep -qx "$name" <<<"$listing" && ! grep -qx "${name%:*}@${ref##*@}" <<<"$listing"; then
+      log "dropping $name from containerd: not pulled from the registry at ${ref##*@}"
+      ctr_ images rm "$name" >/dev/null
+    fi
+  done < "$pushed"
 }
 
 node_ready() {
@@ -291,6 +317,7 @@ node_up() {
   echo "$STATE_DIR" > "$NODE_OWNER"
   node_save_sysctls
   node_network_up
+  registry_up
   node_containerd_config
   start containerd containerd --config "$NODE_DIR/containerd.toml" --log-level warn
   wait_for "containerd's socket" containerd ctr_ version
@@ -366,7 +393,7 @@ node_down() {
     for c in $tasks; do ctr_ tasks delete -f "$c" >/dev/null 2>&1 || true; done
     for c in $(ctr_ containers ls -q 2>/dev/null || true); do ctr_ containers delete "$c" >/dev/null 2>&1 || true; done
   fi
-  stop_group containerd kube-proxy coredns apiserver-forwarder
+  stop_group containerd kube-proxy coredns apiserver-forwarder registry
   # socat forks one child per connection; they share the listener's process group.
   pkill -KILL -f -- "TCP-LISTEN:[0-9]+,bind=$NODE_IP," 2>/dev/null || true
   # Shims whose container was not deleted (containerd gone first) exit with their task; kill leftovers.

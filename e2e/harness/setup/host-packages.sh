@@ -21,6 +21,8 @@ packages=(
   autoconf automake libtool bison flex perl patch libdb-dev libattr1-dev libssl-dev libhwloc-dev
   # The images (images/build.sh): the base from the Debian mirror, buildah to build on it.
   mmdebstrap buildah
+  # Pushing them to a registry (images/build.sh --push; the test cluster's: e2e/harness/cluster/registry.sh).
+  skopeo
 )
 
 missing=()

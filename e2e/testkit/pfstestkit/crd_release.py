@@ -7,6 +7,8 @@ with the lane's operator like a user's would be (docs/rbac.md).
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,13 +19,51 @@ from pfstestkit import REPO
 from pfstestkit.lanes import RELEASE, RELEASE_NS, Lane, current
 
 CHART = REPO / "charts" / "pfs-layout-operator"
+PUSH_CHART = REPO / "charts" / "push.sh"
 # CRD name -> short name
 CRDS = {"orangefsclusters.pfslayout.io": "ofs", "costcalibrations.pfslayout.io": "cc",
         "layoutpolicies.pfslayout.io": "lp"}
 HELM_WAIT = ["--wait", "--timeout", "180s"]
 
-__all__ = ["CHART", "CRDS", "RELEASE", "RELEASE_NS", "crd_namespace", "empty_namespace", "enroll", "ensure_crds",
-           "install_crds", "install_release", "served_namespace"]
+__all__ = ["CHART", "CRDS", "RELEASE", "RELEASE_NS", "chart_source", "crd_namespace", "dev_version",
+           "empty_namespace", "enroll", "ensure_crds", "install_crds", "install_release", "push_chart",
+           "served_namespace"]
+
+
+def dev_version(chart: Path = CHART) -> str:
+    """The version this checkout's chart is pushed at: the chart's own with a prerelease naming its
+    content (`0.1.0-dev.g<hash>`), so an edited chart is a new version and an unchanged one the same."""
+    version = re.search(r"^version:\s*\"?([^\s\"]+)", (chart / "Chart.yaml").read_text(), re.M)
+    assert version, f"no version in {chart / 'Chart.yaml'}"
+    digest = hashlib.sha256()
+    for path in sorted(p for p in chart.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(chart)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{version.group(1)}-dev.g{digest.hexdigest()[:10]}"
+
+
+def push_chart(cluster: Any, chart: Path, version: str) -> list[str]:
+    """`chart` pushed to the test cluster's registry at `version` (charts/push.sh), once per cluster (a
+    marker in its state directory); the helm arguments that install it from there, as users do."""
+    registry = cluster.env["PFSLAYOUT_REGISTRY"]
+    charts = Path(cluster.state_dir) / "charts"
+    charts.mkdir(exist_ok=True)
+    marker = charts / f"{version}.pushed"
+    with open(charts / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            pushed = cluster.run(str(PUSH_CHART), registry, version, str(chart), timeout=180).stdout.split()
+            assert pushed[:2] == [f"oci://{registry}/charts/pfs-layout-operator", version], pushed
+            marker.write_text(" ".join(pushed) + "\n")
+    return [f"oci://{registry}/charts/pfs-layout-operator", "--version", version, "--plain-http"]
+
+
+def chart_source(cluster: Any) -> list[str]:
+    """Where helm takes this checkout's chart from: with the test cluster's registry (a real node), the
+    registry — pushed there at dev_version() and installed by reference, the way users install it — and
+    the chart directory otherwise (kind, a kwok-only cluster)."""
+    if not cluster.env.get("PFSLAYOUT_REGISTRY"):
+        return [str(CHART)]
+    return push_chart(cluster, CHART, dev_version())
 
 
 def enroll(cluster: Any, namespace: str) -> None:
@@ -38,8 +78,10 @@ def install_crds(cluster: Any) -> None:  # the `cluster` fixture of e2e/tests/co
     """The chart's CRDs, installed by the shared release, established before any manifest is sent (a
     module of a shared lane: no other lane's helm command touches that release)."""
     assert current().shared, f"lane {current().name} must not install the shared release"
-    # This checkout's chart, keeping whatever values another module installed the release with.
-    cluster.helm("upgrade", "--install", "--reuse-values", RELEASE, str(CHART), "-n", RELEASE_NS,
+    # This checkout's chart, keeping whatever values another module installed the release with (and taking
+    # this chart's defaults for values an older release did not have: the upgrade test).
+    cluster.helm("upgrade", "--install", "--reset-then-reuse-values", RELEASE, *chart_source(cluster), "-n",
+                 RELEASE_NS,
                  "--create-namespace", *current().chart_values, *HELM_WAIT, timeout=240)
     for name in CRDS:
         cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
@@ -55,8 +97,8 @@ def ensure_crds(cluster: Any, lock_dir: Path) -> None:
         try:
             present = cluster.kubectl("get", "crd", *CRDS, check=False).returncode == 0
             if not present:
-                cluster.helm("upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                             *Lane("r").chart_values, *HELM_WAIT, timeout=240)
+                cluster.helm("upgrade", "--install", RELEASE, *chart_source(cluster), "-n", RELEASE_NS,
+                             "--create-namespace", *Lane("r").chart_values, *HELM_WAIT, timeout=240)
             for name in CRDS:
                 cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
         finally:
@@ -67,8 +109,8 @@ def install_release(cluster: Any, *values: str) -> Path:
     """The current lane's chart release installed (or upgraded to this checkout's chart): a kubeconfig with
     its ServiceAccount's bound token, so an operator run with it has exactly the chart's RBAC."""
     lane = current()
-    cluster.helm("upgrade", "--install", lane.release, str(CHART), "-n", lane.release_ns, "--create-namespace",
-                 *lane.chart_values, *HELM_WAIT, *values, timeout=240)
+    cluster.helm("upgrade", "--install", lane.release, *chart_source(cluster), "-n", lane.release_ns,
+                 "--create-namespace", *lane.chart_values, *HELM_WAIT, *values, timeout=240)
     return Path(cluster.service_account_kubeconfig(lane.release_ns, lane.release))
 
 

@@ -46,6 +46,7 @@ MODULES: dict[str, str] = {
     "test_real_learning.py": "f",
     "test_real_data_faults.py": "b",
     "test_real_calibration_restarts.py": "e",
+    "test_real_registry.py": "e",
     "test_real_operator_kills.py": "c",
     "test_real_api_faults.py": "c",  # its restart test is marked restarts_control_plane: the serial lane
     "test_real_calibration.py": "d",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pfstestkit.cluster import Cluster
-from pfstestkit.crd_release import CHART
+from pfstestkit.crd_release import chart_source
 from pfstestkit.kinds import OFS
 from pfstestkit.lanes import current
 from pfstestkit.real import assert_real_pods, chart_values, image_build
@@ -33,7 +33,8 @@ def incluster_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
     """The lane's chart release installed with the operator image, its pod on a real node. Uninstalled
     afterwards, so the modules that run the operator as a local process never meet a second operator."""
     lane = current()
-    cluster.helm("upgrade", "--install", lane.release, str(CHART), "-n", lane.release_ns, "--create-namespace",
+    cluster.helm("upgrade", "--install", lane.release, *chart_source(cluster), "-n", lane.release_ns,
+                 "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
                  "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *lane.chart_values,
                  "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",

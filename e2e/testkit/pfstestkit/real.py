@@ -82,6 +82,16 @@ def image_build(cluster: Any, name: str) -> str:
     return ""
 
 
+def pushed_images(cluster: Any) -> dict[str, str]:
+    """The images `up` pushed to the test cluster's registry: image name (as pods and containerd name it,
+    docker.io/pfslayout/<name>:<tag>) -> the reference pushed, `<registry>/<repository>:<tag>@<digest>`
+    (images/build.sh --push, recorded by e2e/harness/cluster/node.sh). Empty without a real node."""
+    listing = Path(cluster.state_dir) / "node" / "images.pushed"
+    if not listing.exists():
+        return {}
+    return dict(line.split() for line in listing.read_text().splitlines() if len(line.split()) == 2)
+
+
 def real_node_names(cluster: Any) -> set[str]:
     """Nodes whose pods really run: every node kwok does not play."""
     nodes = cluster.kubectl_json("get", "nodes")["items"]
