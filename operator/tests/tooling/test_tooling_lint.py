@@ -5,6 +5,8 @@ its stop at the first check with a finding. Builds nothing; seconds."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -47,6 +49,22 @@ def test_shellcheck_follows_a_sourced_file_beside_the_script(tmp_path: Path) -> 
     script.write_text('#!/usr/bin/env bash\nhere=$(dirname "$0")\n# shellcheck source=settings.env\n'
                       '. "$here/settings.env"\necho "$NAME"\n')
     assert run(lint.shellcheck_command([str(script)])).ok
+
+
+def test_actionlint_names_file_line_and_rule_in_steps_and_run_scripts(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n"
+                   "      - run: echo ${{ github.event.nope.x }} $1\n        shell: bash\n"
+                   "      - uses: actions/checkout@v4\n        with: {bogus: 1}\n")
+    outcome = run(lint.actionlint_command([str(bad)]))
+    assert not outcome.ok
+    assert f"{bad}:9:" in outcome.output and "[action]" in outcome.output, outcome.output  # an unknown input
+    assert "[shellcheck]" in outcome.output and "SC2086" in outcome.output, outcome.output  # the run: script
+
+
+def test_the_workflows_are_found() -> None:
+    found = lint.workflows()
+    assert ".github/workflows/release.yaml" in found and ".github/workflows/pull-request.yaml" in found, found
 
 
 def test_hadolint_names_file_line_and_rule(tmp_path: Path) -> None:
@@ -142,3 +160,21 @@ def test_the_first_check_with_a_finding_stops_the_run(monkeypatch: pytest.Monkey
 
 def test_tools_come_from_this_interpreters_venv() -> None:
     assert Path(lint.tool("ruff")).parent == Path(sys.executable).parent
+
+
+def test_the_workflows_run_the_repositorys_own_scripts() -> None:
+    """The workflows are thin callers: every repository path a `run:` step starts is an executable script
+    here (the commands the test command runs: images/build.sh --push, charts/push.sh, e2e/lint.sh, …)."""
+    import yaml
+
+    called = []
+    for wf in lint.workflows():
+        for job in yaml.safe_load((REPO / wf).read_text())["jobs"].values():
+            for step in job["steps"]:
+                for line in str(step.get("run", "")).splitlines():
+                    for word in line.split():
+                        if re.fullmatch(r"(?:images|charts|e2e|lab|shim|operator)/[\w./-]+\.sh|e2e/[\w./-]+", word):
+                            called.append(word)
+    assert {"images/build.sh", "charts/push.sh", "e2e/lint.sh", "e2e/test-all.sh"} <= set(called), called
+    for path in called:
+        assert (REPO / path).is_file() and os.access(REPO / path, os.X_OK), path
