@@ -19,26 +19,18 @@ case ${1:-} in
   '') die "usage: charts/push.sh REGISTRY[/PREFIX] [VERSION] [CHART_DIR]" ;;
 esac
 dest=$1 version=${2:-} chart=${3:-$here/pfs-layout-operator}
-[[ $dest =~ ^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)?$ ]] \
-  || die "'$dest' is not REGISTRY[/PREFIX] (e.g. 127.0.0.1:26414 or ghcr.io/you/charts)"
-registry=${dest%%/*}
-prefix=charts
-[ "$registry" = "$dest" ] || prefix=${dest#*/}
+# shellcheck source=../images/build/registry-dest.sh
+. "$here/../images/build/registry-dest.sh"
+registry_parse "$dest" charts || die "'$dest' is not REGISTRY[/PREFIX] (e.g. 127.0.0.1:26414 or ghcr.io/you/charts)"
 [ -f "$chart/Chart.yaml" ] || die "no Chart.yaml in '$chart': name the chart directory"
 name=$(sed -n 's/^name:[[:space:]]*//p' "$chart/Chart.yaml" | tr -d '"')
 [ -n "$version" ] || version=$(sed -n 's/^version:[[:space:]]*//p' "$chart/Chart.yaml" | tr -d '"')
 [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$ ]] \
   || die "version '$version' is not SemVer 2 (MAJOR.MINOR.PATCH[-PRERELEASE]): Helm refuses it"
 
-scheme=https plain=()
-case $registry in 127.0.0.1*|localhost*|\[::1\]*) scheme=http ;; esac
-[ "${PFSLAYOUT_REGISTRY_INSECURE:-}" = 1 ] && scheme=http
+plain=()
 [ "$scheme" = http ] && plain=(--plain-http)
-code=$(curl -sS -o /dev/null --max-time 10 -w '%{http_code}' "$scheme://$registry/v2/" 2>&1) || code=
-case $code in
-  200|401) ;;
-  *) die "no registry answers at $scheme://$registry/v2/ (${code:-no answer}): start it (e2e/harness/cluster.sh up starts the test cluster's) or name another" ;;
-esac
+why=$(registry_answers) || die "$why"
 helm=${HELM:-helm}
 command -v "$helm" >/dev/null || die "helm is not installed (e2e/harness/cluster.sh build helm builds it; set HELM)"
 

@@ -76,24 +76,18 @@ case $engine in buildah|docker) ;; *) die "--engine must be buildah or docker, n
 command -v "$engine" >/dev/null || die "$engine is not installed"
 
 # --push: where to, and whether the registry answers, before anything is built.
+# shellcheck source=build/registry-dest.sh
+. "$build_dir/registry-dest.sh"
 push_registry='' push_prefix='' push_scheme=https
 if [ -n "$push_set" ]; then
-  [[ $push =~ ^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)?$ ]] \
+  registry_parse "$push" pfslayout \
     || die "--push '$push' is not REGISTRY[/PREFIX] (e.g. 127.0.0.1:26414 or ghcr.io/you/pfs-layout-operator)"
-  push_registry=${push%%/*}
-  push_prefix=pfslayout
-  [ "$push_registry" = "$push" ] || push_prefix=${push#*/}
-  case $push_registry in 127.0.0.1*|localhost*|\[::1\]*) push_scheme=http ;; esac
-  [ "${PFSLAYOUT_REGISTRY_INSECURE:-}" = 1 ] && push_scheme=http
+  push_registry=$registry push_prefix=$prefix push_scheme=$scheme
   for t in "${targets[@]}"; do
     case $t in operator|orangefs|mpi|all) ;; *) die "--push pushes operator, orangefs and mpi, not '$t'" ;; esac
   done
   [ "$engine" = docker ] || command -v skopeo >/dev/null || die "skopeo is not installed (apt-get install skopeo): --push needs it with buildah"
-  code=$(curl -sS -o /dev/null --max-time 10 -w '%{http_code}' "$push_scheme://$push_registry/v2/" 2>&1) || code=
-  case $code in
-    200|401) ;;
-    *) die "--push: no registry answers at $push_scheme://$push_registry/v2/ (${code:-no answer}): start it (e2e/harness/cluster.sh up starts the test cluster's) or name another" ;;
-  esac
+  why=$(registry_answers) || die "--push: $why"
 fi
 
 host_is_bookworm() { (. /etc/os-release && [ "${ID:-}" = debian ] && [ "${VERSION_ID:-}" = 12 ]); }
