@@ -34,16 +34,26 @@ def _free_port_base() -> int:
     raise AssertionError(f"no free range of {PORTS} ports on 127.0.0.1")
 
 
-def _pids(state: Path) -> dict[str, int]:
-    return {f.stem: int(f.read_text().split()[0]) for f in sorted((state / "pids").glob("*.pid"))}
+def _pids(state: Path) -> dict[str, tuple[int, str]]:
+    """component -> (pid, start time in clock ticks), as the harness records them: the start time tells the
+    process from an unrelated one that got the same PID later (pid_max is 32768 on some machines, and a
+    cold run starts tens of thousands of processes)."""
+    out = {}
+    for f in sorted((state / "pids").glob("*.pid")):
+        pid, start = f.read_text().split()[:2]
+        out[f.stem] = (int(pid), start)
+    return out
 
 
-def _alive(pid: int) -> bool:
+def _alive(proc: tuple[int, str]) -> bool:
+    """Whether the recorded process (pid, start time) still runs; a zombie counts as gone."""
+    pid, start = proc
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
+            fields = f.read().rsplit(")", 1)[1].split()
     except FileNotFoundError:
         return False
+    return fields[0] != "Z" and fields[19] == start
 
 
 def test_up_is_idempotent_and_down_leaves_nothing(cluster: object, tmp_path: Path) -> None:
@@ -79,7 +89,7 @@ def test_up_is_idempotent_and_down_leaves_nothing(cluster: object, tmp_path: Pat
             assert var in exports
         # Everything listens on loopback only.
         listening = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, timeout=30).stdout
-        ours = [line for line in listening.splitlines() if any(f"pid={p}," in line for p in pids.values())]
+        ours = [line for line in listening.splitlines() if any(f"pid={pid}," in line for pid, _ in pids.values())]
         assert ours, listening
         for line in ours:
             local = line.split()[3]
@@ -87,7 +97,7 @@ def test_up_is_idempotent_and_down_leaves_nothing(cluster: object, tmp_path: Pat
 
         # A half-alive cluster (one process died) is not reported as running, and `up` replaces it
         # whole: the survivors are stopped, everything starts afresh.
-        os.kill(pids["kwok"], 9)
+        os.kill(pids["kwok"][0], 9)
         deadline = time.monotonic() + 10
         while _alive(pids["kwok"]) and time.monotonic() < deadline:
             time.sleep(0.1)
