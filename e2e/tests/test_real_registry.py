@@ -14,7 +14,9 @@ import uuid
 from typing import Any
 
 import pytest
+import yaml
 
+from pfstestkit.crd_release import PUSH_CHART
 from pfstestkit.faults import ofs
 from pfstestkit.kinds import OFS
 from pfstestkit.real import assert_real_pods, place, placement, pushed_images
@@ -137,3 +139,25 @@ def test_an_image_that_cannot_be_pulled_shows_in_the_clusters_status_and_events(
                  and e["reason"] in ("ErrImagePull", "ImagePullBackOff") and image in e["message"]]
         return found or None
     assert cluster.wait_until(warned, "a Warning Event on the OrangeFSCluster naming the image", timeout=60)
+
+
+def test_a_release_chart_names_the_released_images(cluster) -> None:  # noqa: ANN001
+    """`charts/push.sh --images REGISTRY/PREFIX` (the release workflow's call): the chart pulled back from
+    the registry carries the release's appVersion and names the images pushed under PREFIX at that version,
+    so `helm install oci://...` needs no image value. Rendered by helm from the pulled package."""
+    reg = registry(cluster)
+    version = f"0.0.1-release.{uuid.uuid4().hex[:8]}"
+    prefix = f"{reg}/released"
+    pushed = cluster.run(str(PUSH_CHART), "--images", prefix, f"{reg}/charts", version, timeout=180).stdout.split()
+    chart = f"oci://{reg}/charts/pfs-layout-operator"
+    assert pushed[:2] == [chart, version], pushed
+    shown = cluster.helm("show", "chart", chart, "--version", version, "--plain-http", timeout=120).stdout
+    assert f'appVersion: {version}' in shown.replace('"', ""), shown
+    rendered = cluster.helm("template", "r", chart, "--version", version, "--plain-http", "-n", "x",
+                            timeout=120).stdout
+    deployment = next(d for d in yaml.safe_load_all(rendered) if d and d.get("kind") == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == f"{prefix}/operator:{version}", container["image"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["PFSLAYOUT_ORANGEFS_IMAGE"] == f"{prefix}/orangefs:{version}", env
+    assert env["PFSLAYOUT_MPI_IMAGE"] == f"{prefix}/mpi:{version}", env

@@ -77,7 +77,10 @@ def test_the_chart_push_names_a_registry_that_does_not_answer(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    ((), "usage: charts/push.sh REGISTRY[/PREFIX] [VERSION] [CHART_DIR]"),
+    ((), "usage: charts/push.sh [--images REGISTRY/PREFIX] REGISTRY[/PREFIX] [VERSION] [CHART_DIR]"),
+    (("--images", "ghcr.io/you/x"), "usage: charts/push.sh [--images REGISTRY/PREFIX]"),
+    (("--images", "ghcr.io", "127.0.0.1:5000"), "--images 'ghcr.io' is not REGISTRY/PREFIX"),
+    (("--images=Not/A/Registry", "127.0.0.1:5000"), "--images 'Not/A/Registry' is not REGISTRY/PREFIX"),
     (("not a registry",), "is not REGISTRY[/PREFIX]"),
     (("127.0.0.1:5000", "1.0"), "version '1.0' is not SemVer 2"),
     (("127.0.0.1:5000", "1.0.0", "/nonexistent"), "no Chart.yaml in '/nonexistent'"),
