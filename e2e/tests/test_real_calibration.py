@@ -22,6 +22,7 @@ from pfslayout.kinds.costcalibration.probe_plan import make_plan
 from pfslayout.kinds.costcalibration.spec import parse_spec
 from pfstestkit import REPO
 from pfstestkit.cluster import Cluster
+from pfstestkit.mpijobs import stalled
 from pfstestkit.ofs_pods import operator_log, wait_ofs_ready
 from pfstestkit.real import assert_real_pods, place
 
@@ -51,8 +52,12 @@ def wait_terminal(cluster, ns: str, name: str, run: int, timeout: float = 600) -
     try:
         return cluster.wait_until(probe, f"{ns}/{name} run {run} to finish", timeout=timeout, interval=2)
     except AssertionError as err:
-        pods = cluster.kubectl("get", "pods,mpijobs", "-n", ns, "-o", "wide", check=False).stdout
-        raise AssertionError(f"{err}\nstatus: {cc_status(cluster, ns, name)}\n{pods}\n"
+        # A probe job that never finishes (a launcher Running for the whole wait, 2026-11-29) is explained
+        # by its own pods: each unfinished probe MPIJob's launcher log and processes (mpijobs.stalled).
+        jobs = cluster.kubectl("get", "mpijobs.kubeflow.org", "-n", ns, "-l", f"pfslayout.io/calibration={name}",
+                               "-o", "name", check=False).stdout.split()
+        stuck = "\n".join(stalled(cluster, ns, job.rpartition("/")[2]) for job in jobs)
+        raise AssertionError(f"{err}\nstatus: {cc_status(cluster, ns, name)}\n{stuck}\n"
                              f"operator log:\n{operator_log(cluster)}") from None
 
 
