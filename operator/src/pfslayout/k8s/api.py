@@ -88,10 +88,13 @@ class Kube:
         if name:
             path += "/" + quote(name, safe="")
         headers = {"Accept": "application/json, */*", "Content-Type": content_type}
-        request = self.api_client.param_serialize(
+        api: Any = self.api_client  # the client ships no annotations for the three calls below
+        request = api.param_serialize(
             method=method, resource_path=path + suffix, query_params=query or [], header_params=headers,
-            body=json.dumps(body) if body is not None else None, auth_settings=["BearerToken"])
-        resp: Any = self.api_client.call_api(*request, _request_timeout=self.timeout)
+            # Serialized as the generated classes did (dates to ISO strings), then sent as that text.
+            body=json.dumps(api.sanitize_for_serialization(body)) if body is not None else None,
+            auth_settings=["BearerToken"])
+        resp: Any = api.call_api(*request, _request_timeout=self.timeout)
         resp.read()
         if not 200 <= resp.status <= 299:
             raise ApiException.from_response(http_resp=resp, body=None, data=None)
