@@ -272,23 +272,30 @@ def test_an_injection_interrupted_before_the_resume_is_finished_and_counted_once
         cluster.wait_until(lambda: lp_state(cluster, namespace), "the policy Ready", timeout=420, interval=2)
     # No operator runs: what it left behind at the two kill points, made by the same functions it uses.
     pol = cluster.kubectl_json("get", LP, "kills", "-n", namespace)
+
+    def injected(name: str, *extra: dict[str, Any]) -> dict[str, Any]:
+        """The shim patch as the operator makes it, version-guarded (a JSON Patch `test` of the
+        resourceVersion) — so, like the operator, read again and retry when the MPI Operator updated the
+        new job's status in between (the API server refuses the stale patch: 422 Invalid)."""
+        for _ in range(10):
+            job = cluster.kubectl_json("get", "mpijobs.kubeflow.org", name, "-n", namespace)
+            decided = inject.decide(job, [pol])
+            assert decided is not None
+            ops = [*inject.json_patch(job, decided[1], "kills", resume=False), *extra]
+            done = cluster.kubectl("patch", "mpijobs.kubeflow.org", name, "-n", namespace, "--type=json", "-p",
+                                   json.dumps(ops), check=False)
+            if done.returncode == 0:
+                return job
+            assert "the server rejected our request due to an error in our request" in done.stderr, done.stderr
+        raise AssertionError(f"the shim patch of {name} lost the version race ten times: {done.stderr}")
+
     uids = {}
     for name in ("stopped-a", "stopped-b"):
         cluster.apply(mpijob(name, "true", {"pfslayout.io/policy": "kills"}, suspend=True), namespace=namespace)
-        job = cluster.kubectl_json("get", "mpijobs.kubeflow.org", name, "-n", namespace)
-        decided = inject.decide(job, [pol])
-        assert decided is not None
-        ops = inject.json_patch(job, decided[1], "kills", resume=False)
-        cluster.kubectl("patch", "mpijobs.kubeflow.org", name, "-n", namespace, "--type=json", "-p", json.dumps(ops))
-        uids[name] = job["metadata"]["uid"]
+        uids[name] = injected(name)["metadata"]["uid"]
     # A third job its user paused again after it ran (resumed once, then `suspend: true`): stays paused.
     cluster.apply(mpijob("paused-c", "true", {"pfslayout.io/policy": "kills"}, suspend=True), namespace=namespace)
-    job = cluster.kubectl_json("get", "mpijobs.kubeflow.org", "paused-c", "-n", namespace)
-    decided = inject.decide(job, [pol])
-    assert decided is not None
-    ops = inject.json_patch(job, decided[1], "kills", resume=False)
-    ops.append({"op": "add", "path": "/metadata/annotations/pfslayout.io~1resumed", "value": "true"})
-    cluster.kubectl("patch", "mpijobs.kubeflow.org", "paused-c", "-n", namespace, "--type=json", "-p", json.dumps(ops))
+    injected("paused-c", {"op": "add", "path": "/metadata/annotations/pfslayout.io~1resumed", "value": "true"})
     cluster.kubectl("patch", LP, "kills", "-n", namespace, "--subresource=status", "--type=merge", "-p", json.dumps(
         {"status": {"injectedJobs": 1, "lastInjectedJob": "stopped-b", "recentInjections": [uids["stopped-b"]]}}))
 
