@@ -24,7 +24,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.k8s.api import Kube
 from pfslayout.kinds.layoutpolicy import inject
 from pfslayout.operator.admission import suspend
@@ -45,7 +44,7 @@ def _later(fn: Callable[..., Any], *args: Any) -> None:
 
 
 def review(kube: Kube, job: dict[str, Any], policies: list[dict[str, Any]], post: Post, dryrun: bool,
-           shim_image: str = DEFAULT_MPI_IMAGE) -> tuple[str, dict[str, Any]] | None:
+           shim_image: str) -> tuple[str, dict[str, Any]] | None:
     """(policy name, new `mpiReplicaSpecs`) or None; raises inject.Refusal. `policies`: the job's namespace's;
     `shim_image`: the operator's (Settings.mpi_image), for policies that name none."""
     meta = job.get("metadata") or {}

@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 from pfslayout import naming
-from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.k8s.api import Kube
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import MPIJOB
@@ -73,7 +72,7 @@ def count_injection(kube: Kube, namespace: str, policy: str, job: str, key: str)
     raise RuntimeError(f"LayoutPolicy {namespace}/{policy} changed 20 times while counting MPIJob {job}")
 
 
-def retry_waiting(kube: Kube, namespace: str, post: Post, shim_image: str = DEFAULT_MPI_IMAGE) -> int:
+def retry_waiting(kube: Kube, namespace: str, post: Post, shim_image: str) -> int:
     """Suspended jobs kept back by a refusal are tried again (a policy that became Ready, a second policy
     that was removed): the policy's timer calls this, since nothing changes on the job itself."""
     done = 0
@@ -84,7 +83,7 @@ def retry_waiting(kube: Kube, namespace: str, post: Post, shim_image: str = DEFA
     return done
 
 
-def handle(kube: Kube, job: dict[str, Any], post: Post, shim_image: str = DEFAULT_MPI_IMAGE) -> str:
+def handle(kube: Kube, job: dict[str, Any], post: Post, shim_image: str) -> str:
     """`untouched`, `injected`, `refused` or `raced` (the job changed under us; the next event retries).
     `shim_image`: the operator's (Settings.mpi_image), for policies that name none."""
     meta = job.get("metadata") or {}
