@@ -272,6 +272,11 @@ def cost_calibration_spec() -> Schema:
         "maxConfigs": integer("Measure only this many configurations, chosen greedily for D-optimality, "
                               "instead of the full factorial; at least 5 (five parameters).", minimum=5,
                               maximum=4096),
+        "baseline": boolean("Also measure every configuration on the file system's default layout (no hints: "
+                            "the cluster's distribution, simple_stripe with 64 KiB strips, on every server), "
+                            "in a `default` directory of its own. Never fitted and never chosen: a report "
+                            "compares the model's picks with it (what a user gains over doing nothing). "
+                            "Adds one cell per configuration.", default=False),
     }, default={})
     return obj("Desired calibration run.", {
         "clusterRef": object_ref("The OrangeFSCluster to calibrate.", "OrangeFSCluster") | {

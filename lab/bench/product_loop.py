@@ -17,7 +17,8 @@ the real node as operator/bench/injection.py does, and uninstalled):
    operation of the same client node): the operator plans each with `loop-cal`'s parameters; their
    picks are read from `status.rules[].layout`, then the policies are deleted;
 4. a CostCalibration `loop-holdout` over the held-out sizes, full factorial, for its measurements only:
-   every layout of every configuration, measured by the same probe jobs;
+   every layout of every configuration, measured by the same probe jobs, and the file system's default
+   layout beside them (spec.grid.baseline) — what the operator's picks gained over doing nothing;
 5. the operator's picks scored on those measurements as `lab validate` scores the model (pfslab.score),
    beside the model's own picks with the same parameters and the baselines. Report:
    docs/results/lab-loop.json and the `lab-loop` section of docs/results.md.
@@ -40,8 +41,8 @@ from typing import Any
 from pfslab import loop
 from pfslab.loop import holdout_configs
 from pfslab.net import BURST, GSO_MAX, validate_rate
-from pfslab.report import build_report, replace_marked, results_markdown
-from pfslab.score import group_cells, score
+from pfslab.report import build_report, gain_line, replace_marked, results_markdown
+from pfslab.score import gain, group_cells, score
 from pfslayout.calibration import merge_measurements, parse_probe
 from pfslayout.calibration.profiles import get_profile
 from pfslayout.costmodel import CostParams
@@ -235,7 +236,7 @@ def main() -> None:
 
         hold = loop.calibration_manifest("loop-holdout", OFS_NAME, holdout, ranks=args.ranks, max_configs=None,
                                          requests=args.requests, repetitions=args.repetitions,
-                                         min_bytes=min_bytes)
+                                         min_bytes=min_bytes, baseline=True)
         c.apply([place(hold, c.mode)], NS)
         log("measuring the held-out configurations (CostCalibration loop-holdout)")
         hold_status = wait_cc(c, "loop-holdout", 3600)
@@ -254,6 +255,8 @@ def main() -> None:
         for row, pick in zip(report["per_cell"], scored_picks):
             row["operator_pick"] = pick
         report["operator"] = operator.as_dict()
+        operator_gain = gain(scored, scored_picks)
+        report["operator_gain"] = operator_gain.as_dict() if operator_gain else None
         report["operator_agrees_with_model"] = sum(a == b for a, b in zip(scored_picks, model_picks)) / len(scored)
         report["calibration"] = {"params": cal_status["params"], "fit": cal_status.get("fit")}
         report["wall_s"] = round(time.monotonic() - t0, 1)
@@ -270,7 +273,10 @@ def main() -> None:
                    + (f" ({rate:.0%})" if rate is not None else "")
                    + f", within 3% of the best in {operator.within_3pct:.0%} of all cells, worst regret "
                    f"{operator.worst_regret:.1%}; the operator's pick equals the fitted model's in "
-                   f"{report['operator_agrees_with_model']:.0%} of them.\n\n" + md.split("\n", 1)[1])
+                   f"{report['operator_agrees_with_model']:.0%} of them."
+                   + (" " + gain_line(report["operator_gain"], "the operator's pick")
+                      if report["operator_gain"] else "")
+                   + "\n\n" + md.split("\n", 1)[1])
         replace_marked(args.results_md, BEGIN, END, section)
         log(f"report {args.report}; operator {json.dumps(operator.as_dict())}")
     finally:

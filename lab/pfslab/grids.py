@@ -4,7 +4,8 @@
   operator's CostCalibration runs), as pfsprobe grid files.
 * **Validation**: disjoint from it — other request sizes and other process counts — with every layout
   of the server count (1-DH, 1-DV, 2-D for each divisor g), so each configuration is a contest between
-  layouts. It is run in rounds of one repetition each (``runs.run_rounds``), so the layouts of a
+  layouts, and the file system's default layout beside them as the baseline (``BASELINE``: measured,
+  never a candidate). It is run in rounds of one repetition each (``runs.run_rounds``), so the layouts of a
   configuration are measured interleaved in time rather than back to back, and drift of the shared
   machine spreads over all of them.
 """
@@ -17,6 +18,7 @@ from typing import Any
 from pfslab.product import pfslayout_json
 from pfslab.servers import MOUNT
 from pfslayout.calibration.grid import layout_key, requests_for, useful_groups
+from pfslayout.calibration.measurements import BASELINE
 
 VALIDATION_SIZES = (16 << 10, 256 << 10, 4 << 20)  # between and beyond the calibration's 4 KiB and 1 MiB
 VALIDATION_PROCS = (3, 6)  # not powers of two, not n or 2n: none of the calibration grid's process counts
@@ -68,7 +70,8 @@ def validation(servers: int, *, sizes: Sequence[int] = VALIDATION_SIZES, procs: 
         "backend": "pvfs2",
         "servers": servers,
         "targets": [{"layout": k.split(":")[0], "path": path, "g": int(k.split(":")[1]) if ":" in k else None}
-                    for k, path in targets(servers, "validate").items()],
+                    for k, path in targets(servers, "validate").items()]
+                   + [{"layout": BASELINE, "path": f"{MOUNT}/validate/{BASELINE}", "g": None}],
         "request_sizes": sorted(sizes),
         "patterns": list(patterns),
         "sharing": list(sharing),

@@ -33,11 +33,15 @@ def cluster_manifest(name: str, servers: int) -> dict[str, Any]:
 
 
 def calibration_manifest(name: str, cluster: str, sizes: Sequence[int], *, ranks: int, max_configs: int | None,
-                         requests: int, repetitions: int, min_bytes: int = 0) -> dict[str, Any]:
+                         requests: int, repetitions: int, min_bytes: int = 0, baseline: bool = False
+                         ) -> dict[str, Any]:
     """A CostCalibration on one client node (its probe pods) with ``ranks`` ranks: p = 1, 2, 4, …; small
-    sizes make enough requests to move ``min_bytes`` per rank (spec.grid.minBytesPerRank)."""
+    sizes make enough requests to move ``min_bytes`` per rank (spec.grid.minBytesPerRank); ``baseline``
+    measures every configuration on the file system's default layout too (spec.grid.baseline)."""
     grid: dict[str, Any] = {"nodes": 1, "ranksPerNode": ranks, "requestSizes": sorted(sizes),
                             "requestsPerRank": requests, "repetitions": repetitions}
+    if baseline:
+        grid["baseline"] = True
     if min_bytes:
         grid["minBytesPerRank"] = min_bytes
     if max_configs is not None:

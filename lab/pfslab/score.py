@@ -10,6 +10,11 @@ the pick measured than the best, ``median[pick] / best_median − 1`` — scores
 
 Ties (equal medians, equal predictions) go to the first layout in ``layout_order``: 1-DH, 1-DV, then
 2-D by ascending g, so a score never depends on the order cells were measured or listed in.
+
+*Gain* is what a user asks: how much faster the pick measured than the file system's default layout (the
+``default`` cells pfsprobe measures beside the model's layouts: OrangeFS's configured distribution,
+simple_stripe with 64 KiB strips over every server). The default is a baseline, never a candidate: it does
+not take part in ``best``, ``decisive`` or any pick.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 
 from pfslayout.calibration.design import CellConfig
 from pfslayout.calibration.grid import layout_key
-from pfslayout.calibration.measurements import Cell, Measurements
+from pfslayout.calibration.measurements import BASELINE, Cell, Measurements
 from pfslayout.calibration.synthetic import model_time
 from pfslayout.costmodel import SEEDS, CostParams
 
@@ -84,10 +89,12 @@ class Config:
 class LabCell(Config):
     """One configuration with its layouts' repetition times and medians, keyed by ``layout_key``.
 
-    The dicts are excluded from hashing (they are unhashable); equality still compares them."""
+    The dicts are excluded from hashing (they are unhashable); equality still compares them.
+    ``baseline_times`` are the default layout's repetitions (empty when it was not measured)."""
 
     times: dict[str, tuple[float, ...]] = field(hash=False)
     median: dict[str, float] = field(hash=False)
+    baseline_times: tuple[float, ...] = field(default=(), hash=False)
 
     def __post_init__(self) -> None:
         if set(self.times) != set(self.median):
@@ -97,12 +104,18 @@ class LabCell(Config):
 
     @classmethod
     def build(cls, config: Config, times: Mapping[str, Sequence[float]],
-              median: Mapping[str, float] | None = None) -> LabCell:
+              median: Mapping[str, float] | None = None, baseline: Sequence[float] = ()) -> LabCell:
         """A cell with its dicts in ``layout_order``; medians default to the median of each layout's times."""
         keys = sorted(times, key=layout_order)
         given = median or {}
         return cls(**config.as_dict(), times={k: tuple(times[k]) for k in keys},
-                   median={k: float(given[k]) if k in given else float(statistics.median(times[k])) for k in keys})
+                   median={k: float(given[k]) if k in given else float(statistics.median(times[k])) for k in keys},
+                   baseline_times=tuple(float(t) for t in baseline))
+
+    @property
+    def baseline(self) -> float | None:
+        """The default layout's median time, or None when it was not measured for this configuration."""
+        return float(statistics.median(self.baseline_times)) if self.baseline_times else None
 
     @property
     def layouts(self) -> tuple[str, ...]:
@@ -138,13 +151,17 @@ def group_cells(measurements: Measurements) -> LabCells:
     by_config: dict[Config, dict[str, list[Cell]]] = {}
     for c in measurements.cells:
         by_config.setdefault(_config(c), {}).setdefault(layout_key(c.layout, c.g), []).append(c)
+    base: dict[Config, list[float]] = {}
+    for c in measurements.baseline:
+        assert c.layout == BASELINE, c
+        base.setdefault(_config(c), []).extend(c.times or (c.time,))
     cells: list[LabCell] = []
     left_out: list[LabCell] = []
     for config in sorted(by_config, key=Config.sort_key):
         runs = by_config[config]
         times = {k: tuple(t for c in cs for t in (c.times or (c.time,))) for k, cs in runs.items()}
         median = {k: cs[0].time for k, cs in runs.items() if len(cs) == 1}
-        cell = LabCell.build(config, times, median)
+        cell = LabCell.build(config, times, median, base.get(config, ()))
         (cells if len(runs) >= 2 else left_out).append(cell)
     return LabCells(cells, left_out)
 
@@ -254,6 +271,50 @@ def baselines(cells: Sequence[LabCell], servers: int, variant: str = "corrected"
     for key in sorted(common, key=layout_order):
         out[f"fixed:{key}"] = score(cells, [key] * len(cells), margin)
     return out
+
+
+@dataclass(frozen=True)
+class Gain:
+    """How much faster the picks measured than the default layout: speed-up = default median / pick median
+    per configuration, summarised by geometric means (the mean of ratios that compounds correctly: a 2×
+    and a 0.5× cancel). ``best_geomean`` is the ceiling — the measured best layout in every cell."""
+
+    cells: int  # configurations with the default layout measured
+    geomean: float
+    decisive: int
+    geomean_decisive: float | None  # None when no such configuration was decisive
+    best_geomean: float
+    worst: float  # the smallest speed-up (below 1: the pick was slower than the default)
+    worst_cell: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _geomean(xs: Sequence[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def speedup(cell: LabCell, pick: str) -> float | None:
+    """default median / median[pick]; None without a default measurement (or a zero time either side)."""
+    _check_pick(cell, pick)
+    base, t = cell.baseline, cell.median[pick]
+    return base / t if base and t > 0 else None
+
+
+def gain(cells: Sequence[LabCell], picks: Sequence[str], margin: float = MARGIN) -> Gain | None:
+    """The picks' speed-up over the default layout on the cells that measured it; None when none did."""
+    if len(picks) != len(cells):
+        raise ValueError(f"{len(picks)} picks for {len(cells)} cells")
+    rows = [(c, x, speedup(c, best(c))) for c, pk in zip(cells, picks) if (x := speedup(c, pk)) is not None]
+    if not rows:
+        return None
+    clear = [x for c, x, _ in rows if decisive(c, margin)]
+    worst_cell, worst, _ = min(rows, key=lambda r: r[1])
+    return Gain(cells=len(rows), geomean=_geomean([x for _, x, _ in rows]), decisive=len(clear),
+                geomean_decisive=_geomean(clear) if clear else None,
+                best_geomean=_geomean([b for _, _, b in rows if b is not None]), worst=worst,
+                worst_cell=worst_cell.label())
 
 
 def human_size(n: int) -> str:

@@ -196,6 +196,19 @@ static int create(PVFS_fs_id fs, const char *fspath, const probe_place *pl, PVFS
         pvfs_msg(msg, "cannot remove the old", path, rc);
         return -1;
     }
+    PVFS_sysresp_create resp;
+    memset(&resp, 0, sizeof resp);
+    if (pl->layout == LAYOUT_DEFAULT) {
+        /* the baseline: no distribution, no server list, no datafile count — the file system decides, as it
+         * does for an application that sets nothing */
+        rc = PVFS_sys_create(name, parent, new_attr(0644), &cred, NULL, &resp, NULL, NULL);
+        if (rc) {
+            pvfs_msg(msg, "targets: cannot create", path, rc);
+            return -1;
+        }
+        *ref = resp.ref;
+        return 0;
+    }
     int idx[4096];
     int64_t strip;
     int count = place_servers(pl, n_io < 4096 ? n_io : 4096, idx, &strip);
@@ -217,8 +230,6 @@ static int create(PVFS_fs_id fs, const char *fspath, const probe_place *pl, PVFS
     PVFS_sys_attr attr = new_attr(0644);
     attr.dfile_count = count; /* LIST refuses a count below the list's length */
     attr.mask |= PVFS_ATTR_SYS_DFILE_COUNT;
-    PVFS_sysresp_create resp;
-    memset(&resp, 0, sizeof resp);
     rc = PVFS_sys_create(name, parent, attr, &cred, dist, &resp, &layout, NULL);
     PVFS_sys_dist_free(dist);
     free(addrs);

@@ -43,6 +43,7 @@ const char *layout_name(probe_layout l)
     case LAYOUT_1DH: return "1-DH";
     case LAYOUT_1DV: return "1-DV";
     case LAYOUT_2D: return "2-D";
+    case LAYOUT_DEFAULT: return "default";
     }
     return "?";
 }
@@ -62,6 +63,7 @@ int parse_layout(const char *s, probe_layout *out)
     if (strcmp(s, "1-DH") == 0) { *out = LAYOUT_1DH; return 0; }
     if (strcmp(s, "1-DV") == 0) { *out = LAYOUT_1DV; return 0; }
     if (strcmp(s, "2-D") == 0) { *out = LAYOUT_2D; return 0; }
+    if (strcmp(s, "default") == 0) { *out = LAYOUT_DEFAULT; return 0; }
     return -1;
 }
 

@@ -9,7 +9,10 @@
 #define PROBE_MAX_TARGETS 32
 #define PROBE_MSG_LEN 512
 
-typedef enum { LAYOUT_1DH = 0, LAYOUT_1DV = 1, LAYOUT_2D = 2 } probe_layout;
+/* LAYOUT_DEFAULT is the file system's own layout (no distribution or server list at create: OrangeFS's
+ * configured distribution on every server, starting at a server of its choosing) — the baseline the
+ * model's picks are compared with, never a layout the model chooses (issue 33). */
+typedef enum { LAYOUT_1DH = 0, LAYOUT_1DV = 1, LAYOUT_2D = 2, LAYOUT_DEFAULT = 3 } probe_layout;
 typedef enum { BACKEND_POSIX = 0, BACKEND_MPIIO = 1, BACKEND_PVFS2 = 2 } probe_backend_kind;
 typedef enum { PLACEMENT_PACKED = 0, PLACEMENT_SPREAD = 1 } probe_placement;
 

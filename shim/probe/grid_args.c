@@ -12,7 +12,7 @@ void grid_usage(const char *prog)
             "usage: %s [--grid FILE] [--target LAYOUT[:G]=DIR]... [options]\n"
             "Times a calibration grid of I/O cells and writes pfsprobe/1 JSON (docs/probe-format.md).\n"
             "  --grid FILE           grid JSON (docs/probe.md); the flags below override its fields\n"
-            "  --target L[:G]=DIR    a directory realising layout L (1-DH, 1-DV, 2-D:G); repeatable\n"
+            "  --target L[:G]=DIR    a directory realising layout L (1-DH, 1-DV, 2-D:G, default); repeatable\n"
             "  --backend B           posix | mpiio | pvfs2 (default posix)\n"
             "  --servers N           file servers behind the targets (default 1)\n"
             "  --sizes LIST          request sizes, e.g. 4K,64K,1M (default 64K)\n"
@@ -113,7 +113,7 @@ static int flag_target(const char *val, probe_target *t, char msg[PROBE_MSG_LEN]
     char spec[64];
     size_t len = (size_t)(eq - val);
     if (len >= sizeof spec)
-        return fail(msg, "--target: layout \"%.*s\" is not 1-DH, 1-DV or 2-D:G", (int)len, val);
+        return fail(msg, "--target: layout \"%.*s\" is not 1-DH, 1-DV, 2-D:G or default", (int)len, val);
     memcpy(spec, val, len);
     spec[len] = 0;
     char *colon = strchr(spec, ':');
@@ -125,7 +125,7 @@ static int flag_target(const char *val, probe_target *t, char msg[PROBE_MSG_LEN]
         t->g = (int)gv;
     }
     if (parse_layout(spec, &t->layout))
-        return fail(msg, "--target: layout \"%s\" is not 1-DH, 1-DV or 2-D:G", spec);
+        return fail(msg, "--target: layout \"%s\" is not 1-DH, 1-DV, 2-D:G or default", spec);
     if (strlen(eq + 1) >= sizeof(t->path) - 256)
         return fail(msg, "--target: path too long");
     strcpy(t->path, eq + 1);

@@ -125,6 +125,8 @@ int grid_validate(probe_grid *g, int world_size, char msg[PROBE_MSG_LEN])
         if (t->g > g->servers && g->backend != BACKEND_PVFS2)
             return fail(msg, "targets[%d].g: %d groups exceed the %d servers; use g <= servers (--servers)", i,
                         t->g, g->servers);
+        if (t->strip_size && t->layout == LAYOUT_DEFAULT)
+            return fail(msg, "targets[%d].strip_size: the default layout is the file system's own; drop strip_size", i);
         if (t->strip_size && g->backend != BACKEND_PVFS2)
             return fail(msg, "targets[%d].strip_size: only the pvfs2 backend sets strip sizes; set the "
                         "directory's layout hints instead", i);

@@ -85,7 +85,7 @@ static int json_target(json_t *t, size_t i, probe_target *out, char msg[PROBE_MS
     json_object_foreach(t, key, v) {
         if (strcmp(key, "layout") == 0) {
             if (!json_is_string(v) || parse_layout(json_string_value(v), &out->layout))
-                return fail(msg, "grid.targets[%zu].layout: must be \"1-DH\", \"1-DV\" or \"2-D\"; fix the grid file", i);
+                return fail(msg, "grid.targets[%zu].layout: must be \"1-DH\", \"1-DV\", \"2-D\" or \"default\"; fix the grid file", i);
             have_layout = 1;
         } else if (strcmp(key, "path") == 0) {
             if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= sizeof(out->path) - 256)
@@ -111,7 +111,7 @@ static int json_target(json_t *t, size_t i, probe_target *out, char msg[PROBE_MS
         }
     }
     if (!have_layout)
-        return fail(msg, "grid.targets[%zu].layout: missing; give \"1-DH\", \"1-DV\" or \"2-D\"", i);
+        return fail(msg, "grid.targets[%zu].layout: missing; give \"1-DH\", \"1-DV\", \"2-D\" or \"default\"", i);
     if (!have_path)
         return fail(msg, "grid.targets[%zu].path: missing; give the directory this layout is realised in", i);
     return 0;
@@ -142,7 +142,7 @@ static int json_cell(json_t *c, size_t i, probe_cell_spec *out, char msg[PROBE_M
         int64_t x = 0;
         if (strcmp(key, "layout") == 0) {
             if (!json_is_string(v) || parse_layout(json_string_value(v), &out->layout))
-                return fail(msg, "grid.%s: must be \"1-DH\", \"1-DV\" or \"2-D\"; fix the grid file", f);
+                return fail(msg, "grid.%s: must be \"1-DH\", \"1-DV\", \"2-D\" or \"default\"; fix the grid file", f);
             have |= H_LAYOUT;
         } else if (strcmp(key, "g") == 0) {
             if (json_is_null(v))

@@ -24,7 +24,11 @@ int layout_realisation(probe_layout layout, int g, int n, int shared, int64_t s,
         n = 1;
     if (g < 1)
         g = 1;
-    if (layout == LAYOUT_1DH) {
+    if (layout == LAYOUT_DEFAULT) {
+        /* what OrangeFS does with no hints: simple_stripe over every server, its 64 KiB default strip */
+        *datafiles = n;
+        *strip = SMALL_STRIP;
+    } else if (layout == LAYOUT_1DH) {
         *datafiles = n;
         *strip = align_strip(s / n, SMALL_STRIP);
     } else if (layout == LAYOUT_1DV) {

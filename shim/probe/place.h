@@ -25,6 +25,7 @@ typedef struct {
  *   1-DV:  file-per-process 1 datafile, no strip; shared n datafiles, strip A(s)
  *   2-D:   file-per-process ceil(n/g) datafiles, strip A(floor(s/ceil(n/g))); shared n datafiles,
  *          strip A(floor(s*g/n))
+ *   default: n datafiles, strip 65536 (OrangeFS's own layout; the pvfs2 backend passes none at create)
  * Returns 0. */
 int layout_realisation(probe_layout layout, int g, int n, int shared, int64_t s, int *datafiles, int64_t *strip);
 

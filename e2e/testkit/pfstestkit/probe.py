@@ -104,7 +104,7 @@ def check_doc(doc: Any, *, ranks: int, backend: str, servers: int) -> None:
     for i, c in enumerate(cells):
         where = f"cells[{i}]"
         assert set(c) == CELL_KEYS, (where, sorted(c))
-        assert c["layout"] in ("1-DH", "1-DV", "2-D"), where
+        assert c["layout"] in ("1-DH", "1-DV", "2-D", "default"), where
         if c["layout"] == "2-D":
             assert isinstance(c["g"], int) and 1 <= c["g"] <= servers, where
         else:

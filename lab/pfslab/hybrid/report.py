@@ -106,6 +106,12 @@ def _scores(doc: Mapping[str, Any]) -> list[str]:
     sc = doc["sync_cost"]
     reads = doc.get("reads") or {}
     goals = doc["goals"]
+    sp = doc.get("speedup")
+    phases = ([f"* Phase by phase against the default layout: {sp['geomean']:.2f}× (geometric mean over "
+               f"{len(sp['per_phase'])} phases"
+               + (f", {sp['geomean_decisive']:.2f}× on the {sp['decisive']} decisive ones"
+                  if sp.get("geomean_decisive") is not None else "")
+               + f"); worst phase {sp['worst_phase']} {sp['worst']:.2f}×."] if sp else [])
     return [
         f"* **Gain over the default layout: {_pct(doc['gain'])}** (goal ≥ {goals['gain_at_least']:.0%}: "
         f"{'met' if goals['gain_met'] else 'not met'}); over the best static layout ({doc['best_static']['layout']}): "
@@ -119,6 +125,7 @@ def _scores(doc: Mapping[str, Any]) -> list[str]:
         f"({_pct(sc['vs_default'])}) and {sc['fastest_static']['time']:.3f} s on the fastest static layout "
         f"({sc['fastest_static']['layout']}, {_pct(sc['vs_fastest_static'])}); "
         f"{human_size(sc['bytes_written']['hybrid'])} written instead of {human_size(sc['bytes_written']['static'])}.",
+        *phases,
     ]
 
 

@@ -6,7 +6,9 @@ variant's total is the sum of its phase medians; the per-phase *oracle* is Σ ov
 static variant's median (default included: it is a static layout too); *gain* = default / hybrid − 1;
 *distance* to the oracle = hybrid / oracle − 1; the *sync cost* is the write phase's time with the
 replicas against without them (the default's and the fastest static write), with the bytes written;
-the *break-even* (``break_even``) is how many read passes per write each goal needs by the run's medians.
+the *break-even* (``break_even``) is how many read passes per write each goal needs by the run's medians;
+the *speed-up* over the default per phase (``phase_speedup``) is the lab validation's gain measure
+(``pfslab.score.gain``) on the phases: geometric means over all and over the decisive phases, the worst.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pfslab.hybrid.plan import DEFAULT, HYBRID, Phase
-from pfslab.score import layout_order, spread
+from pfslab.score import MARGIN, layout_order, spread
 
 GOAL_GAIN = 0.20  # the issue's goals: ≥ 20% faster than the default layout ...
 GOAL_DISTANCE = 0.05  # ... and within 5% of the per-phase oracle
@@ -80,7 +82,32 @@ def score(times: Mapping[str, Mapping[str, Sequence[float]]], phases: Sequence[P
                   "gain_met": total[default] / total[hybrid] - 1 >= GOAL_GAIN,
                   "distance_met": total[hybrid] / oracle - 1 <= GOAL_DISTANCE},
         "break_even": break_even(phases, median, oracle_phase, default=default, hybrid=hybrid),
+        "speedup": phase_speedup(median, names, [v for v in statics if v != default], default=default,
+                                 hybrid=hybrid),
     }
+
+
+def _geomean(xs: Sequence[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def phase_speedup(median: Mapping[str, Mapping[str, float]], names: Sequence[str], layouts: Sequence[str], *,
+                  default: str = DEFAULT, hybrid: str = HYBRID, margin: float = MARGIN) -> dict[str, Any]:
+    """default / hybrid per phase, as ``lab validate`` scores a configuration: geometric mean over every phase
+    and over the decisive ones (the fastest of the model's static ``layouts`` more than ``margin`` ahead of
+    the runner-up), and the worst phase."""
+    per = {n: median[default][n] / median[hybrid][n] for n in names if median[hybrid][n] > 0}
+    if not per:
+        raise ValueError("no phase with a positive hybrid time")
+
+    def clear(n: str) -> bool:
+        ranked = sorted(median[v][n] for v in layouts)
+        return len(ranked) >= 2 and ranked[1] > ranked[0] * (1 + margin)
+
+    decisive = [x for n, x in per.items() if clear(n)]
+    worst = min(per, key=lambda n: per[n])
+    return {"per_phase": per, "geomean": _geomean(list(per.values())), "decisive": len(decisive),
+            "geomean_decisive": _geomean(decisive) if decisive else None, "worst": per[worst], "worst_phase": worst}
 
 
 def passes_needed(write_a: float, per_pass_a: float, write_b: float, per_pass_b: float,

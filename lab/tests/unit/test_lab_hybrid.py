@@ -56,6 +56,13 @@ def test_scores_by_hand() -> None:
     assert s["goals"]["distance_met"] is False  # +45% > 5%
     assert s["spread"]["1-DV"][W] == pytest.approx((3.3 - 2.7) / 3.0)
     assert s["variants"] == ["1-DH", "1-DV", "default", "hybrid"]
+    # phase by phase, default / hybrid: 1.5/2.5 = 0.6, 3.0/1.2 = 2.5, 2.5/2.1; decisive among the model's
+    # layouts (1-DH, 1-DV; the default is the baseline): all three phases (1.0 vs 3.0, 1.0 vs 4.0, 2.0 vs 6.0)
+    sp = s["speedup"]
+    assert sp["per_phase"] == pytest.approx({W: 0.6, SMALL: 2.5, LARGE: 2.5 / 2.1})
+    assert sp["geomean"] == pytest.approx((0.6 * 2.5 * 2.5 / 2.1) ** (1 / 3))
+    assert sp["decisive"] == 3 and sp["geomean_decisive"] == pytest.approx(sp["geomean"])
+    assert sp["worst_phase"] == W and sp["worst"] == pytest.approx(0.6)
 
 
 def test_break_even_extrapolates_the_read_passes_each_goal_needs() -> None:
@@ -221,6 +228,9 @@ def test_markdown_quotes_the_command_and_every_figure() -> None:
     assert "lab/lab hybrid --rounds 3" in md
     assert "Gain over the default layout: +20.7%" in md and "Distance to the per-phase oracle: +45.0%" in md
     assert "Sync cost of the replicas" in md and "192 MiB written instead of 96 MiB" in md
+    # 2-D:2 measured as 1-DH: the write and the large read tie between them, so only the small read is decisive
+    assert ("Phase by phase against the default layout: 1.21× (geometric mean over 3 phases, 2.50× on the 1 "
+            f"decisive ones); worst phase {W} 0.60×.") in md
     assert "1-DV: 13/13" in md  # where the one-datafile files landed (last round only: no per-round record)
     measured.placement = {"1-DV": [[["10.251.0.11"], ["10.251.0.12"]], [["10.251.0.13"], ["10.251.0.13"]]]}
     md = results_markdown(build_report(plan, measured, {"servers": 4}), "lab hybrid")

@@ -18,10 +18,12 @@ from pfslab.score import (
     best,
     decisive,
     fastest,
+    gain,
     group_cells,
     model_pick,
     regret,
     score,
+    speedup,
     spread,
 )
 from pfslayout.calibration.grid import design_grid
@@ -232,7 +234,9 @@ def test_report_keys_and_per_cell_evidence(tmp_path: Path) -> None:
     assert cells.left_out == []  # the grid measured every layout everywhere
     report = build_report(cells, SERVERS, TRUE, SETUP, left_out=[cell({"1-DV": 1.0})])
     assert set(report) == {"cells", "decisive", "correct_decisive", "correct_decisive_rate", "within_3pct",
-                           "mean_regret", "worst_regret", "setup", "params", "baselines", "left_out", "per_cell"}
+                           "mean_regret", "worst_regret", "setup", "params", "baselines", "left_out", "gain",
+                           "per_cell"}
+    assert report["gain"] is None  # the synthetic grid did not measure the default layout
     assert report["cells"] == 72 and report["setup"] == SETUP
     assert report["params"]["e"] == 0.003 and report["params"]["variant"] == "corrected"
     assert report["left_out"] == 1
@@ -241,7 +245,8 @@ def test_report_keys_and_per_cell_evidence(tmp_path: Path) -> None:
                                                          "worst_regret"}
     row = report["per_cell"][0]
     assert set(row) == {*CONFIG.as_dict(), "median", "spread", "times", "predicted", "best", "decisive", "pick",
-                        "regret", "within_3pct"}
+                        "regret", "within_3pct", "default", "speedup"}
+    assert row["default"] is None and row["speedup"] is None
     # sort order: read < write, random < sequential, then p = 1, m = 1, the smallest size
     assert (row["op"], row["pattern"], row["p"], row["m"], row["request_size"]) == ("read", "random", 1, 1, 4096)
     for per_layout in ("median", "spread", "times", "predicted"):
@@ -314,3 +319,52 @@ def test_validation_grids_give_small_requests_enough_bytes_to_measure() -> None:
     from pfslab.grids import calibration
     grids = calibration(SERVERS, "quick", min_bytes=4 << 20)
     assert sorted((g["request_sizes"], g["requests_per_rank"]) for g in grids) == [([8192], 512), ([1 << 20], 8)]
+
+
+# ----------------------------------------------------------------------- gain over the default layout
+
+
+def test_default_layout_is_a_baseline_not_a_candidate() -> None:
+    # the probe's "default" cells go to Measurements.baseline, attach to their configuration's LabCell and
+    # take no part in best/decisive: here the default (0.5 s) is faster than every model layout
+    m = Measurements(servers=SERVERS, source_format="probe", cells=[
+        measured("1-DH", None, 4, (2.0, 2.0, 2.0)), measured("1-DV", None, 4, (1.0, 1.0, 1.0))],
+        baseline=[measured("default", None, 4, (0.5, 0.4, 0.6))])
+    (c,) = group_cells(m)
+    assert c.layouts == ("1-DH", "1-DV") and best(c) == "1-DV"
+    assert c.baseline == 0.5 and c.baseline_times == (0.5, 0.4, 0.6)
+
+
+def test_gain_is_the_geometric_mean_of_default_over_pick() -> None:
+    other = Config("read", "random", "file-per-process", p=3, m=3, request_size=16384, requests_per_rank=256)
+    # cell a: picks 1-DV (1 s) against a default of 4 s → 4×, decisive (1-DH 2 s is 100% behind)
+    a = LabCell.build(CONFIG, {"1-DH": (2.0,), "1-DV": (1.0,)}, baseline=(4.0,))
+    # cell b: picks 1-DH (2 s) against a default of 1 s → 0.5×; not decisive (1-DV 2.02 s is 1% behind)
+    b = LabCell.build(other, {"1-DH": (2.0,), "1-DV": (2.02,)}, baseline=(1.0,))
+    g = gain([a, b], ["1-DV", "1-DH"])
+    assert g is not None
+    assert g.cells == 2 and g.geomean == pytest.approx(2 ** 0.5)  # √(4 × 0.5)
+    assert g.decisive == 1 and g.geomean_decisive == pytest.approx(4.0)
+    assert g.best_geomean == pytest.approx(2 ** 0.5)  # the picks were the best in each: 1-DV in a, 1-DH in b
+    assert g.worst == pytest.approx(0.5) and g.worst_cell == b.label()
+    assert speedup(a, "1-DH") == pytest.approx(2.0)
+    # a cell without the default measured counts neither way; none measured → no gain at all
+    c = LabCell.build(other, {"1-DH": (1.0,), "1-DV": (3.0,)})
+    assert speedup(c, "1-DH") is None
+    assert gain([a, c], ["1-DV", "1-DH"]).cells == 1  # type: ignore[union-attr]
+    assert gain([c], ["1-DH"]) is None
+    with pytest.raises(ValueError, match="1 picks for 2 cells"):
+        gain([a, b], ["1-DV"])
+
+
+def test_report_carries_the_gain_and_its_sentence() -> None:
+    a = LabCell.build(CONFIG, {"1-DH": (2.0,), "1-DV": (1.0,)}, baseline=(3.0,))
+    doc = build_report([a], SERVERS, TRUE, {})
+    row = doc["per_cell"][0]
+    assert row["default"] == 3.0 and row["speedup"] == pytest.approx(3.0 / row["median"][row["pick"]])
+    assert doc["gain"]["cells"] == 1 and doc["gain"]["geomean"] == pytest.approx(row["speedup"])
+    text = results_markdown(doc, "lab/lab validate")
+    assert f"measured {row['speedup']:.2f}× faster (geometric mean over 1 configurations" in text
+    # without a default measurement: no gain, no sentence
+    plain = build_report([cell({"1-DH": 2.0, "1-DV": 1.0})], SERVERS, TRUE, {})
+    assert plain["gain"] is None and "default layout" not in results_markdown(plain, "x")

@@ -104,6 +104,34 @@ def test_probe_mpijob_shape() -> None:
     assert long_name.startswith("x" * 25) and len(long_name) <= 42
 
 
+def test_baseline_measures_each_configuration_once_on_the_default_layout_apart_from_the_fit() -> None:
+    plain = make_plan(spec(maxConfigs=12), "cal", 4, "/mnt/orangefs", URLS)
+    plan = make_plan(spec(maxConfigs=12, baseline=True), "cal", 4, "/mnt/orangefs", URLS)
+    configs = {dataclasses.replace(c, layout="default", g=None) for c in plain.grid.cells}
+    cells = [c for j in plan.jobs for i in j.invocations for c in i.grid["cells"]]
+    base = [c for c in cells if c["layout"] == "default"]
+    assert len(base) == len(configs) and plan.total_cells == len(plain.grid.cells) + len(configs)
+    assert all(c["g"] is None for c in base)
+    assert plan.digest != plain.digest and spec().grid.baseline is False
+    # its directory per size has no hints: new files get what the file system gives by default
+    default_dirs = [d for d in plan.dirs if d.key.startswith("default/")]
+    assert [d.key for d in default_dirs] == ["default/s4096", "default/s1048576"]
+    assert all(d.xattrs == {} for d in default_dirs)
+    targets = {t for j in plan.jobs for i in j.invocations for t in i.targets if t[0] == "default"}
+    assert targets == {("default", f"/mnt/orangefs/.pfslayout/calibration/cal/default/s{s}") for s in (4096, 1048576)}
+
+
+def test_probe_output_with_default_cells_keeps_them_out_of_the_fit() -> None:
+    from pfslayout.calibration import fit, parse_probe
+    doc = _probe_doc()
+    model_cells = list(doc["cells"])  # type: ignore[call-overload]
+    extra = [{**c, "layout": "default", "g": None, "target": "/t/default", "median": 9.0, "min": 9.0, "max": 9.0,
+              "times": [9.0] * len(c["times"])} for c in model_cells[:3]]
+    m = parse_probe({**doc, "cells": model_cells + extra}, "probe")
+    assert len(m.cells) == len(model_cells) and [c.layout for c in m.baseline] == ["default"] * 3
+    assert fit(m).params == fit(parse_probe(doc, "probe")).params
+
+
 def _probe_doc(servers: int = 4) -> dict[str, object]:
     grid = design_grid(servers, 2, 2, sizes=(4096, 1 << 20), max_configs=8)
     return simulate_probe(grid, SEED_ETHERNET, noise=0.0)

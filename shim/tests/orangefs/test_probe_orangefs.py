@@ -98,7 +98,8 @@ def test_pvfs2_backend_places_each_file_on_its_servers(pvfs2_probe: Probe, files
     ports = filesystem["ports"]
     out = Path(filesystem["pvfs2tab"]).with_name("probe.json")
     s, p = 65536, 4
-    targets = {"1-DV": f"{MOUNT}/probe/1-DV", "2-D:2": f"{MOUNT}/probe/2-D-g2", "1-DH": f"{MOUNT}/probe/1-DH"}
+    targets = {"1-DV": f"{MOUNT}/probe/1-DV", "2-D:2": f"{MOUNT}/probe/2-D-g2", "1-DH": f"{MOUNT}/probe/1-DH",
+               "default": f"{MOUNT}/probe/default"}
     done = run(pvfs2_probe, filesystem, p, [
         *[a for k, v in targets.items() for a in ("--target", f"{k}={v}")], "--sizes", str(s), "--procs", str(p),
         "--sharing", "file-per-process,shared", "--patterns", "sequential,random", "--requests", "4",
@@ -107,7 +108,8 @@ def test_pvfs2_backend_places_each_file_on_its_servers(pvfs2_probe: Probe, files
     doc = json.loads(out.read_text())
     # n comes from the file system itself when --servers is not given.
     check_doc(doc, ranks=p, backend="pvfs2", servers=NSERVERS)
-    assert len(doc["cells"]) == 3 * 2 * 2 * 2
+    assert len(doc["cells"]) == 4 * 2 * 2 * 2
+    assert {c["layout"] for c in doc["cells"]} == {"1-DV", "2-D", "1-DH", "default"}
 
     for i in range(p):
         # 1-DV: rank i's file on server i mod n, alone — the balanced spread the model assumes.
@@ -120,6 +122,12 @@ def test_pvfs2_backend_places_each_file_on_its_servers(pvfs2_probe: Probe, files
         # 1-DH: all n servers, each file starting on a different one.
         got, _ = viewdist(filesystem, f"{targets['1-DH']}/pfsprobe-fpp-p{p}-s{s}-r{i}")
         assert got == [ports[(i + j) % NSERVERS] for j in range(NSERVERS)], (i, got)
+    # The baseline (no layout at create): OrangeFS's configured distribution — simple_stripe, 64 KiB strips —
+    # over every server, in an order the file system chose.
+    for name in [f"pfsprobe-fpp-p{p}-s{s}-r{i}" for i in range(p)] + [f"pfsprobe-shared-p{p}-s{s}"]:
+        got, text = viewdist(filesystem, f"{targets['default']}/{name}")
+        assert sorted(got) == sorted(ports), (name, got)
+        assert "strip_size:65536" in text.replace(" ", ""), (name, text)
     # A shared file spans all servers; the strip (the planner's hints rule, place.c layout_realisation) makes a
     # request touch 1, n/g or n of them: A(s), A(g·s/n), min(A(s/n), 64 KiB) with A = round down to 4 KiB, >= 4 KiB.
     for key, strip in (("1-DV", s), ("2-D:2", s // 2), ("1-DH", s // NSERVERS)):

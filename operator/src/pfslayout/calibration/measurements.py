@@ -20,6 +20,9 @@ from pfslayout.errors import InputError
 
 PROBE_FORMAT = "pfsprobe/1"
 MEASUREMENT_FORMATS = ("probe", "ior")
+# pfsprobe's word for the file system's own layout (nothing passed at create): measured as the baseline the
+# model's picks are compared with, never fitted and never a candidate (issue 33)
+BASELINE = "default"
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class Measurements:
     source_format: str
     path: str = ""
     platform: dict[str, Any] = field(default_factory=dict)
+    # cells measured on the file system's default layout (layout ``BASELINE``): apart from ``cells``, so the
+    # fit and every chooser see only the model's layouts, while a report can say what a pick gained
+    baseline: list[Cell] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- probe
@@ -57,7 +63,7 @@ class _Platform(BaseModel):
 class _ProbeCell(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    layout: Literal["1-DH", "1-DV", "2-D"]
+    layout: Literal["1-DH", "1-DV", "2-D", "default"]
     g: int | None = Field(ge=1)
     target: str
     op: Literal["read", "write"]
@@ -136,6 +142,7 @@ def parse_probe(doc: Any, path: str = "probe") -> Measurements:
     plat = probe.platform
     n = plat.servers
     cells: list[Cell] = []
+    baseline: list[Cell] = []
     for i, c in enumerate(probe.cells):
         where = f"cells[{i}]"
 
@@ -162,11 +169,12 @@ def parse_probe(doc: Any, path: str = "probe") -> Measurements:
                 raise InputError(f"{path}: {where}.times[{j}]", f"must be a non-negative time (got {t!r})")
         if not c.min <= c.median <= c.max:
             raise bad("median", f"{c.median} is not between min={c.min} and max={c.max}")
-        cells.append(Cell(layout=c.layout, g=c.g, op=c.op, pattern=c.pattern, p=c.p, m=c.m,
-                          request_size=c.request_size, requests_per_rank=c.requests_per_rank,
-                          time=float(c.median), times=tuple(c.times), source=where, sharing=c.sharing))
+        (baseline if c.layout == BASELINE else cells).append(Cell(
+            layout=c.layout, g=c.g, op=c.op, pattern=c.pattern, p=c.p, m=c.m, request_size=c.request_size,
+            requests_per_rank=c.requests_per_rank, time=float(c.median), times=tuple(c.times), source=where,
+            sharing=c.sharing))
     return Measurements(servers=n, cells=cells, source_format="probe", path=path,
-                        platform=plat.model_dump())
+                        platform=plat.model_dump(), baseline=baseline)
 
 
 # ------------------------------------------------------------------------------------------------ IOR
@@ -370,6 +378,7 @@ def merge_measurements(parts: list[Measurements]) -> Measurements:
         raise InputError("--measurements", f"files disagree on the number of servers ({detail})",
                          "fit measurements of one platform together")
     cells = [replace(c, source=f"{m.path}:{c.source}") for m in parts for c in m.cells]
+    baseline = [replace(c, source=f"{m.path}:{c.source}") for m in parts for c in m.baseline]
     formats = sorted({m.source_format for m in parts})
     return Measurements(servers=servers.pop(), cells=cells, source_format="+".join(formats),
-                        path=", ".join(m.path for m in parts), platform=parts[0].platform)
+                        path=", ".join(m.path for m in parts), platform=parts[0].platform, baseline=baseline)

@@ -10,6 +10,9 @@ layout on the file system (with their hints), and the probe jobs the grid is cut
   `mpiio` backend (ROMIO) creates files through them — the same directories either way.
 * Jobs: the cells sorted by request size and cut into chunks of `batch.cellsPerJob`; a job runs one
   `pfsprobe` per request size it holds (targets are per size), all cells on `grid.nodes` worker pods.
+* Baseline (`grid.baseline`): every configuration once more on the file system's default layout, in a
+  `default/s<size>` directory without hints; the probe reports those cells apart (`measurements.baseline`)
+  and the fit never sees them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from pfslayout.calibration import GridCell, ProbeGrid, design_grid, server_grid
 from pfslayout.calibration.grid import layout_key
+from pfslayout.calibration.measurements import BASELINE
 from pfslayout.errors import InputError
 from pfslayout.k8s.meta import content_hash
 from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec
@@ -96,6 +100,14 @@ def _cpu(quantity: int | str) -> float:
     return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
 
 
+def baseline_cells(cells: list[GridCell]) -> list[GridCell]:
+    """One cell on the default layout per configuration of ``cells`` (everything but layout and g)."""
+    seen: dict[GridCell, None] = {}
+    for c in cells:
+        seen.setdefault(replace(c, layout=BASELINE, g=None), None)
+    return list(seen)
+
+
 def layout_dir(layout: str, g: int | None) -> str:
     return f"2-D-g{g}" if layout == "2-D" else layout
 
@@ -168,16 +180,18 @@ def make_plan(spec: CostCalibrationSpec, name: str, servers: int, mount_path: st
         raise PlanRefused("ClusterNotReady", "spec.fit.perServer",
                           f"the cluster lists {len(server_urls)} server addresses for {servers} servers",
                           "wait for every server to be Ready")
-    _check_size(spec, grid, servers * len(per_server.cells) if per_server else 0)
+    base = baseline_cells(grid.cells) if g.baseline else []
+    _check_size(spec, grid, len(base) + (servers * len(per_server.cells) if per_server else 0))
     root = probe_root(mount_path, name)
     dirs: list[ProbeDir] = []
-    for layout, gg in sorted({(c.layout, c.g) for c in grid.cells}, key=lambda x: (x[0], x[1] or 0)):
+    for layout, gg in sorted({(c.layout, c.g) for c in grid.cells + base}, key=lambda x: (x[0], x[1] or 0)):
         for size in sorted({c.request_size for c in grid.cells}):
-            hints = hints_for(layout, gg, servers, "file-per-process", size)
+            # the baseline's directory has no hints: its files get what the file system gives by default
+            xattrs = {} if layout == BASELINE else dict(hints_for(layout, gg, servers, "file-per-process", size).xattrs)
             dirs.append(ProbeDir(f"{layout_dir(layout, gg)}/s{size}", f"{root}/{layout_dir(layout, gg)}/s{size}",
-                                 dict(hints.xattrs)))
+                                 xattrs))
     jobs: list[ProbeJob] = []
-    for chunk in _chunks(grid.cells, spec.batch.cells_per_job):
+    for chunk in _chunks(grid.cells + base, spec.batch.cells_per_job):
         index = len(jobs)
         invocations = []
         for size in sorted({c.request_size for c in chunk}):

@@ -37,6 +37,7 @@ class Grid(_Model):
     min_bytes_per_rank: int = Field(0, alias="minBytesPerRank", ge=0, le=1 << 30)
     repetitions: int = Field(5, ge=1, le=10000)
     max_configs: int | None = Field(None, alias="maxConfigs", ge=5, le=4096)
+    baseline: bool = False
 
 
 class Fit(_Model):
