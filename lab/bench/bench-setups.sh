@@ -7,7 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-lab=$here/lab
+lab=$repo/lab/lab
 # 8 servers get half the rate: 8 shaped links at full rate would need more than the 2 cores' software
 # shaping can give (about a quarter of a core per 200 Mbit/s), and the clients would be CPU-bound.
 all="4s-200mbit-1c 4s-200mbit-2c 8s-100mbit-1c 8s-100mbit-2c"
