@@ -3,8 +3,11 @@ true`) with `kubectl apply`; the operator, as a local process, finds the LayoutP
 the shim (init container, config, pvfs2tab, the MPICH launcher environment) to both templates and
 resumes it. The job then runs IOR on the real node under the real MPI Operator on two worker pods, and
 every rank — started over ssh, so only the forwarded environment reaches it — writes its trace onto
-OrangeFS: the shim was loaded in each. A job no policy selects runs untouched (its templates as
-written, no annotation), and a job two policies select stays suspended with the reason."""
+OrangeFS: the shim was loaded in each — and created its file on the servers the model assumes (the
+policy's 2-D rule, file per process: rank k's two datafiles on servers 2k, 2k+1 mod 4, the shim's spread
+through ROMIO's `romio_pvfs2_server_list`, seen with `pvfs2-viewdist`). A job no policy selects runs
+untouched (its templates as written, no annotation), and a job two policies select stays suspended with
+the reason."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import Any
 
 from pfstestkit.kinds import MOUNT
 from pfstestkit.mpijobs import finished, get_job, launcher_log, mpijob
-from pfstestkit.ofs_pods import sh, toolbox, wait_ofs_ready
+from pfstestkit.ofs_pods import datafile_servers, sh, toolbox, wait_ofs_ready
 from pfstestkit.policies import cond, lp_status, reasons
 from pfstestkit.real import place
 
@@ -29,7 +32,8 @@ def policy(name: str = "inject") -> dict[str, Any]:
     return {"apiVersion": "pfslayout.io/v1alpha1", "kind": "LayoutPolicy", "metadata": {"name": name},
             "spec": {"clusterRef": {"name": "inj"}, "selector": {"matchLabels": {"pfslayout.io/policy": "inject"}},
                      "trace": {"enabled": True},
-                     "rules": [{"path": "/ior", "mode": "explicit", "explicit": {"layout": "2-D", "groups": 2}}]}}
+                     "rules": [{"path": "/ior", "mode": "explicit", "fileSharing": "perProcess",
+                                "explicit": {"layout": "2-D", "groups": 2}}]}}
 
 
 
@@ -53,8 +57,8 @@ def test_suspended_jobs_get_the_shim_in_every_rank(cluster, lp_operator, namespa
     cluster.apply(plain, namespace=namespace)
     created = get_job(cluster, namespace, "plain")
 
-    # The selected job, as a user writes it: IOR through ROMIO's pvfs2 driver, nothing else.
-    ior = "mpiexec -n 4 ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/shared -t 1m -b 2m -w -r -k"
+    # The selected job, as a user writes it: IOR through ROMIO's pvfs2 driver, a file per rank, nothing else.
+    ior = "mpiexec -n 4 ior -a MPIIO -F -o pvfs2:/mnt/orangefs/ior/fpp -t 1m -b 2m -w -r -k"
     job = place(mpijob("ior-injected", ior, {"pfslayout.io/policy": "inject"}, suspend=True), cluster.mode)
     cluster.apply(job, namespace=namespace)
     assert finished(cluster, namespace, "ior-injected") == "Succeeded", launcher_log(cluster, namespace,
@@ -74,6 +78,13 @@ def test_suspended_jobs_get_the_shim_in_every_rank(cluster, lp_operator, namespa
     listing = sh(cluster, namespace, tool, f"pvfs2-ls {MOUNT}/.pfslayout/traces/{namespace}")
     assert sorted(x for x in listing.split() if x.startswith("ior-injected.rank-")) == [
         f"ior-injected.rank-{r:06d}.pfstrace" for r in range(4)], f"{listing}\n{log[-4000:]}"
+    # Each rank's file where the model puts it: 2-D with g = 2 on 4 servers is 2 datafiles per file, file k
+    # (rank k, its first create) on servers 2k, 2k+1 mod 4, in the order the cluster lists its servers.
+    order = [s["url"] for s in cluster.kubectl_json("get", "orangefsclusters.pfslayout.io", "inj", "-n",
+                                                    namespace)["status"]["endpoints"]["servers"]]
+    for k in range(4):
+        where = datafile_servers(sh(cluster, namespace, tool, f"pvfs2-viewdist -f {MOUNT}/ior/fpp.{k:08d}"))
+        assert [order.index(a) for a in where] == [(2 * k) % 4, (2 * k + 1) % 4], (k, where, order)
     st = lp_status(cluster, namespace, "inject")
     assert st.get("injectedJobs", 0) >= 1 and st.get("lastInjectedJob") == "ior-injected", st
     assert "ShimInjected" in reasons(cluster, namespace, "inject")

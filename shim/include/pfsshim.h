@@ -76,6 +76,9 @@ typedef struct {
     pfs_replica_cfg replicas[PFS_MAX_REPLICAS];
     int ncoll;             /* collective-buffering hints, added at every open (ROMIO reads them at open) */
     pfs_hint coll[PFS_MAX_COLL_HINTS];
+    long spread;           /* > 0: a file-per-process file this process creates gets its `spread` datafiles
+                              on servers k·d … k·d+d−1 mod n (pfs_spread_list); 0 = the file system's choice */
+    long spread_creates;   /* this process's creates under the rule so far (k = rank + size × this) */
 } pfs_rule;
 
 typedef struct {
@@ -114,6 +117,11 @@ const pfs_rule *pfs_config_match(const pfs_config *cfg, const char *path, const 
  * the name alone, so every process that opens or deletes the file finds the same copy. The twin of
  * pfslayout.shimconfig.slot_of. */
 long pfs_slot_of(const char *tail, long slots);
+/* ROMIO's romio_pvfs2_server_list for file k of a rule spreading d datafiles over n servers: the indices
+ * k·d mod n … (k·d + d − 1) mod n, comma-separated — files k = 0, 1, … take consecutive servers in turn, so
+ * no server holds more than ⌈files·d/n⌉ datafiles (docs/shim-config.md, "spread"). 0, or -1 when the
+ * inputs are out of range (d < 1, n < 1, d > n, k < 0) or the list does not fit in len bytes. */
+int pfs_spread_list(long k, long d, long n, char *out, size_t len);
 /* The replica's path for the logical path's tail below the rule: <dir><tail>, or with slots
  * <dir>/slot-<j><tail>. 0, or -1 when it does not fit in n bytes. */
 int pfs_replica_path(const pfs_replica_cfg *rep, const char *tail, char *out, size_t n);

@@ -237,7 +237,7 @@ static int parse_collective(errbuf *eb, const char *where, json_t *obj, pfs_rule
 
 static int parse_rule(errbuf *eb, int i, json_t *obj, const pfs_config *cfg, int have_params, pfs_rule *rule)
 {
-    static const char *const keys[] = {"path", "hints", "replicas", "collective", NULL};
+    static const char *const keys[] = {"path", "hints", "replicas", "collective", "spread", NULL};
     char where[64], field[128];
     snprintf(where, sizeof where, "rules[%d]", i);
     if (!json_is_object(obj))
@@ -249,10 +249,29 @@ static int parse_rule(errbuf *eb, int i, json_t *obj, const pfs_config *cfg, int
         return -1;
     rule->prefix_len = strlen(rule->prefix);
     json_t *h = json_object_get(obj, "hints"), *reps = json_object_get(obj, "replicas");
-    json_t *coll = json_object_get(obj, "collective");
-    if (!h && !reps && !coll)
-        return fail(eb, where, "needs \"hints\" (stripe hints at create), \"replicas\" (a replica set) or "
-                               "\"collective\" (collective-buffering hints at open)");
+    json_t *coll = json_object_get(obj, "collective"), *spread = json_object_get(obj, "spread");
+    if (!h && !reps && !coll && !spread)
+        return fail(eb, where, "needs \"hints\" (stripe hints at create), \"replicas\" (a replica set), "
+                               "\"collective\" (collective-buffering hints at open) or \"spread\" (where "
+                               "file-per-process files start)");
+    if (spread) {
+        static const char *const skeys[] = {"datafiles", NULL};
+        snprintf(field, sizeof field, "%s.spread", where);
+        if (!json_is_object(spread))
+            return fail(eb, field, "must be an object {\"datafiles\": d}");
+        if (check_keys(eb, field, spread, skeys))
+            return -1;
+        if (reps)
+            return fail(eb, field, "a replica set places its copies itself (replicas[].slots); drop spread");
+        if (cfg->servers < 1)
+            return fail(eb, "servers", "required when a rule has spread: the number of file servers n");
+        snprintf(field, sizeof field, "%s.spread.datafiles", where);
+        json_t *d = json_object_get(spread, "datafiles");
+        if (!d)
+            return fail(eb, field, "required: the datafiles per file, 1..servers (%ld)", cfg->servers);
+        if (get_int(eb, field, d, 1, cfg->servers, &rule->spread))
+            return -1;
+    }
     if (coll) {
         snprintf(field, sizeof field, "%s.collective", where);
         if (parse_collective(eb, field, coll, rule))
@@ -619,6 +638,21 @@ const pfs_rule *pfs_config_match(const pfs_config *cfg, const char *path, const 
         }
     }
     return best;
+}
+
+int pfs_spread_list(long k, long d, long n, char *out, size_t len)
+{
+    if (d < 1 || n < 1 || d > n || k < 0 || len == 0)
+        return -1;
+    size_t used = 0;
+    const long first = (long)(((unsigned long)k % (unsigned long)n) * (unsigned long)d % (unsigned long)n);
+    for (long i = 0; i < d; i++) {
+        int w = snprintf(out + used, len - used, "%s%ld", i ? "," : "", (first + i) % n);
+        if (w < 0 || (size_t)w >= len - used)
+            return -1;
+        used += (size_t)w;
+    }
+    return 0;
 }
 
 long pfs_slot_of(const char *tail, long slots)

@@ -50,6 +50,29 @@ MPI_Info merged_info(MPI_Info user, const char *path, const pfs_hint *h1, int n1
     return out;
 }
 
+/* ROMIO's pvfs2 driver creates the file on these servers (images/build/mpich-patches/0005-…); other
+ * drivers and MPIs ignore the key */
+#define SERVER_LIST_HINT "romio_pvfs2_server_list"
+
+/* A file-per-process create under a spread rule (a communicator of one process): file k = world rank +
+ * world size × this process's earlier creates under the rule, so the ranks' files take the servers in
+ * turn, round after round (docs/shim-config.md, "spread"). 1 with the list in out, 0 when the open is
+ * collective (a shared file: its datafiles are on every server anyway) or the list does not fit. */
+static int spread_servers(MPI_Comm comm, const pfs_rule *rule, char *out, size_t len)
+{
+    int size = 0;
+    if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS || size != 1)
+        return 0;
+    /* the rule is const to matchers; its counter is this process's own (g_cfg's rules are not const) */
+    long c = __atomic_fetch_add(&((pfs_rule *)rule)->spread_creates, 1, __ATOMIC_RELAXED);
+    long k = (long)g_world_rank + (long)g_world_size * c;
+    if (pfs_spread_list(k, rule->spread, g_cfg.servers, out, len) == 0)
+        return 1;
+    say("%s: %ld datafiles over %ld servers do not fit in one MPI_Info value; the file system places this "
+        "file", rule->prefix, rule->spread, g_cfg.servers);
+    return 0;
+}
+
 static char *absolute(const char *path)
 {
     const size_t plen = pfs_romio_prefix_len(path);
@@ -247,10 +270,14 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
         return rc;
     }
     const int create = (amode & MPI_MODE_CREATE) != 0;
-    if (rule && ((rule->nhints && create) || rule->ncoll)) {
+    char servers[MPI_MAX_INFO_VAL + 1];
+    const int spread = rule && rule->spread && create && spread_servers(comm, rule, servers, sizeof servers);
+    if (rule && ((rule->nhints && create) || rule->ncoll || spread)) {
         /* stripe hints only matter at create; collective-buffering hints at every open */
         MPI_Info mi = merged_info(info, filename, create ? rule->hints : NULL, create ? rule->nhints : 0,
                                   rule->coll, rule->ncoll, NULL, 0);
+        if (spread && !has_key(info, SERVER_LIST_HINT))
+            PMPI_Info_set(mi, SERVER_LIST_HINT, servers);
         rc = PMPI_File_open(comm, filename, amode, mi, fh);
         PMPI_Info_free(&mi);
     } else {

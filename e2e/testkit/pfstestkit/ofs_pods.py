@@ -102,3 +102,8 @@ def datafiles(viewdist: str) -> int:
     m = re.search(r"Number of datafiles/servers = (\d+)", viewdist)
     assert m, f"pvfs2-viewdist printed no datafile count:\n{viewdist}"
     return int(m.group(1))
+
+
+def datafile_servers(viewdist: str) -> list[str]:
+    """The BMI addresses of a file's datafiles in order ("Datafile 0 - tcp://host:3334, handle: ...")."""
+    return re.findall(r"^Datafile \d+ - (\S+?),", viewdist, flags=re.M)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfslab.hybrid.paths import ior_targets, rank_file, replica_dir, slot_dir, variant_dir
+from pfslab.hybrid.paths import ior_target, rank_file, replica_dir, slot_dir, variant_dir
 from pfslab.hybrid.plan import HYBRID, Phase, Plan
 from pfslab.hybrid.shim import routing, shim_config
 from pfslab.net import LabError
@@ -90,11 +90,11 @@ def _ofs(tools: RunTools, pvfs2tab: Path, *argv: str, check: bool = True) -> str
 
 def prepare(tools: RunTools, plan: Plan, root: str, pvfs2tab: Path) -> None:
     """The directories of every variant and replica (layouts come from the create hints), and the slot
-    directories of the pinned ones with their xattrs (layout LIST over the slot's servers)."""
+    directories of the pinned replicas with their xattrs (layout LIST over the slot's servers); a pinned
+    static variant needs none (the shim's spread places its files)."""
     _ofs(tools, pvfs2tab, "pvfs2-mkdir", root, check=False)
     dirs = [variant_dir(root, v) for v in plan.variants] + [replica_dir(root, k) for k in plan.replicas]
-    pinned = [(variant_dir(root, s.key), s) for s in plan.layouts if s.slots > 1]
-    pinned += [(replica_dir(root, k), plan.layout(k)) for k in plan.replicas if plan.layout(k).slots > 1]
+    pinned = [(replica_dir(root, k), plan.layout(k)) for k in plan.replicas if plan.layout(k).slots > 1]
     for d in dirs:
         _mkdir(tools, pvfs2tab, d)
     for d, layout in pinned:
@@ -156,7 +156,7 @@ def run(tools: RunTools, plan: Plan, params: CostParams, rounds: int, work: Path
     placement: dict[str, list[list[list[str]]]] = {k: [] for k in kept}
     for r in range(rounds):
         for v in plan.variants:
-            target = ior_targets(plan, v, root)  # IOR's write phase deletes the previous round's files first
+            target = ior_target(v, root)  # IOR's write phase deletes the previous round's files first
             for ph in plan.phases:
                 t, stats = run_phase(tools, plan, ph, target, work, f"r{r}-{v.replace(':', '-g')}-{ph.name}", pvfs2tab,
                                      clients, config)

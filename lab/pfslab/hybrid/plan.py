@@ -13,12 +13,14 @@ hybrid's extra opens and the writes of its other copies are inside it.
 realised as the planner realises it — ``pfslayout.planner.hints.hints_for`` with the workload's most
 common request size (by count, ties: the larger), passed as ROMIO's ``striping_factor`` (= num_dfiles)
 and ``striping_unit`` (= strip) at create through a shim hints rule, and — pinned, the default — the
-files of a layout of fewer datafiles than servers spread over its slot directories (layout LIST,
-``pinned_slots``) as the operator places them; ``default``: no hints, so OrangeFS
+files of a layout of fewer datafiles than servers spread over the servers as the operator's jobs spread
+them: a shim ``spread`` rule (rank k's file on servers k·d … k·d + d − 1, through ROMIO's
+``romio_pvfs2_server_list``), in the variant's own directory, paths unchanged; ``default``: no hints, so OrangeFS
 gives the file its file system's default distribution — ``simple_stripe`` with a 64 KiB strip over
 every server (the lab's fs.conf sets no default datafile count); and ``hybrid``: a replica set of the
-layouts the model picks for the read phases (each a static layout above, with the same hints and the
-shim's ``slots``), every write going to all copies at once (``lazy_sync.alongside``) and each read routed
+layouts the model picks for the read phases (each a static layout above, with the same hints and — a
+replica set places its copies itself — the shim's ``slots``: slot directories pinned with layout LIST),
+every write going to all copies at once (``lazy_sync.alongside``) and each read routed
 to the cheapest clean copy. All variants run with the shim preloaded (pass-through where no rule matches).
 """
 

@@ -139,7 +139,8 @@ def _placement(doc: Mapping[str, Any]) -> list[str]:
     def where(files: list[list[str]]) -> str:
         return "/".join("+".join(a.rsplit(".", 1)[-1] for a in f) for f in files)
 
-    how = "pinned by slot" if doc.get("pinned", False) else "the planner's hints do not pin them"
+    how = ("placed by the shim (static: spread; replicas: slots)" if doc.get("pinned", False)
+           else "the planner's hints do not pin them")
     return ["", "Where OrangeFS put the rank files of the layouts with fewer datafiles than servers, round by "
             f"round (last address byte of each file's datafiles; {how}): "
             + "; ".join(f"{k}: " + ", ".join(where(r) for r in doc.get("placement", {}).get(k)

@@ -10,15 +10,16 @@ from typing import Any
 from pfslab.hybrid.paths import replica_dir, variant_dir
 from pfslab.hybrid.plan import HYBRID, Plan
 from pfslayout.costmodel import CostParams
-from pfslayout.shimconfig import Replica, Rule, ShimConfig, ShimParams, render_shim_config
+from pfslayout.shimconfig import Replica, Rule, ShimConfig, ShimParams, Spread, render_shim_config
 
 
 def shim_config(plan: Plan, params: CostParams, root: str, variant: str = "corrected") -> str:
-    """One config for every variant: a hints rule per static layout's directory (its slot directories
-    included: a rule covers what is below it), the replica set on the hybrid's (the operator's mapping:
-    layout, g, strip as striping_unit, num_dfiles as striping_factor, slots when pinned), nothing on the
-    default's."""
-    rules = [Rule(path=f"pvfs2:{variant_dir(root, s.key)}", hints=s.romio_hints()) for s in plan.layouts]
+    """One config for every variant: a hints rule per static layout's directory, with — pinned — the
+    ``spread`` the operator gives a static rule of fewer datafiles than servers (rank k's file on servers
+    k·d …), the replica set on the hybrid's (the operator's mapping: layout, g, strip as striping_unit,
+    num_dfiles as striping_factor, slots when pinned), nothing on the default's."""
+    rules = [Rule(path=f"pvfs2:{variant_dir(root, s.key)}", hints=s.romio_hints(),
+                  spread=Spread(datafiles=s.num_dfiles) if s.slots > 1 else None) for s in plan.layouts]
     replicas = [Replica.model_validate({"dir": f"pvfs2:{replica_dir(root, k)}", "layout": plan.layout(k).layout,
                                         "g": plan.layout(k).g, "strip_size": plan.layout(k).strip_size,
                                         "datafiles": plan.layout(k).num_dfiles,

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from pfslab.hybrid.measure import Measured
-from pfslab.hybrid.paths import ior_targets, rank_file
+from pfslab.hybrid.paths import ior_target, rank_file
 from pfslab.hybrid.plan import Phase, common_size, default_phases, make_plan, phase_kind, static_layouts
 from pfslab.hybrid.report import build_report, results_markdown
 from pfslab.hybrid.scoring import passes_needed, score
@@ -142,23 +142,27 @@ def test_plan_realises_layouts_as_the_planner_does() -> None:
     assert layouts["2-D:2"].romio_hints() == {"striping_factor": 2, "striping_unit": 8192}
 
 
-def test_pinned_layouts_put_rank_files_and_replica_copies_in_the_same_slots() -> None:
+def test_pinned_static_variants_are_spread_by_the_shim_and_replica_copies_by_slot() -> None:
     params = CostParams(e=1.2e-4, v=4e-9, alpha_seq=0, alpha_rand=0, beta=2.6e-8)
     urls = [f"tcp://10.0.0.{11 + i}:3334" for i in range(4)]
     plan = make_plan(4, 3, 32 << 20, PHASES, params, ["1-DV", "1-DH"], addresses=urls)
     assert {s.key: s.slots for s in plan.layouts} == {"1-DH": 0, "1-DV": 4, "2-D:2": 2}
     root = "/pfslab/hybrid"
-    # IOR gives rank k the (k mod names)-th -o name; the shim's slots give the copy the slot of its name
-    assert ior_targets(plan, "1-DV", root) == "@".join(f"pvfs2:{root}/1-DV/slot-{j}/data" for j in range(4))
-    assert ior_targets(plan, "1-DH", root) == f"pvfs2:{root}/1-DH/data"
-    assert ior_targets(plan, "hybrid", root) == f"pvfs2:{root}/hybrid/data"
-    assert [rank_file(plan, "2-D:2", root, k) for k in range(3)] == [
-        f"{root}/2-D-g2/slot-{k % 2}/data.{k:08d}" for k in range(3)]
+    # every variant's files in its own directory, paths as a program names them: nothing is pinned by path
+    assert ior_target("1-DV", root) == f"pvfs2:{root}/1-DV/data"
+    assert ior_target("hybrid", root) == f"pvfs2:{root}/hybrid/data"
+    assert [rank_file(plan, "2-D:2", root, k) for k in range(3)] == [f"{root}/2-D-g2/data.{k:08d}" for k in range(3)]
+    # a replica set places its copies itself: the shim's slots give the copy of data.k slot k mod slots
     assert rank_file(plan, "replica 1-DV", root, 2) == f"{root}/.replica-1-DV/slot-2/data.00000002"
     assert rank_file(plan, "replica 1-DH", root, 2) == f"{root}/.replica-1-DH/data.00000002"
     assert [x["user.pvfs2.server_list"] for x in plan.layout("2-D:2").slot_xattrs(urls)] == [
         f"00002 {urls[0]} {urls[1]}", f"00002 {urls[2]} {urls[3]}"]
     shim = json.loads(shim_config(plan, params, root))
+    rules = {r["path"]: r for r in shim["rules"]}
+    # the static variants of fewer datafiles than servers get the operator's spread: rank k on servers k·d …
+    assert rules[f"pvfs2:{root}/1-DV"]["spread"] == {"datafiles": 1}
+    assert rules[f"pvfs2:{root}/2-D-g2"]["spread"] == {"datafiles": 2}
+    assert "spread" not in rules[f"pvfs2:{root}/1-DH"]
     reps = shim["rules"][-1]["replicas"]
     assert [(r["layout"], r.get("slots")) for r in reps] == [("1-DV", 4), ("1-DH", None)]
     # unpinned (no addresses): no slots anywhere, and the addresses must match the servers

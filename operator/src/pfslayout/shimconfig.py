@@ -151,18 +151,36 @@ class CollectiveHints(_Strict):
         return self
 
 
+class Spread(_Strict):
+    """Where file-per-process files start (docs/shim-config.md, "spread"): file k a process creates under the
+    rule (k = world rank + world size × its earlier creates) gets its ``datafiles`` datafiles on servers
+    k·d … k·d + d − 1 mod n (``spread_servers``), through ROMIO's pvfs2 hint ``romio_pvfs2_server_list``."""
+
+    datafiles: StrictInt = Field(ge=1, le=MAX_SERVERS)
+
+
+def spread_servers(k: int, d: int, n: int) -> list[int]:
+    """The servers of file k under a spread of d datafiles over n: the twin of the shim's pfs_spread_list."""
+    if not (k >= 0 and 1 <= d <= n):
+        raise ValueError(f"spread of file {k}: needs k >= 0 and 1 <= d ({d}) <= n ({n})")
+    return [(k * d + i) % n for i in range(d)]
+
+
 class Rule(_Strict):
     path: StrictStr
     hints: dict[str, HintValue] | None = None
     replicas: list[Replica] | None = Field(default=None, min_length=1, max_length=MAX_REPLICAS)
     collective: CollectiveHints | None = None
+    spread: Spread | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Rule:
         _check_path(self.path, "path")
-        if self.hints is None and self.replicas is None and self.collective is None:
-            raise ValueError("needs hints (stripe hints at create), replicas (a replica set) or collective "
-                             "(collective-buffering hints at open)")
+        if self.hints is None and self.replicas is None and self.collective is None and self.spread is None:
+            raise ValueError("needs hints (stripe hints at create), replicas (a replica set), collective "
+                             "(collective-buffering hints at open) or spread (where file-per-process files start)")
+        if self.spread is not None and self.replicas is not None:
+            raise ValueError("spread: a replica set places its copies itself (replicas[].slots); drop spread")
         if self.hints is not None:
             _check_hints(self.hints, "hints")
         dirs = [normalise_path(r.dir) for r in self.replicas or []]
@@ -243,6 +261,12 @@ class ShimConfig(_Strict):
                 raise ValueError("params: required when a rule has replicas (the router costs each request)")
             if self.servers is None:
                 raise ValueError("servers: required when a rule has replicas (the number of file servers n)")
+        for i, rule in enumerate(rules):
+            if rule.spread is not None:
+                if self.servers is None:
+                    raise ValueError("servers: required when a rule has spread (the number of file servers n)")
+                if rule.spread.datafiles > self.servers:
+                    raise ValueError(f"rules[{i}].spread.datafiles: must be 1..servers ({self.servers})")
         paths = [normalise_path(r.path) for r in rules]
         for i, p in enumerate(paths):
             if p in paths[:i]:

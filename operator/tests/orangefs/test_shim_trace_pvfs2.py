@@ -12,30 +12,12 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from pfslayout.shimconfig import Route, ShimConfig, TraceSettings, render_shim_config
 from pfslayout.traces.model import OP_READ, OP_WRITE
 from pfslayout.traces.shim import read_shim_trace_dir
 from pfstestkit.ofs_loopback import MOUNT, OrangeFS, ServerGroup, free_ports, init_and_start, render, tool
 from pfstestkit.romio import BLOCK, RANKS, Mpich
-
-SHIM_DIR = Path(__file__).resolve().parents[3] / "shim"
-
-
-@pytest.fixture(scope="session")
-def shim_lib(orangefs: OrangeFS, mpich: Mpich, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """libpfsshim built against the same MPICH (its ROMIO has the pvfs2 driver), as images/build/shim.sh
-    builds it for the MPI image."""
-    build = tmp_path_factory.mktemp("shim-mpich-pvfs2")
-    env = mpich.env(orangefs)
-    for argv in (["cmake", "-S", str(SHIM_DIR), "-B", str(build), "-DPFSLAYOUT_BUILD_TESTS=OFF",
-                  f"-DMPI_C_COMPILER={mpich.prefix / 'bin' / 'mpicc'}", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-                  "-DCMAKE_SKIP_RPATH=ON"],
-                 ["cmake", "--build", str(build), "--target", "pfsshim", "-j", "2"]):
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, env=env)
-        assert result.returncode == 0, f"{argv}: {result.stdout[-3000:]}{result.stderr[-3000:]}"
-    return build / "src" / "libpfsshim.so"
 
 
 def test_every_rank_writes_its_trace_onto_orangefs(orangefs: OrangeFS, servers: ServerGroup, mpich: Mpich,

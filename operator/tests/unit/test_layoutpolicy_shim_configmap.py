@@ -23,7 +23,7 @@ def test_trace_and_stats_go_through_mpiio_into_the_namespace_directory() -> None
     assert cfg.trace is not None and cfg.trace.dir == "pvfs2:/mnt/orangefs/.pfslayout/traces/ns"
     assert cfg.trace.max_records == 1000 and cfg.trace.job_id is None  # PFSLAYOUT_SHIM_JOB names the files
     assert cfg.stats is not None and cfg.stats.dir == cfg.trace.dir
-    assert cfg.rules is None and cfg.params is None  # a static layout needs nothing from the shim
+    assert cfg.rules is None and cfg.params is None  # a static rule without hints in status: nothing to place
     bare = parse_shim_config(shim_configmap.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, []))
     assert bare.trace is None and bare.stats is None
 
@@ -72,3 +72,24 @@ def test_pinned_slots_of_a_file_per_process_copy_reach_the_shim() -> None:
     cfg = parse_shim_config(shim_configmap.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, [per_process]))
     wide, deep = (cfg.rules or [])[0].replicas or []
     assert (wide.slots, deep.slots, deep.dir) == (None, 4, "pvfs2:/mnt/orangefs/pp/.replica-deep")
+
+
+def test_static_rules_with_fewer_datafiles_than_servers_get_the_shims_spread() -> None:
+    # 1-DV and 2-D file per process: the hint Job gives the datafile count, the shim says where each file starts
+    dv = {**STATIC, "hints": {"user.pvfs2.num_dfiles": "1", "user.pvfs2.dist_name": "simple_stripe"}}
+    two_d = {"path": "/tiles", "decision": "static", "layout": {"layout": "2-D", "groups": 2},
+             "hints": {"user.pvfs2.num_dfiles": "2", "user.pvfs2.dist_params": "strip_size:32768"}}
+    wide = {"path": "/wide", "decision": "static", "layout": {"layout": "1-DH"},
+            "hints": {"user.pvfs2.num_dfiles": "4"}}  # every server: nothing to place
+    pinned = {"path": "/pinned", "decision": "static", "layout": {"layout": "1-DV"},
+              "hints": {"user.pvfs2.num_dfiles": "1", "user.pvfs2.layout": "4"}}  # LIST: the directory decides
+    cfg = parse_shim_config(shim_configmap.shim_config({}, "/mnt/orangefs/", "ns", PARAMS, 4,
+                                                       [dv, two_d, wide, pinned, HYBRID]))
+    by_path = {r.path: r for r in cfg.rules or []}
+    assert set(by_path) == {"pvfs2:/mnt/orangefs/hy", "pvfs2:/mnt/orangefs/out", "pvfs2:/mnt/orangefs/tiles"}
+    assert by_path["pvfs2:/mnt/orangefs/out"].spread.datafiles == 1  # type: ignore[union-attr]
+    assert by_path["pvfs2:/mnt/orangefs/tiles"].spread.datafiles == 2  # type: ignore[union-attr]
+    assert cfg.servers == 4
+    # without a replica set no parameters are needed: the spread is placement, not costing
+    alone = parse_shim_config(shim_configmap.shim_config({}, "/mnt/orangefs", "ns", PARAMS, 4, [dv]))
+    assert alone.params is None and alone.servers == 4 and len(alone.rules or []) == 1

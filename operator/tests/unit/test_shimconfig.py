@@ -21,6 +21,7 @@ from pfslayout.shimconfig import (
     ServerOverride,
     ShimConfig,
     ShimParams,
+    Spread,
     StatsSettings,
     TraceSettings,
     normalise_path,
@@ -28,6 +29,7 @@ from pfslayout.shimconfig import (
     render_shim_config,
     replica_path,
     slot_of,
+    spread_servers,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -169,3 +171,25 @@ def test_slots_must_fit_the_servers() -> None:
         ShimConfig(params=PRM, servers=4, rules=[rule])
     with pytest.raises(ValidationError, match=r"replicas\[0\].slots: must be 1..servers \(2\)"):
         ShimConfig(params=PRM, servers=2, rules=[Rule(path="/d", replicas=[Replica(dir="/r", layout="1-DV", slots=4)])])
+
+
+# the same table as shim/tests/c/test_config.c's test_spread (the shim's pfs_spread_list)
+SPREAD_CASES = [(0, 1, 4, [0]), (3, 1, 4, [3]), (5, 1, 4, [1]), (0, 2, 4, [0, 1]), (1, 2, 4, [2, 3]),
+                (2, 2, 4, [0, 1]), (1, 3, 4, [3, 0, 1]), (2, 3, 4, [2, 3, 0]), (7, 4, 4, [0, 1, 2, 3]),
+                (123456789, 1, 6, [3])]
+
+
+@pytest.mark.parametrize(("k", "d", "n", "want"), SPREAD_CASES)
+def test_file_k_of_a_spread_rule_takes_the_next_servers(k: int, d: int, n: int, want: list[int]) -> None:
+    assert spread_servers(k, d, n) == want
+
+
+def test_spread_needs_servers_and_no_replicas() -> None:
+    with pytest.raises(ValueError, match="servers: required when a rule has spread"):
+        ShimConfig(rules=[Rule(path="/d", spread=Spread(datafiles=1))])
+    with pytest.raises(ValueError, match=r"rules\[0\].spread.datafiles: must be 1..servers \(4\)"):
+        ShimConfig(servers=4, rules=[Rule(path="/d", spread=Spread(datafiles=5))])
+    with pytest.raises(ValueError, match="a replica set places its copies itself"):
+        Rule(path="/d", spread=Spread(datafiles=1), replicas=[Replica(dir="/r", layout="1-DV")])
+    with pytest.raises(ValueError, match="needs k >= 0"):
+        spread_servers(-1, 1, 4)

@@ -31,6 +31,7 @@ from pfslayout.shimconfig import (
     ServerOverride,
     ShimConfig,
     ShimParams,
+    Spread,
     StatsSettings,
     TraceSettings,
     render_shim_config,
@@ -147,6 +148,9 @@ def accepted() -> list[tuple[str, ShimConfig]]:
         ("route-plain-paths-to-pvfs2", ShimConfig(route=Route(path="/mnt/orangefs/", prefix="pvfs2:"),
                                                   trace=TraceSettings(enabled=True, dir="pvfs2:/mnt/orangefs/t"))),
         ("route-root", ShimConfig(route=Route(path="/", prefix="lustre:"))),
+        ("spread-1dv-and-2d", ShimConfig(servers=6, rules=[
+            Rule(path="pvfs2:/mnt/orangefs/ckpt", spread=Spread(datafiles=1)),
+            Rule(path="/mnt/orangefs/tiles", spread=Spread(datafiles=3), hints={"striping_unit": 65536})])),
         # per-operation terms: a write's own e and beta, both, each alone, and a zero (set, not unset)
         ("write-params", ShimConfig(
             params=ETHERNET.model_copy(update={"e_write": 0.0006, "beta_write": 2 / (120 * 2**20)}), servers=4,
@@ -213,6 +217,15 @@ def refused() -> list[dict[str, Any]]:
          "doc": fmt | {"rules": [{"path": "/d/", "hints": {"a": 1}}, {"path": "/d", "hints": {"b": 2}}]}},
         {"name": "relative-rule-path", "field": "rules[0].path", "doc": hints_rule({"a": 1}, path="d")},
         {"name": "rule-without-hints-or-replicas", "field": "rules[0]", "doc": fmt | {"rules": [{"path": "/d"}]}},
+        {"name": "spread-without-servers", "field": "servers",
+         "doc": fmt | {"rules": [{"path": "/d", "spread": {"datafiles": 1}}]}},
+        {"name": "spread-above-servers", "field": "rules[0].spread.datafiles",
+         "doc": fmt | {"servers": 4, "rules": [{"path": "/d", "spread": {"datafiles": 5}}]}},
+        {"name": "spread-unknown-key", "field": "rules[0].spread.first",
+         "doc": fmt | {"servers": 4, "rules": [{"path": "/d", "spread": {"datafiles": 1, "first": 0}}]}},
+        {"name": "spread-on-a-replica-set", "field": "rules[0].spread",
+         "doc": replica_set({"dir": "/r", "layout": "1-DV"})
+         | {"rules": [{"path": "/d", "spread": {"datafiles": 1}, "replicas": [{"dir": "/r", "layout": "1-DV"}]}]}},
         {"name": "collective-empty", "field": "rules[0].collective",
          "doc": fmt | {"rules": [{"path": "/d", "collective": {}}]}},
         {"name": "collective-cb-mode-unknown", "field": "rules[0].collective.romio_cb_read",

@@ -90,6 +90,12 @@ struct bad { const char *json; const char *field; };
 #define HDR "{\"format\": \"pfsshim-config/1\", "
 #define PRM "\"params\": {\"e\": 1, \"v\": 1, \"alpha_seq\": 1, \"alpha_rand\": 1, \"beta\": 1}, \"servers\": 4, "
 static const struct bad BAD[] = {
+    {HDR "\"servers\": 4, \"rules\": [{\"path\": \"/d\", \"spread\": {\"datafiles\": 5}}]}", "rules[0].spread.datafiles"},
+    {HDR "\"servers\": 4, \"rules\": [{\"path\": \"/d\", \"spread\": {}}]}", "rules[0].spread.datafiles"},
+    {HDR "\"servers\": 4, \"rules\": [{\"path\": \"/d\", \"spread\": {\"datafiles\": 1, \"start\": 2}}]}",
+     "rules[0].spread.start"},
+    {HDR "\"servers\": 4, \"rules\": [{\"path\": \"/d\", \"spread\": 1}]}", "rules[0].spread"},
+    {HDR "\"rules\": [{\"path\": \"/d\", \"spread\": {\"datafiles\": 1}}]}", "servers"},
     {"", "(json)"},
     {"{\"format\": \"pfsshim-config/1\",}", "(json)"},
     {"[1, 2]", "(top level)"},
@@ -264,8 +270,50 @@ static void test_slots(void)
     CHECK(pfs_replica_path(&rep, "/d/data.00000003", path, 10) == -1, "a path that does not fit is refused");
 }
 
+/* file-per-process files under a spread rule take the servers in turn (docs/shim-config.md, "spread") */
+static void test_spread(void)
+{
+    static const struct {
+        long k, d, n;
+        const char *want;
+    } cases[] = {
+        {0, 1, 4, "0"}, {3, 1, 4, "3"}, {5, 1, 4, "1"}, {0, 2, 4, "0,1"}, {1, 2, 4, "2,3"}, {2, 2, 4, "0,1"},
+        {1, 3, 4, "3,0,1"}, {2, 3, 4, "2,3,0"}, {7, 4, 4, "0,1,2,3"}, {123456789, 1, 6, "3"},
+    };
+    char out[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = pfs_spread_list(cases[i].k, cases[i].d, cases[i].n, out, sizeof out);
+        CHECK(rc == 0 && strcmp(out, cases[i].want) == 0, "spread k=%ld d=%ld n=%ld: '%s', want '%s'", cases[i].k,
+              cases[i].d, cases[i].n, out, cases[i].want);
+    }
+    /* the bound: p files of d datafiles put at most ceil(p·d/n) on any server, for every p, d ≤ n ≤ 8 */
+    for (long n = 1; n <= 8; n++)
+        for (long d = 1; d <= n; d++)
+            for (long p = 1; p <= 3 * n; p++) {
+                long count[8] = {0}, most = 0;
+                for (long k = 0; k < p; k++) {
+                    CHECK(pfs_spread_list(k, d, n, out, sizeof out) == 0, "k=%ld d=%ld n=%ld", k, d, n);
+                    for (char *t = strtok(out, ","); t; t = strtok(NULL, ","))
+                        count[atol(t)]++;
+                }
+                for (long j = 0; j < n; j++)
+                    most = count[j] > most ? count[j] : most;
+                CHECK(most == (p * d + n - 1) / n, "p=%ld d=%ld n=%ld: a server holds %ld datafiles", p, d, n, most);
+            }
+    CHECK(pfs_spread_list(0, 5, 4, out, sizeof out) == -1 && pfs_spread_list(0, 0, 4, out, sizeof out) == -1 &&
+              pfs_spread_list(-1, 1, 4, out, sizeof out) == -1 && pfs_spread_list(0, 4, 4, out, 4) == -1,
+          "out-of-range inputs and a short buffer are refused");
+    pfs_config c;
+    char err[512] = "";
+    CHECK(pfs_config_parse_text(HDR "\"servers\": 4, \"rules\": [{\"path\": \"/d\", \"spread\": {\"datafiles\": 2}}]}",
+                                &c, err, sizeof err) == 0 && c.rules[0].spread == 2 && c.rules[0].nhints == 0,
+          "spread rule: %s", err);
+    pfs_config_free(&c);
+}
+
 int main(void)
 {
+    test_spread();
     test_slots();
     test_valid();
     test_collective();

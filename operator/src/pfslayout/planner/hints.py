@@ -107,9 +107,8 @@ def hints_for(layout: str, g: int | None, n: int, sharing: Sharing, s_common: in
     elif layout == "1-DV":
         if sharing == "file-per-process":
             dfiles, strip = 1, None
-            notes.append("one datafile per file; ROUND_ROBIN starts each file on a random server, so the spread "
-                         "over servers is only even on average — pinned_slots gives per-server subdirectories "
-                         "(layout LIST) for an exact spread")
+            notes.append("one datafile per file; OrangeFS starts each file on a random server, so injected jobs "
+                         "get the shim's spread (file k on server k mod n, docs/shim-config.md) for an exact one")
         else:
             dfiles, strip = n, _align(s_common)
             notes.append(f"strip = the common request size {strip} B, so each request stays on one server")

@@ -10,7 +10,12 @@
   shim's replica set, each copy in `<path>/.replica-<name>` with the layout the hint Job gave that
   directory, and the router costs each request against the calibrated `params` on `servers` servers
   (a write with `e_write`/`beta_write` when the parameters have them; every message with
-  `e_shared` when set).
+  `e_shared` when set);
+* `rules` with `spread` for every `static` decision whose files have fewer datafiles than the cluster has
+  servers (1-DV and 2-D file per process) and no pinned server list: the hint Job gives the directory the
+  datafile count and strip, but OrangeFS starts each file on a random server, so the shim asks ROMIO to
+  create the k-th file on servers k·d … k·d + d − 1 (docs/shim-config.md, "spread") — the even spread the
+  cost model assumes, with the user's paths unchanged.
 
 Paths carry the `pvfs2:` prefix, so the shim reaches OrangeFS through ROMIO's pvfs2 driver whatever
 path form the job uses (the shim matches rules on the bare path). The text is validated by the model
@@ -23,12 +28,14 @@ from typing import Any
 
 from pfslayout.costmodel.params import CostParams
 from pfslayout.kinds.layoutpolicy import learn
+from pfslayout.planner.hints import KEY_LAYOUT, KEY_NUM
 from pfslayout.shimconfig import (
     Replica,
     Route,
     Rule,
     ShimConfig,
     ShimParams,
+    Spread,
     StatsSettings,
     TraceSettings,
     render_shim_config,
@@ -56,6 +63,20 @@ def replica_rules(rules: list[dict[str, Any]], mount_path: str) -> list[Rule]:
     return out
 
 
+def spread_rules(rules: list[dict[str, Any]], mount_path: str, servers: int) -> list[Rule]:
+    """The shim's spread rules for the policy's `static` decisions with fewer datafiles than servers."""
+    out = []
+    for r in rules:
+        hints = r.get("hints") or {}
+        if r.get("decision") != "static" or KEY_LAYOUT in hints or not str(hints.get(KEY_NUM, "")).isdigit():
+            continue  # a LIST-pinned directory already says where each file goes
+        d = int(hints[KEY_NUM])
+        if 1 <= d < servers:
+            target = mount_path.rstrip("/") + (r["path"] if r["path"] != "/" else "")
+            out.append(Rule(path=f"{PREFIX}{target}", spread=Spread(datafiles=d)))
+    return out
+
+
 def shim_config(spec: dict[str, Any], mount_path: str, namespace: str, params: CostParams, servers: int,
                 rules: list[dict[str, Any]]) -> str:
     t = learn.trace_settings(spec)
@@ -63,13 +84,14 @@ def shim_config(spec: dict[str, Any], mount_path: str, namespace: str, params: C
     trace = TraceSettings(enabled=True, dir=where, max_records=int(t.get("maxRecordsPerRank") or 1048576)) \
         if t.get("enabled") else None
     replica_sets = replica_rules(rules, mount_path)
+    spreads = spread_rules(rules, mount_path, servers)
     config = ShimConfig(
-        trace=trace, stats=StatsSettings(dir=where) if trace else None, rules=replica_sets or None,
+        trace=trace, stats=StatsSettings(dir=where) if trace else None, rules=(replica_sets + spreads) or None,
         params=ShimParams(e=params.e, v=params.v, alpha_seq=params.alpha_seq, alpha_rand=params.alpha_rand,
                           beta=params.beta, e_write=params.e_write, beta_write=params.beta_write,
                           e_shared=params.e_shared)
         if replica_sets else None,
-        servers=servers if replica_sets else None,
+        servers=servers if replica_sets or spreads else None,
         route=Route(path=mount_path.rstrip("/") or "/", prefix=PREFIX)
         if ((spec.get("shim") or {}).get("routePaths")) else None)
     return render_shim_config(config)
