@@ -583,6 +583,13 @@ def layout_policy_spec() -> Schema:
                                       "trace favours only when the current layout would cost more than "
                                       "(1 + this) times as much for that trace.", minimum=0, maximum=10,
                                       default=0.1),
+            "recalibrateAbove": number("Re-run the calibration the policy's parameters come from when the "
+                                       "model's I/O time for a traced job's requests is off by more than this "
+                                       "(|predicted / measured − 1|, e.g. 0.5 = 50%) for `recalibrateAfter` "
+                                       "consecutive judged jobs. Unset: the error is reported, nothing re-run.",
+                                       exclusiveMinimum=True, minimum=0, maximum=100),
+            "recalibrateAfter": integer("Consecutive traced jobs above `recalibrateAbove` that trigger the "
+                                        "recalibration.", minimum=1, maximum=1000, default=3),
         }, default={}),
     }, required=["clusterRef", "rules"], rules=[
         rule("!self.rules.exists(r, r.mode == 'auto' && has(r.auto) && r.auto.source == 'trace') || "
@@ -674,6 +681,21 @@ def layout_policy_status() -> Schema:
                              "switched": boolean("Whether this trace changed the layout."),
                              "reason": string("Why it switched or kept."),
                          }), maxItems=10),
+        "prediction": obj("The model against the last traced job that reached this rule (with "
+                          "`spec.trace.enabled`): its I/O time for the job's requests on the layout in place, "
+                          "and the time the trace measured.", {
+                              "job": string("The MPIJob traced."),
+                              "at": string("When its traces were collected.", format="date-time"),
+                              "layout": string("The layout in place while it ran, e.g. `2-D/g2`."),
+                              "judged": boolean("Whether the job could be judged (a layout of the model in "
+                                                "place, enough requests, request times in the trace)."),
+                              "reason": string("Why it was not judged."),
+                              "predictedSeconds": number("The model's I/O time for the requests (the sum over "
+                                                         "requests, every rank's).", minimum=0),
+                              "measuredSeconds": number("The trace's: the sum of the requests' durations.",
+                                                        minimum=0),
+                              "error": number("predicted / measured − 1."),
+                          }),
     })
     return obj("Observed state: the chosen layouts and why.", {
         "paramsSource": string("Where the cost parameters came from: `CostCalibration/<name>` or `defaults`."),
@@ -701,6 +723,21 @@ def layout_policy_status() -> Schema:
             "traceDirectory": string("Client path where the shim writes this namespace's traces."),
             "shimConfigMap": string("ConfigMap holding the shim config (`shim.json`) the policy's jobs trace "
                                     "with."),
+            "prediction": obj("The model against the traced jobs, over the rules each was judged on.", {
+                "job": string("The last judged MPIJob."),
+                "at": string("When it was collected.", format="date-time"),
+                "error": number("Its error: Σ predicted / Σ measured − 1 over its judged rules."),
+                "streak": integer("Consecutive judged jobs with |error| above `spec.trace.recalibrateAbove`.",
+                                  minimum=0),
+                "recalibrations": integer("Calibrations re-run for it since the policy was created.", minimum=0),
+                "lastRecalibration": obj("The last one (also a `Recalibrating` Event).", {
+                    "at": string("When.", format="date-time"),
+                    "job": string("The job that completed the streak."),
+                    "calibration": string("The CostCalibration re-run."),
+                    "token": string("The value set on its `pfslayout.io/recalibrate` annotation."),
+                    "reason": string("Why."),
+                }),
+            }),
         }),
         "injectedJobs": integer("MPIJobs the shim was injected into since the policy was created.", minimum=0),
         "lastInjectedJob": string("Name of the most recent MPIJob injected."),

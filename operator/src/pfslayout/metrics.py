@@ -29,6 +29,13 @@ READY_SERVERS = Gauge("pfslayout_orangefs_ready_servers", "Ready OrangeFS server
                       ["namespace", "name"])
 PHASE = Gauge("pfslayout_orangefs_phase", "1 for the cluster's current phase, 0 for the others.",
               ["namespace", "name", "phase"])
+PREDICTION_ERROR = Gauge("pfslayout_trace_prediction_error",
+                         "The model's I/O time for a LayoutPolicy rule's requests in the last judged traced job, "
+                         "relative to what the trace measured: predicted / measured - 1.",
+                         ["namespace", "policy", "rule"])
+RECALIBRATIONS = Counter("pfslayout_trace_recalibrations",
+                         "Calibrations re-run because the prediction error stayed above spec.trace.recalibrateAbove.",
+                         ["namespace", "policy"])
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -80,6 +87,10 @@ def forget(namespace: str, name: str, phases: tuple[str, ...]) -> None:
             PHASE.remove(namespace, name, p)
     with contextlib.suppress(KeyError):
         READY_SERVERS.remove(namespace, name)
+
+
+def set_prediction(namespace: str, policy: str, rule: str, error: float) -> None:
+    PREDICTION_ERROR.labels(namespace, policy, rule).set(error)
 
 
 def serve(host: str, port: int) -> Any:

@@ -155,3 +155,111 @@ def test_a_failed_collector_job_is_reported_and_not_retried() -> None:
     assert ("Job", NS, name) in kube.deleted
     step(kube, events)
     assert kube.list("Job", NS, COLLECTORS) == []  # marked collected: not collected again
+
+
+# ------------------------------------------------------------------------------- predicted vs measured
+
+PARAMS = {"e": 1e-4, "v": 1e-9, "alpha_seq": 1e-4, "alpha_rand": 3e-4, "beta": 8e-9}
+
+
+def judged_policy(kube: FakeKube, events: Events, above: float | None = 0.5, after: int = 2) -> None:
+    """learning.yaml's cluster and job, a Ready CostCalibration `cal` (its parameters in ConfigMap
+    cal-params) and a policy with an explicit 1-DH rule on /ior using it, tracing with recalibrateAbove/After."""
+    from pfslayout.kinds import COST_CALIBRATION as CC
+
+    fakekube.ready_cluster(kube, "learning.yaml", NS, NAME)
+    cal = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "CostCalibration", "metadata": {"name": "cal"},
+           "spec": {"clusterRef": {"name": NAME}}}
+    assert kube.custom.create(CC, NS, cal) is not None
+    kube.custom.patch_status(CC, NS, "cal", {"phase": "Ready", "configMapName": "cal-params", "conditions": [
+        {"type": "Ready", "status": "True", "reason": "Fitted", "message": "", "lastTransitionTime": "x"}]})
+    kube.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cal-params", "namespace": NS},
+              "data": {"params.json": json.dumps(PARAMS)}})
+    lp = example("learning.yaml", "LayoutPolicy")
+    lp["spec"]["calibrationRef"] = {"name": "cal"}
+    lp["spec"]["rules"] = [{"path": "/ior", "mode": "explicit", "fileSharing": "shared",
+                            "explicit": {"layout": "1-DH", "stripSize": 65536}}]
+    lp["spec"]["trace"] = {"enabled": True, **({"recalibrateAbove": above} if above is not None else {}),
+                           "recalibrateAfter": after}
+    assert kube.custom.create(LP, NS, lp) is not None
+    step(kube, events)
+    answer_hints(kube)
+    st = step(kube, events)
+    assert st["rules"][0]["applied"] and st["paramsSource"] == "CostCalibration/cal", st
+
+
+def traced(kube: FakeKube, events: Events, name: str, summary: TraceSummary) -> dict[str, Any]:
+    mpijob_succeeded(kube, name)
+    step(kube, events)
+    kube.finish_job(NS, collector(kube)["metadata"]["name"], ok=True, log=summary_log(4, {summary.path: summary}))
+    return step(kube, events)
+
+
+def test_every_traced_job_is_judged_against_the_models_prediction_on_the_layout_in_place() -> None:
+    from pfslayout.costmodel import CostParams
+    from pfslayout.planner.summary import plan_summary
+
+    kube, events = FakeKube(), Events()
+    judged_policy(kube, events, above=None)
+    predicted = next(c.total for c in plan_summary(SHARED, 4, CostParams.model_validate(PARAMS)).decisions[0].candidates
+                     if c.layout == "1-DH")
+    st = traced(kube, events, "run-1", SHARED.model_copy(update={"seconds": predicted / 2}))
+    p = st["rules"][0]["prediction"]
+    assert p["judged"] and p["job"] == "run-1" and p["layout"] == "1-DH"
+    assert p["predictedSeconds"] == predicted and p["measuredSeconds"] == predicted / 2 and p["error"] == 1.0
+    assert st["learning"]["prediction"]["error"] == 1.0 and st["learning"]["prediction"]["job"] == "run-1"
+    assert st["learning"]["prediction"]["streak"] == 0  # no recalibrateAbove: reported, never counted
+    assert cond(st, "Learned")["status"] == "True" and "predicted" in cond(st, "Learned")["message"]
+    from pfslayout.metrics import PREDICTION_ERROR
+    assert PREDICTION_ERROR.labels(NS, NAME, "/ior")._value.get() == 1.0
+    # too small to judge: reported as such, counts neither way
+    small = SHARED.model_copy(update={"requests": learn.MIN_JUDGED_REQUESTS - 1, "seconds": 1.0})
+    p = traced(kube, events, "run-2", small)["rules"][0]["prediction"]
+    assert not p["judged"] and f"fewer than the {learn.MIN_JUDGED_REQUESTS}" in p["reason"] and "error" not in p
+
+
+def test_an_error_above_the_bound_for_consecutive_jobs_reruns_the_calibration() -> None:
+    from pfslayout.kinds import COST_CALIBRATION as CC
+    from pfslayout.kinds.costcalibration.objects import RECALIBRATE_ANNOTATION
+
+    kube, events = FakeKube(), Events()
+    judged_policy(kube, events, above=0.5, after=2)
+    far = SHARED.model_copy(update={"seconds": 1e-6})  # the model predicts far more than was measured
+    st = traced(kube, events, "run-1", far)
+    assert st["learning"]["prediction"]["streak"] == 1
+    assert RECALIBRATE_ANNOTATION not in (kube.custom.get(CC, NS, "cal") or {})["metadata"].get("annotations", {})
+    st = traced(kube, events, "run-2", far)
+    pred = st["learning"]["prediction"]
+    assert pred["streak"] == 0 and pred["recalibrations"] == 1  # counted again from 0 after the re-run
+    last = pred["lastRecalibration"]
+    assert last["job"] == "run-2" and last["calibration"] == "cal" and "2 consecutive traced jobs" in last["reason"]
+    ann = (kube.custom.get(CC, NS, "cal") or {})["metadata"]["annotations"]
+    assert ann[RECALIBRATE_ANNOTATION] == last["token"] and last["token"].startswith("trace-run-2-")
+    assert "re-running CostCalibration cal" in events.message("Recalibrating")
+    # a judged job within the bound resets the count
+    predicted = st["rules"][0]["prediction"]["predictedSeconds"]
+    st = traced(kube, events, "run-3", far)
+    assert st["learning"]["prediction"]["streak"] == 1
+    st = traced(kube, events, "run-4", SHARED.model_copy(update={"seconds": predicted}))
+    assert st["learning"]["prediction"]["streak"] == 0 and st["learning"]["prediction"]["recalibrations"] == 1
+
+
+def test_learn_judge_and_the_streak_by_hand() -> None:
+    from pfslayout.costmodel import CostParams
+
+    params = CostParams.model_validate(PARAMS)
+    assert learn.judge(SHARED, None, 4, params, "corrected").reason.startswith("no layout of the model")  # type: ignore[union-attr]
+    no_times = learn.judge(SHARED, {"layout": "1-DV"}, 4, params, "corrected")
+    assert no_times.error is None and no_times.reason == "the trace has no request times"
+    j = learn.judge(SHARED.model_copy(update={"seconds": 2.0}), {"layout": "2-D", "groups": 2}, 4, params,
+                    "corrected")
+    assert j.layout == "2-D/g2" and j.measured == 2.0 and j.error == j.predicted / 2.0 - 1  # type: ignore[operator]
+    a = learn.Judgement("1-DH", 3.0, 1.0)
+    b = learn.Judgement("1-DV", 1.0, 3.0)
+    assert learn.job_error([a, b, learn.Judgement(None, None, None, "x")]) == 0.0  # 4 s predicted, 4 s measured
+    assert learn.job_error([]) is None
+    assert learn.recalibration_due(0, 0.6, 0.5, 2) == (1, False)
+    assert learn.recalibration_due(1, -0.7, 0.5, 2) == (0, True)  # too fast counts as much as too slow
+    assert learn.recalibration_due(1, 0.2, 0.5, 2) == (0, False)
+    assert learn.recalibration_due(1, None, 0.5, 2) == (1, False)  # not judged: unchanged
+    assert learn.recalibration_due(5, 9.0, None, 2) == (5, False)  # no bound: never

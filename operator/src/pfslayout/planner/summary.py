@@ -44,6 +44,9 @@ class TraceSummary(BaseModel):
     dominant_size: int
     rounded: bool = Field(default=False, description="request sizes were rounded to powers of two")
     rows: list[tuple[int, int, int, int, int]] = Field(description="(p, m, size, random 0/1, count)")
+    seconds: float | None = Field(default=None, description="the I/O time the trace measured: the sum over the "
+                                  "requests of end − start (every rank's), the quantity the model's totals "
+                                  "predict; None when the source has no request times")
 
 
 def _bare(name: str) -> str:
@@ -94,12 +97,14 @@ def summarise(trace: Trace, paths: Sequence[str]) -> dict[str, TraceSummary]:
         ranks_per_file = np.bincount(pairs // (int(rank.max()) + 1))
         rows, rounded = _rows(trace.p[sel], trace.m[sel], trace.size[sel], ~trace.sequential[sel])
         vals, counts = np.unique(trace.size[sel], return_counts=True)
+        took = float(np.sum(trace.end[sel] - trace.start[sel]))
         out[path] = TraceSummary(
             path=path, requests=int(sel.size), bytes=int(trace.size[sel].sum()), ranks=int(np.unique(rank).size),
             files=int(np.count_nonzero(ranks_per_file)),
             sharing="shared" if bool(np.any(ranks_per_file > 1)) else "file-per-process",
             read_fraction=float(np.mean(trace.op[sel] == OP_READ)),
             dominant_size=int(vals[np.lexsort((vals, counts))[-1]]), rounded=rounded,
+            seconds=took if took > 0 else None,
             rows=[(int(a), int(b), int(c), int(d), int(e)) for a, b, c, d, e in rows.tolist()])
     return out
 

@@ -198,3 +198,81 @@ def choose(summary: TraceSummary, allowed: list[str], current: dict[str, Any] | 
         entry["reason"] = (f"switched to {_key(best.layout, best.g)}: {gain:.1%} cheaper than "
                            f"{entry['previous']} (threshold {threshold:.0%})")
     return Choice(pick.layout, pick.g, decision, cands, entry)
+
+
+# ------------------------------------------------------------------------------- predicted vs measured
+
+# A trace with fewer requests under a rule than this, or no request times, is too small to judge the model
+# by (a handful of requests measure start-up and noise): reported as such, counted neither way.
+MIN_JUDGED_REQUESTS = 64
+DEFAULT_RECALIBRATE_AFTER = 3
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """How the model did on one rule's requests of one traced job: the I/O time it predicts for them on
+    the layout that was in place, the time the trace measured (the sum of the requests' durations, the
+    quantity the model's totals stand for), and the relative error predicted / measured − 1 — or why the
+    job was not judged (``reason``; the times are None then)."""
+
+    layout: str | None
+    predicted: float | None
+    measured: float | None
+    reason: str | None = None
+
+    @property
+    def error(self) -> float | None:
+        if self.predicted is None or not self.measured:
+            return None
+        return self.predicted / self.measured - 1
+
+    def status(self, job: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"job": job}
+        if self.layout:
+            out["layout"] = self.layout
+        if self.error is None:
+            out["judged"] = False
+            out["reason"] = self.reason or "not judged"
+            return out
+        out.update(judged=True, predictedSeconds=self.predicted, measuredSeconds=self.measured, error=self.error)
+        return out
+
+
+def judge(summary: TraceSummary, layout: dict[str, Any] | None, n: int, params: CostParams,
+          variant: str) -> Judgement:
+    """The model's prediction for ``summary``'s requests on ``layout`` (a rule's status layout, e.g.
+    {"layout": "2-D", "groups": 2}) against what the trace measured."""
+    if not layout or not layout.get("layout"):
+        return Judgement(None, None, None, "no layout of the model was in place (the directory had the file "
+                                           "system's default): nothing to compare")
+    key = _key(str(layout["layout"]), layout.get("groups"))
+    if summary.requests < MIN_JUDGED_REQUESTS:
+        return Judgement(key, None, None, f"{summary.requests} requests, fewer than the {MIN_JUDGED_REQUESTS} a "
+                                          "judgement needs")
+    if not summary.seconds:
+        return Judgement(key, None, None, "the trace has no request times")
+    decision = plan_summary(summary, n, params, variant).decisions[0]
+    cand = next((c for c in decision.candidates if c.layout == layout["layout"] and c.g == layout.get("groups")),
+                None)
+    if cand is None:
+        return Judgement(key, None, summary.seconds, f"{key} is not a layout the model costs on {n} servers")
+    return Judgement(key, cand.total, summary.seconds)
+
+
+def job_error(judged: list[Judgement]) -> float | None:
+    """One traced job's error over the rules it was judged on: Σ predicted / Σ measured − 1 (so a rule's
+    weight is its I/O time); None when no rule was judged."""
+    ok = [j for j in judged if j.error is not None]
+    if not ok:
+        return None
+    return sum(j.predicted or 0.0 for j in ok) / sum(j.measured or 0.0 for j in ok) - 1
+
+
+def recalibration_due(streak: int, error: float | None, above: float | None, after: int) -> tuple[int, bool]:
+    """The count of consecutive judged jobs with |error| above ``above`` after this job, and whether it
+    calls for a recalibration now (the count then starts again). A job not judged leaves it unchanged;
+    without ``above`` nothing is ever due."""
+    if error is None or above is None:
+        return streak, False
+    streak = streak + 1 if abs(error) > above else 0
+    return (0, True) if streak >= after else (streak, False)

@@ -123,8 +123,9 @@ class Reconcile(Reconciler):
         ofs, cluster, platform = found
         params, source, calibrated = load_params(self.kube, self.owner.namespace, self.spec, ofs)
         variant = str((self.spec.get("costModel") or {}).get("variant") or "corrected")
+        calibration = source.split("/", 1)[1] if source.startswith("CostCalibration/") else None
         learned = trace_collector.collect(self.ctx, self.body, self.owner, trace_collector.Site(
-            cluster, self.cluster_name, platform, params, variant), now())
+            cluster, self.cluster_name, platform, params, variant, calibration), now())
         delta = float(self.spec.get("hybridThreshold", 0.1))
         decisions = [decide_rule(r, i, platform, params, variant, delta, learned.rules.get(str(r.get("path"))))
                      for i, r in enumerate(self.rule_specs)]
@@ -134,6 +135,9 @@ class Reconcile(Reconciler):
         self.digest = hints_digest(dirs) if dirs else ""
         self.same = self.old.get("hintsDigest") == self.digest
         self.rules = self.carried_over()
+        for r in self.rules:  # the model against the last traced job that reached the rule
+            if (judged := learned.predictions.get(str(r.get("path")))) is not None:
+                r["prediction"] = judged
         status: dict[str, Any] = {"paramsSource": source, "rules": self.rules, **self.learning_block(learned)}
         outcome: HintOutcome | None = None
         if self.due(dirs):
@@ -222,7 +226,8 @@ class Reconcile(Reconciler):
         return {"learning": {"collectedJobs": learned.collected,
                              "shimConfigMap": naming.shim_configmap(self.owner.name),
                              "traceDirectory": self.trace_dir,
-                             **({"lastJob": learned.last_job} if learned.last_job else {})}}
+                             **({"lastJob": learned.last_job} if learned.last_job else {}),
+                             **({"prediction": learned.prediction} if learned.prediction else {})}}
 
     def due(self, dirs: list[DirectoryHints]) -> bool:
         """A hint Job runs when the hints changed, a drift check is due or a migration is unfinished — but

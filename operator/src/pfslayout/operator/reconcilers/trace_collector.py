@@ -1,6 +1,12 @@
 """The learning loop as I/O: find the policy's finished MPIJobs, collect each one's traces with a Job,
 and keep what they taught in ConfigMap `<policy>-learned` (the durable record: which jobs were collected,
-and per `source: trace` rule the last summary, the layout in force and the history of decisions).
+per `source: trace` rule the last summary, the layout in force and the history of decisions, and per rule
+the model's prediction for the job's requests against what the trace measured).
+
+Predicted against measured: every rule with a layout of the model in place is judged on each collected
+job (learn.judge); when the job's error stays above `spec.trace.recalibrateAbove` for
+`spec.trace.recalibrateAfter` consecutive judged jobs, the CostCalibration whose parameters the policy
+uses is re-run (its `pfslayout.io/recalibrate` annotation) and an Event says why.
 
 Level-triggered like the rest of the policy: the collector Job's name derives from the MPIJob's UID, so a
 restarted operator finds the Job it started; a job is marked collected in the same ConfigMap write that
@@ -16,12 +22,14 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from pfslayout import naming
+from pfslayout import metrics, naming
 from pfslayout.costmodel.params import CostParams
 from pfslayout.k8s.api import Kube
 from pfslayout.k8s.meta import Owner, object_metadata, selector_string
 from pfslayout.k8s.workloads import job_state, pod_failure, tail
+from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import MANAGED_BY, MPIJOB
+from pfslayout.kinds.costcalibration.objects import RECALIBRATE_ANNOTATION
 from pfslayout.kinds.layoutpolicy import children, learn
 from pfslayout.kinds.layoutpolicy.rules import Platform, full_path
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
@@ -36,6 +44,7 @@ class Site:
     platform: Platform
     params: CostParams
     variant: str
+    calibration: str | None = None  # the CostCalibration the parameters come from (None: the seeds')
 
 
 @dataclass
@@ -44,6 +53,8 @@ class Learning:
     condition: tuple[bool, str, str] = (False, "Disabled", "spec.trace.enabled is false or spec.selector is unset")
     collected: int = 0
     last_job: str | None = None
+    predictions: dict[str, Any] = field(default_factory=dict)  # spec path -> the last judgement (status)
+    prediction: dict[str, Any] = field(default_factory=dict)  # the policy's: last job's error, the streak
 
 
 def _load(kube: Kube, owner: Owner) -> dict[str, Any]:
@@ -98,9 +109,11 @@ class Collector:
         self.body, self.owner, self.site, self.now = body, owner, site, now
         self.spec: dict[str, Any] = body.get("spec") or {}
         self.rules = _trace_rules(self.spec)
+        self.all_rules = list(enumerate(self.spec.get("rules") or []))  # every rule is judged on the trace
         self.state = _load(self.kube, owner)
         self.out = Learning(rules=dict(self.state.get("rules") or {}), collected=len(self.state.get("collected") or []),
-                            last_job=self.state.get("lastJob"))
+                            last_job=self.state.get("lastJob"), predictions=dict(self.state.get("predictions") or {}),
+                            prediction=dict(self.state.get("prediction") or {}))
 
     @property
     def trace_dir(self) -> str:
@@ -137,14 +150,14 @@ class Collector:
     def start(self, mpijob: dict[str, Any]) -> None:
         """A collector Job for a finished MPIJob (with no rule to learn for, the job is only remembered, so
         it is not looked at again)."""
-        if not self.rules:
+        if not self.all_rules:
             _mark(self.state, mpijob, self.now)
             _save(self.kube, self.owner, self.state)
             return
         s, platform = self.ctx.settings, self.site.platform
+        paths = list(dict.fromkeys(full_path(platform, r["path"]) for _, r in self.all_rules))
         self.kube.apply(learn.collector_job(self.site.cluster, self.site.cluster_name, self.owner, mpijob,
-                                            self.trace_dir, [full_path(platform, r["path"]) for _, r in self.rules],
-                                            s.operator_image, s.operator_image_pull_policy,
+                                            self.trace_dir, paths, s.operator_image, s.operator_image_pull_policy,
                                             children.labels(self.owner)))
         name = mpijob["metadata"]["name"]
         self.post(self.body, "Normal", "CollectingTrace",
@@ -177,19 +190,24 @@ class Collector:
         except learn.TraceError as err:
             return self.unusable(mpijob, name, err)
         told = self.learn_rules(summaries, job_name)
+        judged = self.judge_rules(summaries, job_name)
         self.state.pop("lastError", None)
         self.record(mpijob, name)
         self.post(self.body, "Normal", "TraceLearned", (f"MPIJob {job_name}: {files} rank traces; " + (
-            "; ".join(told) or "no request under a source: trace rule's directory"))[:1000])
-        self.out.rules = dict(self.state["rules"])
-        self.out.condition = ((True, "Learned", f"learned from MPIJob {job_name}: {'; '.join(told)}"[:2000]) if told
-                              else (False, "NoMatchingRequests", f"MPIJob {job_name} made no request under the "
-                                    f"directories of {self.where}; check the job's paths"))
+            "; ".join(told + judged) or "no request under a rule's directory"))[:1000])
+        self.out.rules = dict(self.state.get("rules") or {})
+        self.out.predictions = dict(self.state.get("predictions") or {})
+        self.out.prediction = dict(self.state.get("prediction") or {})
+        if told or (judged and not self.rules):
+            self.out.condition = (True, "Learned", f"learned from MPIJob {job_name}: {'; '.join(told + judged)}"[:2000])
+        else:
+            self.out.condition = (False, "NoMatchingRequests", f"MPIJob {job_name} made no request under the "
+                                  f"directories of {self.where}; check the job's paths")
         return self.out
 
     @property
     def where(self) -> str:
-        return ", ".join(f"spec.rules[{i}]" for i, _ in self.rules)
+        return ", ".join(f"spec.rules[{i}]" for i, _ in (self.rules or self.all_rules))
 
     def record(self, mpijob: dict[str, Any], collector: str) -> None:
         """The job marked collected in the same write that records what it taught, then its collector Job
@@ -236,3 +254,87 @@ class Collector:
             told.append(f"{rule['path']}: {choice.entry['reason']}")
         self.state["rules"] = learned
         return told
+
+    def judge_rules(self, summaries: dict[str, Any], job_name: str) -> list[str]:
+        """Every rule the job's requests reached, judged: the model's I/O time for them on the layout the
+        rule had in place (its status as the job ran) against the trace's; the job's error counted towards
+        a recalibration (spec.trace.recalibrateAbove / recalibrateAfter). What was told, per rule."""
+        site = self.site
+        in_place = {r.get("path"): r for r in (self.body.get("status") or {}).get("rules") or []}
+        learned = dict(self.state.get("rules") or {})
+        predictions, told, judged = dict(self.state.get("predictions") or {}), [], []
+        for _, rule in self.all_rules:
+            summary = summaries.get(full_path(site.platform, rule["path"]))
+            if summary is None:
+                continue
+            layout = _layout_in_place(in_place.get(rule["path"]) or {}, learned.get(rule["path"]), job_name)
+            j = learn.judge(summary, layout, site.platform.servers, site.params, site.variant)
+            predictions[rule["path"]] = {**j.status(job_name), "at": self.now}
+            if j.error is None:
+                told.append(f"{rule['path']}: not judged ({j.reason})")
+                continue
+            judged.append(j)
+            metrics.set_prediction(self.owner.namespace, self.owner.name, rule["path"], j.error)
+            told.append(f"{rule['path']}: predicted {j.predicted:.3g} s on {j.layout}, measured {j.measured:.3g} s "
+                        f"({j.error:+.0%})")
+        self.state["predictions"] = predictions
+        t = learn.trace_settings(self.spec)
+        above = float(t["recalibrateAbove"]) if t.get("recalibrateAbove") is not None else None
+        after = int(t.get("recalibrateAfter") or learn.DEFAULT_RECALIBRATE_AFTER)
+        prev = dict(self.state.get("prediction") or {})
+        error = learn.job_error(judged)
+        streak, due = learn.recalibration_due(int(prev.get("streak") or 0), error, above, after)
+        prediction = {**prev, "streak": streak}
+        if error is not None:
+            prediction.update(job=job_name, error=error, at=self.now)
+        if due and above is not None:
+            prediction["recalibrations"] = int(prev.get("recalibrations") or 0) + 1
+            prediction["lastRecalibration"] = self.recalibrate(job_name, error, above, after)
+        self.state["prediction"] = prediction
+        return told
+
+    def recalibrate(self, job_name: str, error: float | None, above: float, after: int) -> dict[str, Any]:
+        """Re-run the CostCalibration the policy's parameters come from (its recalibrate annotation), with
+        an Event saying why; with the seeds' parameters there is none to re-run: a Warning says what to set."""
+        why = (f"the model's I/O time was off by more than {above:.0%} (spec.trace.recalibrateAbove) for {after} "
+               f"consecutive traced jobs (spec.trace.recalibrateAfter), the last MPIJob {job_name} by "
+               f"{(error or 0.0):+.0%}")
+        name = self.site.calibration
+        record: dict[str, Any] = {"at": self.now, "job": job_name, "reason": why}
+        if name is None:
+            self.post(self.body, "Warning", "RecalibrationImpossible",
+                      f"{why}, but the policy uses the seeds' parameters: set spec.calibrationRef or the cluster's "
+                      "spec.calibration.auto so there is a CostCalibration to re-run"[:1000])
+            return record
+        token = f"trace-{job_name}-{self.now}"
+        done = self.kube.custom.patch(CC, self.owner.namespace, name,
+                                      {"metadata": {"annotations": {RECALIBRATE_ANNOTATION: token}}})
+        if done is None:
+            self.post(self.body, "Warning", "RecalibrationImpossible",
+                      f"{why}, but CostCalibration {name} is gone; create it or fix spec.calibrationRef"[:1000])
+            return record
+        metrics.RECALIBRATIONS.labels(self.owner.namespace, self.owner.name).inc()
+        self.post(self.body, "Normal", "Recalibrating", f"{why}: re-running CostCalibration {name}"[:1000])
+        return {**record, "calibration": name, "token": token}
+
+
+def _layout_in_place(status_rule: dict[str, Any], learned: dict[str, Any] | None, job_name: str
+                     ) -> dict[str, Any] | None:
+    """The layout a rule's directory had while the job ran: the static decision in its status, applied;
+    for a `source: trace` rule the layout learned before this job (the one this job's trace just replaced
+    is in its history's last entry)."""
+    if learned and learned.get("history"):
+        history = list(learned["history"])
+        if history[-1].get("job") == job_name:  # learned from this job just now: what was there before
+            prev = history[-1].get("previous")
+            return _from_key(prev) if prev else None
+        return dict(learned.get("layout") or {}) or None
+    if status_rule.get("decision") == "static" and status_rule.get("applied") and status_rule.get("layout"):
+        return dict(status_rule["layout"])
+    return None
+
+
+def _from_key(key: str) -> dict[str, Any]:
+    """learn._key's inverse: "2-D/g2" → {"layout": "2-D", "groups": 2}."""
+    layout, _, g = key.partition("/g")
+    return {"layout": layout, **({"groups": int(g)} if g else {})}
