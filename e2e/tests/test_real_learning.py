@@ -157,3 +157,87 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
     assert any("spec.rules[0].auto.source" in e["message"] and "PFSLAYOUT_SHIM_JOB" in e["message"]
                for e in warnings), [e["message"] for e in warnings]
     assert st["rules"][0]["applied"] and st["rules"][0]["trace"]["job"] == "ior-fpp"
+
+
+def test_a_model_that_stays_off_is_recalibrated(cluster, lp_operator, namespace: str) -> None:  # noqa: ANN001
+    """Predicted against measured, for real (issue 33 item 5): a policy whose parameters came from
+    elsewhere — its CostCalibration's measured parameters replaced by thirty times theirs, as a calibration of
+    a much slower cluster would give — judges each traced IOR job; after `recalibrateAfter` jobs off by more than
+    `recalibrateAbove` the operator re-runs the calibration on this cluster (probe MPIJobs on the real node),
+    posts the reason, and the next job's error is smaller."""
+    docs = example()
+    ofs, job = (place(docs[k], cluster.mode) for k in ("OrangeFSCluster", "MPIJob"))
+    ofs["spec"]["reclaimPolicy"] = "Delete"
+    cal = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "CostCalibration", "metadata": {"name": "recal"},
+           "spec": {"clusterRef": {"name": ofs["metadata"]["name"]}, "probeImage": "pfslayout/mpi:dev",
+                    "backend": "pvfs2",
+                    "grid": {"nodes": 1, "ranksPerNode": 2, "requestSizes": [8192, 1048576], "requestsPerRank": 8,
+                             "minBytesPerRank": 1048576, "repetitions": 3, "maxConfigs": 8},
+                    "batch": {"cellsPerJob": 64}, "fit": {"minRSquared": 0}, "timeoutSeconds": 600}}
+    lp = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "LayoutPolicy", "metadata": {"name": "recal"},
+          "spec": {"clusterRef": {"name": ofs["metadata"]["name"]}, "calibrationRef": {"name": "recal"},
+                   "selector": {"matchLabels": {"pfslayout.io/policy": "recal"}},
+                   "trace": {"enabled": True, "recalibrateAbove": 1.0, "recalibrateAfter": 2},
+                   "rules": [{"path": "/ior", "mode": "explicit", "fileSharing": "shared",
+                              "explicit": {"layout": "1-DH", "stripSize": 65536}}]}}
+    cluster.apply(ofs, namespace=namespace)
+    cluster.apply(place(cal, cluster.mode), namespace=namespace)
+    wait_ofs_ready(cluster, namespace, ofs["metadata"]["name"], 4)
+
+    def calibrated(run: int) -> dict[str, Any]:
+        def check() -> dict[str, Any] | None:
+            st = cluster.kubectl_json("get", "costcalibrations.pfslayout.io", "recal", "-n", namespace).get(
+                "status") or {}
+            return st if st.get("run", 0) >= run and st.get("phase") == "Succeeded" else None
+        try:
+            return cluster.wait_until(check, f"calibration run {run}", timeout=600, interval=2)
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{lp_operator.log_tail()}") from None
+
+    first = calibrated(1)
+    # parameters from elsewhere: thirty times the measured ones, in the ConfigMap the policy reads (predictions
+    # scale with them: unless this cluster's own fit predicted under 1/15 of the measured time, the error
+    # exceeds the bound of 100%)
+    cm = cluster.kubectl_json("get", "configmap", first["configMapName"], "-n", namespace)
+    params = json.loads(cm["data"]["params.json"])
+    foreign = {k: (v * 30 if k in ("e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write", "e_shared")
+                   and isinstance(v, (int, float)) else v) for k, v in params.items()}
+    cluster.kubectl("patch", "configmap", first["configMapName"], "-n", namespace, "--type", "merge", "-p",
+                    json.dumps({"data": {"params.json": json.dumps(foreign)}}))
+    cluster.apply(lp, namespace=namespace)
+
+    ior = "ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/recal -t 64k -b 1m -w -r -k"
+
+    def judged_run(run: str, jobs: int) -> dict[str, Any]:
+        j = suspended(with_command(job, run, ior))
+        j["metadata"]["labels"] = {"pfslayout.io/policy": "recal"}
+        cluster.apply(j, namespace=namespace)
+        mpijob_done(cluster, lp_operator, namespace, run)
+
+        def check() -> dict[str, Any] | None:
+            st = lp_status(cluster, namespace, "recal")
+            p = (st.get("rules") or [{}])[0].get("prediction") or {}
+            return st if p.get("job") == run and (st.get("learning") or {}).get("collectedJobs") == jobs else None
+        try:
+            return cluster.wait_until(check, f"MPIJob {run} judged", timeout=240, interval=2)
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{lp_status(cluster, namespace, 'recal')}\n{lp_operator.log_tail()}") \
+                from None
+
+    st = judged_run("recal-1", 1)
+    p1 = st["rules"][0]["prediction"]
+    assert p1["judged"] and p1["layout"] == "1-DH" and p1["measuredSeconds"] > 0, p1
+    assert p1["error"] > 1.0, p1  # thirty times the parameters: above the bound
+    assert st["learning"]["prediction"]["streak"] == 1, st["learning"]
+    st = judged_run("recal-2", 2)
+    pred = st["learning"]["prediction"]
+    assert pred["recalibrations"] == 1 and pred["lastRecalibration"]["calibration"] == "recal", pred
+    assert "Recalibrating" in reasons(cluster, namespace, "recal")
+    second = calibrated(2)  # re-run for real: new probe jobs, new parameters in the ConfigMap
+    assert second["run"] == 2 and json.loads(cluster.kubectl_json(
+        "get", "configmap", second["configMapName"], "-n", namespace)["data"]["params.json"]) != foreign
+    st = judged_run("recal-3", 3)
+    p3 = st["rules"][0]["prediction"]
+    print(f"prediction error: {p1['error']:+.0%} with the foreign parameters, {p3['error']:+.0%} after the "
+          f"recalibration (predicted {p3['predictedSeconds']:.3g} s, measured {p3['measuredSeconds']:.3g} s)")
+    assert abs(p3["error"]) < abs(p1["error"]), (p1, p3)
