@@ -11,8 +11,8 @@ the real node as operator/bench/injection.py does, and uninstalled):
 1. an OrangeFSCluster (tmpfs storage) on the real node; each server pod's link is shaped as the lab shapes
    its server links (pfslab.net: tbf at `--rate` with a 17 kB burst in both directions, GSO 16 KiB), from
    the host, through the server process's network namespace;
-2. a CostCalibration `loop-cal` (the probe over the `quick` profile's sizes on one client node of
-   `--ranks` ranks, the operator's fit);
+2. a CostCalibration `loop-cal` (the probe over the `--profile`'s grid — default: the profile an
+   OrangeFSCluster's automatic calibration gets — on one client node of `--ranks` ranks, the operator's fit);
 3. LayoutPolicies with one `auto` rule per held-out configuration (`--holdout-sizes`, every p, pattern and
    operation of the same client node): the operator plans each with `loop-cal`'s parameters; their
    picks are read from `status.rules[].layout`, then the policies are deleted;
@@ -44,7 +44,7 @@ from pfslab.net import BURST, GSO_MAX, validate_rate
 from pfslab.report import build_report, gain_line, replace_marked, results_markdown
 from pfslab.score import gain, group_cells, score
 from pfslayout.calibration import merge_measurements, parse_probe
-from pfslayout.calibration.profiles import get_profile
+from pfslayout.calibration.profiles import DEFAULT_PROFILE, PROFILES, get_profile
 from pfslayout.costmodel import CostParams
 from pfslayout.errors import InputError
 from pfslayout.units import parse_size, parse_sizes
@@ -168,6 +168,8 @@ def main() -> None:
     ap.add_argument("--servers", type=int, default=4)
     ap.add_argument("--rate", default="200mbit")
     ap.add_argument("--ranks", type=int, default=4, help="probe ranks on the one client node (p = 1, 2, 4)")
+    ap.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(PROFILES),
+                    help="the calibration profile loop-cal runs (default: the automatic calibration's)")
     ap.add_argument("--holdout-sizes", default="16K,256K,4M")
     ap.add_argument("--requests", type=int, default=8, help="requests per rank in the held-out cells")
     ap.add_argument("--repetitions", type=int, default=3)
@@ -181,7 +183,7 @@ def main() -> None:
     c = Cluster("product-loop")
     if c.mode != "local" or os.geteuid() != 0:
         fail("needs root and the local cluster (the server pods' processes are shaped from this machine)")
-    profile = get_profile("quick")
+    profile = get_profile(args.profile)
     holdout = sizes_arg(args.holdout_sizes)
     if set(holdout) & set(profile.sizes):
         fail(f"--holdout-sizes share {sorted(set(holdout) & set(profile.sizes))} with the calibration's")
@@ -247,6 +249,7 @@ def main() -> None:
         commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=False).stdout.strip()
         setup = {"servers": args.servers, "rate": args.rate, "client_namespaces": "one probe pod (real node)",
+                 "profile": args.profile,
                  "orangefs": version, "commit": commit, "where": "the operator on the test cluster's real node",
                  "min_bytes_per_rank": min_bytes}
         report = build_report(scored, args.servers, params, setup)
@@ -263,7 +266,7 @@ def main() -> None:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         cmd = (f"python lab/bench/product_loop.py --servers {args.servers} --rate {args.rate} --ranks {args.ranks} "
-               f"--min-bytes {args.min_bytes}")
+               f"--min-bytes {args.min_bytes} --profile {args.profile}")
         md = results_markdown(report, cmd)
         rate = operator.correct_decisive_rate
         section = ("## The product in the loop: the operator's picks on the real node\n\n"
