@@ -290,9 +290,11 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster: Cluster, webhook_oper
     assert namespace in webhook_config(cluster)["namespaceSelector"]["matchExpressions"][0]["values"]
     shim = json.loads(cluster.kubectl_json("get", "configmap", "wh-shim", "-n", namespace)["data"]["shim.json"])
     assert shim["route"] == {"path": MOUNT, "prefix": "pvfs2:"}
-    (rule,) = shim["rules"]
-    assert [r["dir"] for r in rule["replicas"]] == [f"pvfs2:{MOUNT}/hy/.replica-wide",
-                                                    f"pvfs2:{MOUNT}/hy/.replica-grouped"]
+    rules = {r["path"]: r for r in shim["rules"]}
+    assert [r["dir"] for r in rules[f"pvfs2:{MOUNT}/hy"]["replicas"]] == [f"pvfs2:{MOUNT}/hy/.replica-wide",
+                                                                         f"pvfs2:{MOUNT}/hy/.replica-grouped"]
+    # the explicit 2-D rule (file per process, 2 datafiles of 4 servers): each new file placed by the shim
+    assert rules[f"pvfs2:{MOUNT}/ior"]["spread"] == {"datafiles": 2} and len(rules) == 2, shim["rules"]
 
     # Refusals, at `kubectl apply` time, naming the policy, the field and the fix; nothing is stored.
     both = place(user_job("ior-both", ["true"], {**SELECTED, "team": "io"}), cluster.mode)

@@ -225,7 +225,9 @@ class Collector:
         fix = (f"run the job with the shim's tracing: ConfigMap {naming.shim_configmap(self.owner.name)} as "
                "PFSLAYOUT_SHIM_CONFIG, PFSLAYOUT_SHIM_JOB set to the job's name, LD_PRELOAD of libpfsshim.so on "
                "every rank")
-        msg = f"{self.where}.auto.source: the trace of MPIJob {job_name} cannot be used ({err}); {fix}"
+        # the field that wants the trace: the rules that learn from it, else the tracing that judges the model
+        field = f"{self.where}.auto.source" if self.rules else "spec.trace.enabled"
+        msg = f"{field}: the trace of MPIJob {job_name} cannot be used ({err}); {fix}"
         self.post(self.body, "Warning", "TraceUnreadable", msg[:1000])
         self.out.condition = (False, "TraceUnreadable", msg[:2000])
         return self.out
