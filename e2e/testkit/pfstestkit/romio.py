@@ -110,6 +110,15 @@ class Mpich:
         env["PATH"] = f"{self.prefix / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
         return env
 
+    def compile(self, ofs: OrangeFS, source: str, exe: Path) -> Path:
+        """An MPI program built with this MPICH's mpicc (warnings on); fails the test on a compile error."""
+        src = exe.with_suffix(".c")
+        src.write_text(source)
+        done = subprocess.run([str(self.prefix / "bin" / "mpicc"), "-O2", "-Wall", "-o", str(exe), str(src)],
+                              capture_output=True, text=True, timeout=120, check=False, env=self.env(ofs))
+        assert done.returncode == 0, done.stdout + done.stderr
+        return exe
+
 
 @pytest.fixture(scope="session")
 def mpich() -> Mpich:
@@ -125,10 +134,4 @@ def mpich() -> Mpich:
 
 @pytest.fixture
 def romio_check(orangefs: OrangeFS, mpich: Mpich, tmp_path: Path) -> Path:
-    src = tmp_path / "romio_check.c"
-    src.write_text(PROGRAM)
-    exe = tmp_path / "romio_check"
-    result = subprocess.run([str(mpich.prefix / "bin" / "mpicc"), "-O2", "-Wall", "-o", str(exe), str(src)],
-                            capture_output=True, text=True, timeout=120, check=False, env=mpich.env(orangefs))
-    assert result.returncode == 0, result.stdout + result.stderr
-    return exe
+    return mpich.compile(orangefs, PROGRAM, tmp_path / "romio_check")

@@ -68,13 +68,7 @@ int main(int argc, char **argv) {
 
 @pytest.fixture
 def fpp_write(orangefs: OrangeFS, mpich: Mpich, tmp_path: Path) -> Path:
-    src = tmp_path / "fpp_write.c"
-    src.write_text(PROGRAM)
-    exe = tmp_path / "fpp_write"
-    done = subprocess.run([str(mpich.prefix / "bin" / "mpicc"), "-O2", "-Wall", "-o", str(exe), str(src)],
-                          capture_output=True, text=True, timeout=120, check=False, env=mpich.env(orangefs))
-    assert done.returncode == 0, done.stdout + done.stderr
-    return exe
+    return mpich.compile(orangefs, PROGRAM, tmp_path / "fpp_write")
 
 
 def placement(orangefs: OrangeFS, servers: ServerGroup, ports: list[int], path: str) -> list[int]:
