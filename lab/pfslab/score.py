@@ -291,7 +291,8 @@ class Gain:
         return asdict(self)
 
 
-def _geomean(xs: Sequence[float]) -> float:
+def geomean(xs: Sequence[float]) -> float:
+    """The geometric mean of positive ratios (speed-ups), shared by the lab's and the hybrid's reports."""
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
@@ -311,9 +312,9 @@ def gain(cells: Sequence[LabCell], picks: Sequence[str], margin: float = MARGIN)
         return None
     clear = [x for c, x, _ in rows if decisive(c, margin)]
     worst_cell, worst, _ = min(rows, key=lambda r: r[1])
-    return Gain(cells=len(rows), geomean=_geomean([x for _, x, _ in rows]), decisive=len(clear),
-                geomean_decisive=_geomean(clear) if clear else None,
-                best_geomean=_geomean([b for _, _, b in rows if b is not None]), worst=worst,
+    return Gain(cells=len(rows), geomean=geomean([x for _, x, _ in rows]), decisive=len(clear),
+                geomean_decisive=geomean(clear) if clear else None,
+                best_geomean=geomean([b for _, _, b in rows if b is not None]), worst=worst,
                 worst_cell=worst_cell.label())
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pfslab.hybrid.plan import DEFAULT, HYBRID, Phase
-from pfslab.score import MARGIN, layout_order, spread
+from pfslab.score import MARGIN, geomean, layout_order, spread
 
 GOAL_GAIN = 0.20  # the goals: ≥ 20% faster than the default layout ...
 GOAL_DISTANCE = 0.05  # ... and within 5% of the per-phase oracle
@@ -87,9 +87,6 @@ def score(times: Mapping[str, Mapping[str, Sequence[float]]], phases: Sequence[P
     }
 
 
-def _geomean(xs: Sequence[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
 
 def phase_speedup(median: Mapping[str, Mapping[str, float]], names: Sequence[str], layouts: Sequence[str], *,
                   default: str = DEFAULT, hybrid: str = HYBRID, margin: float = MARGIN) -> dict[str, Any]:
@@ -106,8 +103,8 @@ def phase_speedup(median: Mapping[str, Mapping[str, float]], names: Sequence[str
 
     decisive = [x for n, x in per.items() if clear(n)]
     worst = min(per, key=lambda n: per[n])
-    return {"per_phase": per, "geomean": _geomean(list(per.values())), "decisive": len(decisive),
-            "geomean_decisive": _geomean(decisive) if decisive else None, "worst": per[worst], "worst_phase": worst}
+    return {"per_phase": per, "geomean": geomean(list(per.values())), "decisive": len(decisive),
+            "geomean_decisive": geomean(decisive) if decisive else None, "worst": per[worst], "worst_phase": worst}
 
 
 def passes_needed(write_a: float, per_pass_a: float, write_b: float, per_pass_b: float,

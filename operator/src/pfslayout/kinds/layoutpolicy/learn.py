@@ -162,6 +162,12 @@ def _key(layout: str, g: int | None) -> str:
     return layout + (f"/g{g}" if g else "")
 
 
+def layout_of_key(key: str) -> dict[str, Any]:
+    """``_key``'s inverse, as a status layout: "2-D/g2" → {"layout": "2-D", "groups": 2}."""
+    layout, _, g = key.partition("/g")
+    return {"layout": layout, **({"groups": int(g)} if g else {})}
+
+
 def choose(summary: TraceSummary, allowed: list[str], current: dict[str, Any] | None, n: int, params: CostParams,
            variant: str, threshold: float, job: str, at: str) -> Choice:
     """The layout to use after this trace: the cheapest allowed candidate, unless the current one is within

@@ -329,14 +329,9 @@ def _layout_in_place(status_rule: dict[str, Any], learned: dict[str, Any] | None
         history = list(learned["history"])
         if history[-1].get("job") == job_name:  # learned from this job just now: what was there before
             prev = history[-1].get("previous")
-            return _from_key(prev) if prev else None
+            return learn.layout_of_key(prev) if prev else None
         return dict(learned.get("layout") or {}) or None
     if status_rule.get("decision") == "static" and status_rule.get("applied") and status_rule.get("layout"):
         return dict(status_rule["layout"])
     return None
 
-
-def _from_key(key: str) -> dict[str, Any]:
-    """learn._key's inverse: "2-D/g2" → {"layout": "2-D", "groups": 2}."""
-    layout, _, g = key.partition("/g")
-    return {"layout": layout, **({"groups": int(g)} if g else {})}
