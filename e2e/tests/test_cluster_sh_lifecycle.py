@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,23 +135,44 @@ def test_up_refuses_a_taken_port_and_starts_nothing(cluster: object, tmp_path: P
     assert not list(state.glob("pids/*.pid"))
 
 
-def test_up_reports_a_leftover_bridge_and_starts_nothing(cluster: object, tmp_path: Path) -> None:
-    """A bridge of the real node's name that `up` did not create (a crashed run, someone else's) is named
-    with the fix, never taken over."""
+@pytest.mark.parametrize("owner", ["none", "live", "gone"])
+def test_up_reclaims_only_a_bridge_its_crashed_run_left(cluster: Any, tmp_path: Path, owner: str) -> None:
+    """A bridge of the real node's name is taken back only when this harness made it (its alias names the
+    cluster's state directory) and that cluster no longer runs -- a crashed run, or CI on a machine
+    restored from a snapshot. One made by someone else, or by a cluster that still runs, is named with
+    the fix and left alone."""
     if os.geteuid() != 0:
         pytest.skip("creating a bridge needs root")
-    bridge = f"pfslt{os.getpid() % 10000}"
+    # "gone" too: after the reclaim, the session's running real node is what stops this `up` from starting one.
+    real_node = cluster.mode == "local" and "REAL_NODE=1" in (cluster.state_dir / "cluster.env").read_text()
+    if owner != "none" and not real_node:
+        pytest.skip("needs the session's cluster to run a real node on this machine")
+    bridge = f"pfslt{os.getpid() % 1000}{owner[0]}"
     env = dict(os.environ, PFSLAYOUT_E2E_STATE=str(tmp_path / "state"), PFSLAYOUT_E2E_PORT_BASE=str(_free_port_base()),
-               PFSLAYOUT_E2E_MODE="local", PFSLAYOUT_E2E_REAL_NODE="1", PFSLAYOUT_E2E_BRIDGE=bridge)
+               PFSLAYOUT_E2E_MODE="local", PFSLAYOUT_E2E_REAL_NODE="1", PFSLAYOUT_E2E_BRIDGE=bridge,
+               PFSLAYOUT_E2E_NODE_NET="10.251.7")
     subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], check=True)
+    made_by = {"live": str(cluster.state_dir), "gone": str(tmp_path / "crashed-run-state")}.get(owner)
+    if made_by:
+        subprocess.run(["ip", "link", "set", "dev", bridge, "alias", f"pfslayout-e2e:{made_by}"], check=True)
     try:
         proc = _sh(env, "up")
+        # Never started here: the session's real node is the machine's one (a later preflight check says
+        # so), or the bridge is refused first.
         assert proc.returncode != 0
-        message = proc.stderr.strip().splitlines()[-1]
-        assert f"network device {bridge} already exists" in message and "ip link delete" in message, proc.stderr
         assert not list((tmp_path / "state").glob("pids/*.pid"))
+        exists = subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode == 0
+        if owner == "gone":
+            assert f"reclaiming network device {bridge} left by the cluster in {made_by}" in proc.stderr, proc.stderr
+            assert not exists
+            return
+        message = proc.stderr.strip().splitlines()[-1]
+        expected = {"none": f"network device {bridge} already exists and this harness did not make it",
+                    "live": f"network device {bridge} belongs to the cluster in {made_by}, which still runs"}[owner]
+        assert expected in message, proc.stderr
+        assert exists, "a bridge the harness may not take was deleted"
     finally:
-        subprocess.run(["ip", "link", "delete", bridge], check=False)
+        subprocess.run(["ip", "link", "delete", bridge], capture_output=True, check=False)
 
 
 @pytest.mark.parametrize(("args", "env_extra", "expected"), [

@@ -35,7 +35,7 @@ node_preflight() {
     command -v "$b" >/dev/null || [ -x "$b" ] || die "$b is missing (e2e/harness/setup/host-packages.sh installs it)"
   done
   if ip link show "$BRIDGE" >/dev/null 2>&1; then
-    die "network device $BRIDGE already exists (left by a crashed run or used by something else); not reusing it: delete it (ip link delete $BRIDGE) or set PFSLAYOUT_E2E_BRIDGE to another name"
+    node_reclaim_stale_bridge
   fi
   if ip -4 route show | grep -q "^$NODE_NET\."; then
     die "$NODE_NET.0/24 is already routed on this machine: set PFSLAYOUT_E2E_NODE_NET to a free /24 prefix (e.g. 10.251.0)"
@@ -54,6 +54,50 @@ node_preflight() {
   done
 }
 
+# The bridge names the state directory of the cluster that made it (its ifalias), so a later run -- from
+# another checkout, as CI's is -- can tell a crashed run's leftover from a live cluster's or a stranger's.
+BRIDGE_ALIAS_PREFIX=pfslayout-e2e:
+
+# A bridge of this name exists. Reclaim it when this harness made it and its cluster no longer runs (a
+# crashed run or a machine restored from a snapshot leave it behind); refuse anything else.
+node_reclaim_stale_bridge() {
+  local alias owner
+  alias=$(cat "/sys/class/net/$BRIDGE/ifalias" 2>/dev/null || true)
+  case $alias in
+    "$BRIDGE_ALIAS_PREFIX"/*) owner=${alias#"$BRIDGE_ALIAS_PREFIX"} ;;
+    *) die "network device $BRIDGE already exists and this harness did not make it (no $BRIDGE_ALIAS_PREFIX alias); not reusing it: set PFSLAYOUT_E2E_BRIDGE to another name, or delete it (ip link delete $BRIDGE) if it is a leftover" ;;
+  esac
+  # Every process of a real node names its node directory (containerd's and kubelet's --config, the shims'
+  # -address), so none left means the cluster is gone.
+  if pgrep -f -- "$owner/node/" >/dev/null; then
+    die "network device $BRIDGE belongs to the cluster in $owner, which still runs: stop it with PFSLAYOUT_E2E_STATE=$owner e2e/harness/cluster.sh down, or set PFSLAYOUT_E2E_BRIDGE to another name"
+  fi
+  log "reclaiming network device $BRIDGE left by the cluster in $owner, which no longer runs"
+  if pgrep -f -- "--config=?[^ ]*/node/(containerd\.toml|kubelet\.yaml)" >/dev/null; then
+    # Another real node runs: the iptables chains, kubepods cgroups and sysctls are its now.
+    ip link delete "$BRIDGE"
+    return 0
+  fi
+  # Its API server forwarders (socat) do not name the node directory; they listen on the bridge's address.
+  local ip
+  for ip in $(ip -4 -o addr show dev "$BRIDGE" | awk '{sub("/.*", "", $4); print $4}'); do
+    pkill -KILL -f -- "TCP-LISTEN:[0-9]+,bind=$ip," 2>/dev/null || true
+  done
+  node_iptables_clean iptables
+  node_iptables_clean ip6tables
+  node_umount_below "$owner/node"
+  # The crashed run's containerd root lives under its own cache directory (another HOME, maybe).
+  local m
+  while IFS= read -r m; do umount -l "$m" 2>/dev/null || true; done \
+    < <(awk '$2 ~ /\/pfs-layout-operator\/containerd-root\// {print $2}' /proc/self/mounts | sort -r)
+  node_remove_cgroups
+  ip link delete "$BRIDGE"
+  if [ -f "$owner/node/sysctl.saved" ]; then
+    local kv
+    while IFS= read -r kv; do sysctl -qw "$kv" 2>/dev/null || true; done < "$owner/node/sysctl.saved"
+  fi
+}
+
 node_save_sysctls() {
   local s v
   : > "$NODE_DIR/sysctl.saved"
@@ -66,6 +110,7 @@ node_save_sysctls() {
 node_network_up() {
   ip link add "$BRIDGE" type bridge
   echo "$BRIDGE" > "$NODE_DIR/bridge.created"
+  ip link set dev "$BRIDGE" alias "$BRIDGE_ALIAS_PREFIX$STATE_DIR"
   ip addr add "$NODE_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   # Pods reach each other through Services (DNAT, then forwarded back onto the bridge). Nothing may
