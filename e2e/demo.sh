@@ -10,6 +10,9 @@ RELEASE=${PFSLAYOUT_DEMO_RELEASE:-pfs-layout-operator}
 OPERATOR_NAMESPACE=${PFSLAYOUT_DEMO_OPERATOR_NAMESPACE:-pfs-layout-system}
 DEMO_NAMESPACE=${PFSLAYOUT_DEMO_NAMESPACE:-pfslayout-demo}
 READY_TIMEOUT=${PFSLAYOUT_DEMO_TIMEOUT:-300}
+# The four calibrations probe one after the other (each alone measures the platform, not the others:
+# docs/operator.md), each its full grid: about 2 minutes apiece on the test cluster's real node.
+CALIBRATION_TIMEOUT=${PFSLAYOUT_DEMO_CALIBRATION_TIMEOUT:-1200}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -83,8 +86,8 @@ for name in $(k -n "$DEMO_NAMESPACE" get orangefsclusters -o jsonpath='{.items[*
   k -n "$DEMO_NAMESPACE" wait --for=condition=Available --timeout=120s "deployment/$name-client" >/dev/null
   k -n "$DEMO_NAMESPACE" exec "deployment/$name-client" -- pvfs2-ping -m /mnt/orangefs
 done
-step "waiting up to ${READY_TIMEOUT}s for the CostCalibrations to publish and the LayoutPolicies to apply"
-deadline=$((SECONDS + READY_TIMEOUT))
+step "waiting up to ${CALIBRATION_TIMEOUT}s for the CostCalibrations to publish (one probes at a time) and the LayoutPolicies to apply"
+deadline=$((SECONDS + CALIBRATION_TIMEOUT))
 while [ $SECONDS -lt $deadline ]; do
   phases=$(k -n "$DEMO_NAMESPACE" get costcalibrations -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')
   lp_states=$(k -n "$DEMO_NAMESPACE" get layoutpolicies \

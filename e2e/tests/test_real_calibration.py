@@ -24,6 +24,7 @@ from pfstestkit import REPO
 from pfstestkit.cluster import Cluster
 from pfstestkit.mpijobs import stalled
 from pfstestkit.ofs_pods import operator_log, wait_ofs_ready
+from pfstestkit.probe import SMALL_CALIBRATION_GRID
 from pfstestkit.real import assert_real_pods, place
 
 CC = "costcalibrations.pfslayout.io"
@@ -73,6 +74,10 @@ def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, in
     ofs = place(ofs, cluster.mode)
     ofs["spec"]["reclaimPolicy"] = "Delete"
     cc["spec"]["fit"]["minRSquared"] = 0  # see the module docstring
+    # The operator's mechanics on a grid of 32 cells (the example's own is 144: three runs of it would cost
+    # this lane minutes; the demo runs it).
+    cc["spec"]["grid"] = dict(SMALL_CALIBRATION_GRID)
+    cc["spec"]["batch"]["cellsPerJob"] = 24
     cluster.apply(ofs, namespace=namespace)
     cluster.apply(cc, namespace=namespace)
     name = cc["metadata"]["name"]
@@ -172,6 +177,7 @@ def test_broken_image_and_deadline_fail_with_the_reason_while_others_are_served(
     cluster.apply(ofs, namespace=namespace)
     wait_ofs_ready(cluster, namespace, ofs["metadata"]["name"], 2)
 
+    cc["spec"]["grid"] = dict(SMALL_CALIBRATION_GRID)
     broken = copy.deepcopy(cc)
     broken["metadata"]["name"] = "broken-image"
     broken["spec"]["probeImage"] = DEFAULT_ORANGEFS_IMAGE  # no pfsprobe, no MPICH
@@ -210,3 +216,51 @@ def test_broken_image_and_deadline_fail_with_the_reason_while_others_are_served(
         r = (obj.get("status") or {}).get("calibrationRef") or {}
         return r if r.get("name") == auto and (ready(st)["status"] != "True" or r.get("configMapName")) else None
     cluster.wait_until(ref, "status.calibrationRef to name the automatic calibration", timeout=60, interval=1)
+
+
+def test_two_calibrations_of_one_platform_probe_one_after_the_other(
+        cluster: Cluster, incluster_operator: dict[str, Any], namespace: str) -> None:
+    """Calibrations probe one at a time (docs/operator.md): of two applied together, the one whose run
+    started later waits `Queued`, naming the other, and no probe job of the two ever runs beside one of the
+    other (their launchers' pods never overlap in time); both then publish."""
+    ofs, cc = example()
+    ofs = place(ofs, cluster.mode)
+    ofs["spec"]["reclaimPolicy"] = "Delete"
+    ofs["spec"]["servers"]["count"] = 2
+    cluster.apply(ofs, namespace=namespace)
+    wait_ofs_ready(cluster, namespace, ofs["metadata"]["name"], 2)
+    names = ("first", "second")
+    for name in names:
+        doc = copy.deepcopy(cc)
+        doc["metadata"]["name"] = name
+        doc["spec"]["fit"]["minRSquared"] = 0  # see the module docstring
+        # two probe jobs each, so the slot is held across a run's jobs
+        doc["spec"]["grid"].update(requestSizes=[65536, 1048576], maxConfigs=12, minBytesPerRank=1 << 20)
+        doc["spec"]["batch"]["cellsPerJob"] = 12
+        cluster.apply(doc, namespace=namespace)
+
+    spans: dict[str, list[tuple[str, str, str]]] = {n: [] for n in names}
+
+    def both_done() -> dict[str, dict[str, Any]] | None:
+        # the probe pods' lifetimes, while they exist (a collected job is deleted with its pods)
+        for pod in cluster.kubectl_json("get", "pods", "-n", namespace, "-l",
+                                        "app.kubernetes.io/component=probe")["items"]:
+            owner = pod["metadata"]["labels"].get("pfslayout.io/calibration")
+            for c in (pod.get("status") or {}).get("containerStatuses") or []:
+                run = (c.get("state") or {}).get("running") or (c.get("state") or {}).get("terminated") or {}
+                if owner in spans and run.get("startedAt"):
+                    spans[owner].append((pod["metadata"]["name"], run["startedAt"], run.get("finishedAt") or ""))
+        sts = {n: cc_status(cluster, namespace, n) for n in names}
+        return sts if all(s.get("phase") in ("Succeeded", "Failed") for s in sts.values()) else None
+    sts = cluster.wait_until(both_done, "both calibrations to finish", timeout=600, interval=1)
+    assert all(s["phase"] == "Succeeded" for s in sts.values()), sts
+
+    later, earlier = sorted(names, key=lambda n: (sts[n]["startTime"], n), reverse=True)
+    queued = [e for e in events(cluster, namespace, later) if e["reason"] == "Queued"]
+    assert queued and f"waiting for CostCalibration {namespace}/{earlier}" in queued[0]["message"], \
+        events(cluster, namespace, later)
+    # every probe pod of one calibration started after the other's last one ended, or ended before its first
+    first_of = {n: min(s for _, s, _ in spans[n]) for n in names if spans[n]}
+    last_of = {n: max(f or s for _, s, f in spans[n]) for n in names if spans[n]}
+    assert set(first_of) == set(names), spans
+    assert last_of[earlier] <= first_of[later], spans

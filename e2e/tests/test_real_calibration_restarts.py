@@ -19,6 +19,7 @@ import yaml
 
 from pfstestkit import REPO
 from pfstestkit.local_operator import local_operator
+from pfstestkit.probe import SMALL_CALIBRATION_GRID
 from pfstestkit.real import place
 
 CC = "costcalibrations.pfslayout.io"
@@ -33,6 +34,7 @@ def test_killing_the_operator_ten_times_loses_and_duplicates_nothing(cluster, op
     ofs["spec"]["reclaimPolicy"] = "Delete"
     cc = next(d for d in docs if d["kind"] == "CostCalibration")
     cc["spec"]["fit"]["minRSquared"] = 0  # one machine: R² is reported, not judged (test_real_calibration.py)
+    cc["spec"]["grid"] = dict(SMALL_CALIBRATION_GRID)
     cc["spec"]["batch"]["cellsPerJob"] = 4  # 8 probe jobs: many points to be killed at
     name = cc["metadata"]["name"]
     # The module's operator stays up only to serve other modules' objects; this test runs its own.

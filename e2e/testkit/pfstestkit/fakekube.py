@@ -47,10 +47,10 @@ def example(file: str, kind: str) -> Obj:
 
 
 def matches(obj: Obj, selector: str) -> bool:
-    """Equality-based label selectors (`a=b,c=d`), the only form the reconcilers send."""
+    """Equality-based label selectors (`a=b,c=d`) and existence (`a`), the forms the reconcilers send."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
     terms = [t.partition("=") for t in selector.split(",") if t]
-    return all(labels.get(k) == v for k, _, v in terms)
+    return all((k in labels) if not eq else labels.get(k) == v for k, eq, v in terms)
 
 
 def merge(target: Obj, patch: Obj) -> Obj:
@@ -243,8 +243,8 @@ class FakeCustom(CustomObjects):
     def list(self, resource: CustomResource, namespace: str, label_selector: str = "") -> builtins.list[Obj]:
         return self.kube.list(resource.kind, namespace, label_selector)
 
-    def list_all(self, resource: CustomResource) -> builtins.list[Obj]:
-        return self.kube.of_kind(resource.kind)
+    def list_all(self, resource: CustomResource, label_selector: str = "") -> builtins.list[Obj]:
+        return [o for o in self.kube.of_kind(resource.kind) if matches(o, label_selector)]
 
     def create(self, resource: CustomResource, namespace: str, body: Obj) -> Obj | None:
         if (resource.kind, namespace, body["metadata"]["name"]) in self.kube.objects:

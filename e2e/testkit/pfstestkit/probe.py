@@ -16,6 +16,11 @@ import pytest
 from pfstestkit import REPO
 
 SHIM = REPO / "shim"
+# The CostCalibration grid of the e2e tests of the operator's calibration mechanics (runs, restarts,
+# failures, the probe slot): 32 cells on 4 servers in 2-3 probe minutes. policies/costcalibration.yaml's
+# own grid, every configuration at three sizes, is 144 cells — what a user runs, and the demo does.
+SMALL_CALIBRATION_GRID = {"nodes": 2, "ranksPerNode": 2, "requestSizes": [4096, 65536, 1048576],
+                          "requestsPerRank": 8, "minBytesPerRank": 4 << 20, "repetitions": 3, "maxConfigs": 16}
 
 
 PROBE_SRC = SHIM / "probe"

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from pfslayout.calibration import DEFAULT_PROFILE, PROFILES, profile_grid
+from pfslayout.calibration.design import columns, design_matrix, identifiability
 from pfslayout.errors import InputError
 
 CRDS = Path(__file__).resolve().parents[3] / "crds"
@@ -45,10 +46,27 @@ def test_each_profile_identifies_all_five_parameters(name: str, servers: int, no
     assert {c.request_size for c in grid.cells} == set(PROFILES[name].sizes)
 
 
+@pytest.mark.parametrize("name", sorted(PROFILES))
+@pytest.mark.parametrize(("servers", "nodes", "ranks"), [(4, 2, 2), (8, 2, 2), (16, 4, 4)])
+def test_each_profile_separates_writes_and_shared_cores(name: str, servers: int, nodes: int, ranks: int) -> None:
+    """What the lab's benchmark calibration finds where the platform shows it (e_write, beta_write,
+    e_shared) the grid can tell apart: the eight-column design has full rank. (One rank alone cannot
+    show shared cores: its round is its own messages, already e's; on 2 servers every request touches 1
+    or 2 of them and the three message terms move together.)"""
+    grid = profile_grid(name, servers, nodes, ranks)
+    cols = columns(("e", "beta"), shared=True)
+    design = identifiability(design_matrix(grid.cells, servers, split=("e", "beta"), shared=True), names=cols)
+    assert design.rank == len(cols) == 8 and not design.unused, design.warnings()
+
+
 def test_quick_is_smaller_than_standard() -> None:
     quick, standard = profile_grid("quick", 4, 2, 2), profile_grid("standard", 4, 2, 2)
     assert len(quick.cells) < len(standard.cells)
     assert sum(c.repetitions for c in quick.cells) < sum(c.repetitions for c in standard.cells)
+
+    def moved(grid: object) -> int:
+        return sum(c.request_size * c.requests_per_rank * c.p * c.repetitions for c in grid.cells)  # type: ignore[attr-defined]
+    assert moved(quick) * 2 <= moved(standard)  # the bytes a shaped link has to carry
 
 
 def test_unknown_profile() -> None:

@@ -264,3 +264,58 @@ def test_every_probe_job_measured_publishes_the_fit_and_points_the_cluster_at_it
     assert kube.custom.list(MPIJOB, NS) == []  # each deleted once its documents were saved
     again = step(kube, events)  # the run is over: nothing new
     assert again["run"] == st["run"] and kube.custom.list(MPIJOB, NS) == []
+
+
+def test_a_second_calibration_queues_until_the_first_has_probed() -> None:
+    """Calibrations probe one at a time (probe_slot.py): a second one on the platform, its probe directories
+    ready, waits with reason Queued naming the first and creates no probe job; it starts once the first
+    has published, and the first never yields between two of its own jobs."""
+    kube, events = FakeKube(), Events()
+    started(kube, events)
+    other = "probe-4-again"
+    body = example("costcalibration.yaml", "CostCalibration")
+    body["metadata"]["name"] = other
+    assert kube.custom.create(CC, NS, body) is not None
+
+    def step_other(**settings: Any) -> dict[str, Any]:
+        found = kube.custom.get(CC, NS, other)
+        assert found is not None
+        return rec.reconcile(context(kube, events, **settings), found)
+
+    step_other()
+    job = hint_job(kube)
+    kube.finish_job(NS, job["metadata"]["name"], ok=True, log=hint_log(job))
+    queued = step_other()
+    assert queued["phase"] == "Running" and ready(queued)["reason"] == "Queued", ready(queued)
+    assert f"waiting for CostCalibration {NS}/{NAME} to finish probing" in ready(queued)["message"]
+    assert kube.custom.list(MPIJOB, NS, f"{objs.CALIBRATION_LABEL}={other}") == []
+    assert "Queued" in events.reasons()
+    for _ in range(50):  # the first runs every job, one after the other, while the second waits
+        running = kube.custom.list(MPIJOB, NS, f"{objs.CALIBRATION_LABEL}={NAME}")
+        if not running:
+            break
+        kube.finish_mpijob(NS, running[0]["metadata"]["name"], ok=True, log=probe_log(kube, running[0]))
+        st = step(kube, events)
+        if st["phase"] != "Succeeded":
+            assert ready(step_other())["reason"] == "Queued"
+    assert st["phase"] == "Succeeded"
+    going = step_other()
+    assert ready(going)["reason"] == "Probing", ready(going)
+    assert len(kube.custom.list(MPIJOB, NS, f"{objs.CALIBRATION_LABEL}={other}")) == 1
+
+
+def test_concurrent_probing_lets_a_second_calibration_probe_at_once() -> None:
+    kube, events = FakeKube(), Events()
+    started(kube, events)
+    body = example("costcalibration.yaml", "CostCalibration")
+    body["metadata"]["name"] = "probe-4-again"
+    assert kube.custom.create(CC, NS, body) is not None
+    for _ in range(2):
+        found = kube.custom.get(CC, NS, "probe-4-again")
+        assert found is not None
+        st = rec.reconcile(context(kube, events, calibration_probing="concurrent"), found)
+        if (jobs := kube.list("Job", NS, "app.kubernetes.io/component=hints")):
+            kube.finish_job(NS, jobs[0]["metadata"]["name"], ok=True, log=hint_log(jobs[0]))
+    assert ready(st)["reason"] == "Probing"
+    assert len(kube.custom.list(MPIJOB, NS, f"{objs.CALIBRATION_LABEL}=probe-4-again")) == 1
+    assert len(kube.custom.list(MPIJOB, NS, f"{objs.CALIBRATION_LABEL}={NAME}")) == 1

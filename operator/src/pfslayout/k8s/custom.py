@@ -63,9 +63,11 @@ class CustomObjects:
             _preload_content=False, _request_timeout=self.timeout)
         return list(_json(resp).get("items") or [])
 
-    def list_all(self, resource: CustomResource) -> builtins.list[dict[str, Any]]:
-        """Every namespace's objects (the admission webhook's scope and its copy of the policies)."""
+    def list_all(self, resource: CustomResource, label_selector: str = "") -> builtins.list[dict[str, Any]]:
+        """Every namespace's objects (the admission webhook's scope and its copy of the policies, the
+        calibrations' probe slot)."""
         resp = self.api.list_cluster_custom_object(resource.group, resource.version, resource.plural,
+                                                   label_selector=label_selector,
                                                    _preload_content=False, _request_timeout=self.timeout)
         return list(_json(resp).get("items") or [])
 

@@ -25,6 +25,7 @@ import kopf
 
 from pfslayout.errors import InputError
 from pfslayout.images import DEFAULT_MPI_IMAGE, DEFAULT_OPERATOR_IMAGE, DEFAULT_ORANGEFS_IMAGE
+from pfslayout.kinds.costcalibration.probe_slot import MODES as PROBING_MODES
 from pfslayout.naming import DEFAULT_CLUSTER_DOMAIN
 
 T = TypeVar("T")
@@ -89,6 +90,7 @@ class Settings:
     resync_s: float
     server_poll_s: float  # how often the server pods of a cluster not Ready are looked at (stuck images)
     calibration_poll_s: float
+    calibration_probing: str  # "exclusive": one CostCalibration probes at a time (probe_slot.py); "concurrent"
     layout_poll_s: float
     layout_recheck_s: float
     metrics_addr: tuple[str, int] | None
@@ -222,6 +224,7 @@ def load(env: Mapping[str, str]) -> Settings:
         resync_s=r.seconds("PFSLAYOUT_RESYNC_SECONDS", 300),
         server_poll_s=r.seconds("PFSLAYOUT_SERVER_POLL_SECONDS", 10),
         calibration_poll_s=r.seconds("PFSLAYOUT_CALIBRATION_POLL_SECONDS", 5),
+        calibration_probing=r.choice("PFSLAYOUT_CALIBRATION_PROBING", "exclusive", PROBING_MODES),
         layout_poll_s=r.seconds("PFSLAYOUT_LAYOUT_POLL_SECONDS", 5),
         layout_recheck_s=r.seconds("PFSLAYOUT_LAYOUT_RECHECK_SECONDS", 300),
         metrics_addr=None if metrics is None else r.checked(

@@ -2,7 +2,8 @@
 
 Phases: `Pending` (waiting for the cluster), `Running` (hints and probe jobs), `Succeeded` (parameters
 published), `Failed` (refused or a probe failed). One condition, `Ready`: True with reason `Fitted`;
-False with `ClusterNotReady`, `Probing`, `PoorFit` (R² below `fit.minRSquared`; the parameters are
+False with `ClusterNotReady`, `Probing`, `Queued` (waiting for another calibration's probes:
+probe_slot.py), `PoorFit` (R² below `fit.minRSquared`; the parameters are
 still published), `NotIdentifiable`, `GridTooLarge`, `ProbeFailed` or `InvalidSpec`.
 """
 

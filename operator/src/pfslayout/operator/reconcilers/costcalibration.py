@@ -25,12 +25,14 @@ from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import MPIJOB
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.costcalibration import objects as objs
+from pfslayout.kinds.costcalibration import probe_slot
 from pfslayout.kinds.costcalibration import status as st
 from pfslayout.kinds.costcalibration.probe_plan import PlanRefused, ProbeJob, ProbePlan, make_plan
 from pfslayout.kinds.costcalibration.results import ProbeOutputError, extract, job_failure, mpijob_state
 from pfslayout.kinds.costcalibration.spec import CostCalibrationSpec, params_configmap, parse_spec
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.kinds.orangefscluster.spec import parse_spec as parse_cluster_spec
+from pfslayout.operator import scope
 from pfslayout.operator.reconcilers.base import Context, Reconciler
 from pfslayout.operator.reconcilers.orangefscluster import refresh_calibration_ref
 from pfslayout.operator.shared.apply_hints import ensure_hints, release
@@ -247,6 +249,22 @@ class Reconcile(Reconciler):
         refresh_calibration_ref(self.ctx, self.owner.namespace, spec.cluster_ref.name)
         return status
 
+    def slot_taken(self, run: Run) -> str | None:
+        """The calibration this run must let probe first (probe_slot.py), or None to go ahead."""
+        settings = self.ctx.settings
+        if settings.calibration_probing != "exclusive":
+            return None
+
+        def served(obj: dict[str, Any]) -> bool:
+            return scope.served(str(obj["metadata"].get("namespace") or ""), settings.watch_namespaces)
+
+        probing = {f"{j['metadata']['namespace']}/{(j['metadata'].get('labels') or {})[objs.CALIBRATION_LABEL]}"
+                   for j in self.kube.custom.list_all(MPIJOB, objs.CALIBRATION_LABEL) if served(j)}
+        me = probe_slot.Claim(str(self.identity(run)["startTime"]), self.owner.namespace, self.owner.name)
+        others = [c for body in self.kube.custom.list_all(CC) if served(body)
+                  and (c := probe_slot.claim_of(body)) is not None and c.ref != me.ref]
+        return probe_slot.waiting_for(me, others, probing)
+
     # -------------------------------------------------------------------------------------------- main
 
     def run(self) -> dict[str, Any]:
@@ -309,6 +327,15 @@ class Reconcile(Reconciler):
                 running += 1
         if len(done) == len(plan.jobs):
             return self.publish(spec, run, plan)
+        if running == 0 and (holder := self.slot_taken(run)) is not None:
+            cells = sum(j.cells for j in plan.jobs if j.index in done)
+            return self.write({
+                "phase": "Running", **self.identity(run), "cells": st.progress(cells, plan.total_cells),
+                "jobs": {"total": len(plan.jobs), "succeeded": len(done), "failed": 0, "running": 0},
+                "conditions": st.ready(False, "Queued", f"run {run.number}: waiting for CostCalibration {holder} "
+                                       f"to finish probing ({cells}/{plan.total_cells} cells measured): "
+                                       "calibrations probe one at a time, else each measures the other "
+                                       "(PFSLAYOUT_CALIBRATION_PROBING)", self.generation, now(), self.old)})
         selector = spec.node_selector if spec.node_selector is not None else cluster.node_selector
         tolerations = spec.tolerations if spec.tolerations is not None else cluster.tolerations
         for job in plan.jobs:
