@@ -169,9 +169,11 @@ def orangefs_cluster_spec() -> Schema:
         "auto": boolean("Create a CostCalibration `<name>-calibration` when the cluster first becomes "
                         "Ready.", default=True),
         "profile": string("Grid of the automatic calibration (`pfslayout.calibration.PROFILES`, "
-                          "`pfslayout calibrate --design --profile`): `quick` (8 KiB and 1 MiB requests, the 12 "
-                          "most informative configurations, 3 repetitions: minutes) or `standard` (the "
-                          "CostCalibration default grid: 4 KiB to 4 MiB, the full factorial, 5 repetitions).",
+                          "`pfslayout calibrate --design --profile`): `quick` (every configuration at 8 KiB, "
+                          "1 MiB and 4 MiB, 8 requests per rank, 5 repetitions: minutes; finds the write and "
+                          "shared-core terms where the platform shows them) or `standard` (the CostCalibration "
+                          "default grid: 4 KiB to 4 MiB, the full factorial, 16 requests per rank, 5 repetitions: "
+                          "twice the bytes).",
                           enum=["quick", "standard"], default="quick"),
     }, default={})
 

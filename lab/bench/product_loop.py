@@ -53,7 +53,7 @@ from pfstestkit.real import place
 
 NS = "pfsbench-loop"  # served by the e2e installs (crd_release.WATCH)
 OFS_NAME = "loop"
-BEGIN, END = "<!-- lab-loop: begin -->", "<!-- lab-loop: end -->"
+SECTION = "lab-loop"  # the marker of the report's section in docs/results.md (--section: another setup's)
 
 
 def log(msg: str) -> None:
@@ -179,8 +179,11 @@ def main() -> None:
                     "CostCalibrations (spec.grid.minBytesPerRank; the lab's --min-bytes); 0: requests alone")
     ap.add_argument("--report", type=Path, default=REPO / "docs" / "results" / "lab-loop.json")
     ap.add_argument("--results-md", type=Path, default=REPO / "docs" / "results.md")
+    ap.add_argument("--section", default=SECTION, help="the marked section of --results-md to write (a second "
+                    "setup's report beside the first: e.g. lab-loop-8s-100mbit, with its own --report)")
     ap.add_argument("--keep", action="store_true", help="leave the namespace and the chart (debugging)")
     args = ap.parse_args()
+    args.report = args.report.resolve()  # the command line it prints names it relative to the repository
     validate_rate(args.rate)
     c = Cluster("product-loop")
     if c.mode != "local" or os.geteuid() != 0:
@@ -268,10 +271,13 @@ def main() -> None:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         cmd = (f"python lab/bench/product_loop.py --servers {args.servers} --rate {args.rate} --ranks {args.ranks} "
-               f"--min-bytes {args.min_bytes} --profile {args.profile}")
+               f"--min-bytes {args.min_bytes} --profile {args.profile}"
+               + (f" --report {args.report.relative_to(REPO)} --section {args.section}"
+                  if args.section != SECTION else ""))
         md = results_markdown(report, cmd)
         rate = operator.correct_decisive_rate
-        section = ("## The product in the loop: the operator's picks on the real node\n\n"
+        section = (f"## The product in the loop: the operator's picks on the real node ({args.servers} servers, "
+                   f"{args.rate})\n\n"
                    f"The operator's `auto` rules, planned with its own CostCalibration, on {len(scored)} held-out "
                    f"configurations measured by its probe jobs: right in {operator.correct_decisive}/"
                    f"{operator.decisive} decisive cells"
@@ -282,7 +288,7 @@ def main() -> None:
                    + (" " + gain_line(report["operator_gain"], "the operator's pick")
                       if report["operator_gain"] else "")
                    + "\n\n" + md.split("\n", 1)[1])
-        replace_marked(args.results_md, BEGIN, END, section)
+        replace_marked(args.results_md, f"<!-- {args.section}: begin -->", f"<!-- {args.section}: end -->", section)
         log(f"report {args.report}; operator {json.dumps(operator.as_dict())}")
     finally:
         unshape(veths)
