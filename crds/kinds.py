@@ -379,6 +379,10 @@ def fit_quality() -> Schema:
                            "additionalProperties": {"type": "number"}},
         "warnings": array("Fit warnings, e.g. a parameter pinned at 0.", string("One warning."),
                           maxItems=32),
+        "writes": string("Why writes did or did not get their own e/β (`e_write`, `beta_write`): which "
+                         "per-operation forms the fit tried and why it kept or rejected each.", maxLength=1024),
+        "sharedCores": string("Why every message of a round was or was not charged for shared cores "
+                              "(`e_shared`).", maxLength=1024),
     })
 
 

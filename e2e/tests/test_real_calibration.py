@@ -104,6 +104,12 @@ def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, in
     assert fit["rank"] == len(fit["identified"]) and set(PARAMS) <= set(fit["identified"]), fit
     assert all(ok or p in fit.get("poorlyDetermined", []) for p, ok in fit["identified"].items()), fit
     assert set(fit["standardErrors"]) == set(fit["identified"]), fit
+    # and why writes have their own terms or not, and the messages a shared-core charge or not (the fit's
+    # own words, so a user missing beta_write or e_shared knows whether they were tried)
+    assert fit["writes"].startswith(("writes have their own", "one value per term")), fit
+    assert "shared cores" in fit["sharedCores"], fit
+    assert ("e_write" in fit["identified"] or "beta_write" in fit["identified"]) == \
+        fit["writes"].startswith("writes have their own"), fit
     assert "rSquared" in fit and fit["cells"] == st["cells"]["total"] == 32, st
     assert st["cells"]["progress"] == "32/32" and st["jobs"] == {"total": 2, "succeeded": 2, "failed": 0,
                                                                    "running": 0}, st

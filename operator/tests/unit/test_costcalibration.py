@@ -158,6 +158,9 @@ def test_fit_verdict_history_and_mpijob_state() -> None:
     block = st.fit_block(result)
     assert block["rank"] == 5 and all(block["identified"].values()) and block["rSquared"] > 0.999
     assert "poorlyDetermined" not in block
+    # why the fit kept one value per term and no shared-core term, as `pfslayout calibrate` says it
+    assert block["writes"] == result.split_note and block["writes"].startswith("one value per term")
+    assert block["sharedCores"] == result.shared_note and "e_shared" in block["sharedCores"]
     strict = parse_spec({"clusterRef": {"name": "ofs"}, "fit": {"minRSquared": 1.0}})
     assert st.verdict(strict, result)[1] in ("Fitted", "PoorFit")
     # a parameter whose standard error is half its value: Ready, but not called identified anywhere

@@ -15,8 +15,8 @@ R² 0.78-0.93 run to run; this grid fitted beta_write and e_shared as ``standard
 size is 8 KiB, not 4 KiB: layouts are realised with strips of at least 4 KiB, so a 4 KiB request
 touches one server under every layout and its cells could not tell e from α on 2 servers. Both are
 checked to identify all five parameters on 2 or more servers and, on 4 or more with two ranks or more,
-the write and shared-core columns too (operator/tests/unit/test_calibration_profiles.py); the CRD's enum and defaults
-are checked against this table.
+the write and shared-core columns too (operator/tests/unit/test_calibration_profiles.py); the CRD's enum
+and defaults are checked against this table.
 """
 
 from __future__ import annotations

@@ -61,6 +61,10 @@ def fit_block(result: FitResult) -> dict[str, Any]:
         "poorlyDetermined": list(result.poorly_determined) or None,
         "standardErrors": {p: v for p, v in result.stderr.items() if v is not None and math.isfinite(v)},
         "warnings": result.warnings[:32],
+        # what `pfslayout calibrate` prints as "per operation" and "shared cores": a user seeing no
+        # beta_write or e_shared learns whether the fit tried them and why they were not kept
+        "writes": result.split_note[:1024] or None,
+        "sharedCores": result.shared_note[:1024] or None,
     }
     return {k: v for k, v in out.items() if v is not None}
 
