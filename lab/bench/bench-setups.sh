@@ -27,8 +27,7 @@ for setup in $setups; do
   "$lab" up --servers "$servers" --rate "$rate" --client-namespaces "$k"
   # calibration: p = 1, 2, 4 on one node; with two nodes up to 8 (packed and spread). The full factorial
   # (profile standard) at sizes none of the validation's: with two client namespaces it holds the spread
-  # cells that tell the shared-core term e_shared from e (docs/cost-model.md "Shared cores"); the quick
-  # profile's twelve configurations leave it poorly determined.
+  # cells that tell the shared-core term e_shared from e (docs/cost-model.md "Shared cores").
   "$lab" calibrate --ranks 4 --profile standard --sizes 8K,64K,1M
   "$lab" validate --report-dir "docs/results/setups/$setup"
   if [ "$setup" = 4s-200mbit-1c ]; then

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from pfslab import loop
+from pfslab.grids import VALIDATION_SIZES_ARG
 from pfslab.loop import holdout_configs
 from pfslab.net import BURST, GSO_MAX, validate_rate
 from pfslab.report import build_report, gain_line, replace_marked, results_markdown
@@ -170,9 +171,8 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=4, help="probe ranks on the one client node (p = 1, 2, 4)")
     ap.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(PROFILES),
                     help="the calibration profile loop-cal runs (default: the automatic calibration's)")
-    # none of either profile's sizes (quick: 8K,1M,4M; standard: 4K,64K,1M,4M): the configurations it scores
-    # are disjoint from the calibration's
-    ap.add_argument("--holdout-sizes", default="16K,256K,2M")
+    # the lab's validation sizes, none of either profile's: it scores configurations no calibration measured
+    ap.add_argument("--holdout-sizes", default=VALIDATION_SIZES_ARG)
     ap.add_argument("--requests", type=int, default=8, help="requests per rank in the held-out cells")
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--min-bytes", default="4M", help="bytes each rank moves per repetition at least, in both "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from pfslab import grids, lifecycle, net, runs
+from pfslab.grids import VALIDATION_SIZES_ARG
 from pfslab.net import LabError
 from pfslab.product import pfslayout_json
 from pfslab.servers import PORT
@@ -171,7 +172,8 @@ def calibrate(profile: Annotated[str, typer.Option(help="the core's calibration 
 
 
 @app.command()
-def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the calibration's")] = "16K,256K,4M",
+def validate(sizes: Annotated[str, typer.Option(help="request sizes, none of the calibration's")]
+             = VALIDATION_SIZES_ARG,
              procs: Annotated[str, typer.Option(help="process counts, none of the calibration's")] = "3,6",
              rounds: Annotated[int, typer.Option(help="repetitions, each a round over the whole grid")] = 5,
              requests: Annotated[int, typer.Option(help="requests per rank per repetition")] = 16,

@@ -19,8 +19,12 @@ from pfslab.product import pfslayout_json
 from pfslab.servers import MOUNT
 from pfslayout.calibration.grid import layout_key, requests_for, useful_groups
 from pfslayout.calibration.measurements import BASELINE
+from pfslayout.units import parse_sizes
 
-VALIDATION_SIZES = (16 << 10, 256 << 10, 4 << 20)  # between and beyond the calibration's 4 KiB and 1 MiB
+# Between the calibration profiles' sizes and none of them (quick: 8 KiB, 1 MiB, 4 MiB; standard: 4 KiB,
+# 64 KiB, 1 MiB, 4 MiB), so `lab validate` and the product loop score configurations no calibration measured.
+VALIDATION_SIZES_ARG = "16K,256K,2M"  # as the command lines take it (`lab validate --sizes`, product loop)
+VALIDATION_SIZES = tuple(parse_sizes(VALIDATION_SIZES_ARG))
 VALIDATION_PROCS = (3, 6)  # not powers of two, not n or 2n: none of the calibration grid's process counts
 # Each rank moves at least this much per repetition, in both grids (the core's ``requests_for``, which
 # the operator's CostCalibration applies as spec.grid.minBytesPerRank).

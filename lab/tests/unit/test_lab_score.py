@@ -318,7 +318,8 @@ def test_validation_grids_give_small_requests_enough_bytes_to_measure() -> None:
     # operator's CostCalibration runs with spec.grid.minBytesPerRank), one file per count
     from pfslab.grids import calibration
     grids = calibration(SERVERS, "quick", min_bytes=4 << 20)
-    assert sorted((g["request_sizes"], g["requests_per_rank"]) for g in grids) == [([8192], 512), ([1 << 20], 8)]
+    assert sorted((g["request_sizes"], g["requests_per_rank"]) for g in grids) == [([8192], 512),
+                                                                                   ([1 << 20, 4 << 20], 8)]
 
 
 # ----------------------------------------------------------------------- gain over the default layout
