@@ -92,10 +92,14 @@ node_reclaim_stale_bridge() {
     < <(awk '$2 ~ /\/pfs-layout-operator\/containerd-root\// {print $2}' /proc/self/mounts | sort -r)
   node_remove_cgroups
   ip link delete "$BRIDGE"
-  if [ -f "$owner/node/sysctl.saved" ]; then
-    local kv
-    while IFS= read -r kv; do sysctl -qw "$kv" 2>/dev/null || true; done < "$owner/node/sysctl.saved"
-  fi
+  node_restore_sysctls "$owner/node/sysctl.saved"
+}
+
+# Writes back the sysctls `up` recorded in the file $1 (when there is one).
+node_restore_sysctls() {
+  [ -f "$1" ] || return 0
+  local kv
+  while IFS= read -r kv; do sysctl -qw "$kv" 2>/dev/null || true; done < "$1"
 }
 
 node_save_sysctls() {
@@ -454,10 +458,7 @@ node_down() {
     ip link delete "$(cat "$NODE_DIR/bridge.created")" 2>/dev/null || true
     rm -f "$NODE_DIR/bridge.created"
   fi
-  if [ -f "$NODE_DIR/sysctl.saved" ]; then
-    local kv
-    while IFS= read -r kv; do sysctl -qw "$kv" 2>/dev/null || true; done < "$NODE_DIR/sysctl.saved"
-  fi
+  node_restore_sysctls "$NODE_DIR/sysctl.saved"
   # kubelet links every container log into /var/log/containers; ours point into the state directory.
   local l
   for l in /var/log/containers/*.log; do

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -328,14 +329,10 @@ class Reconcile(Reconciler):
         if len(done) == len(plan.jobs):
             return self.publish(spec, run, plan)
         if running == 0 and (holder := self.slot_taken(run)) is not None:
-            cells = sum(j.cells for j in plan.jobs if j.index in done)
-            return self.write({
-                "phase": "Running", **self.identity(run), "cells": st.progress(cells, plan.total_cells),
-                "jobs": {"total": len(plan.jobs), "succeeded": len(done), "failed": 0, "running": 0},
-                "conditions": st.ready(False, "Queued", f"run {run.number}: waiting for CostCalibration {holder} "
-                                       f"to finish probing ({cells}/{plan.total_cells} cells measured): "
-                                       "calibrations probe one at a time, else each measures the other "
-                                       "(PFSLAYOUT_CALIBRATION_PROBING)", self.generation, now(), self.old)})
+            return self.write_progress(run, plan, done, 0, "Queued", lambda cells: (
+                f"run {run.number}: waiting for CostCalibration {holder} to finish probing ({cells}/"
+                f"{plan.total_cells} cells measured): calibrations probe one at a time, else each measures the "
+                "other (PFSLAYOUT_CALIBRATION_PROBING)"))
         selector = spec.node_selector if spec.node_selector is not None else cluster.node_selector
         tolerations = spec.tolerations if spec.tolerations is not None else cluster.tolerations
         for job in plan.jobs:
@@ -350,13 +347,19 @@ class Reconcile(Reconciler):
                 self.post(self.body, "Normal", "ProbeJobCreated",
                           f"probe job {job.index + 1}/{len(plan.jobs)}: MPIJob {created['metadata']['name']}, "
                           f"{job.cells} cells, {spec.grid.nodes}x{spec.grid.ranks_per_node} ranks")
+        return self.write_progress(run, plan, done, running, "Probing", lambda cells: (
+            f"run {run.number}: {len(done)}/{len(plan.jobs)} probe jobs done, {running} running, "
+            f"{cells}/{plan.total_cells} cells measured"))
+
+    def write_progress(self, run: Run, plan: ProbePlan, done: set[int], running: int, reason: str,
+                       message: Callable[[int], str]) -> dict[str, Any]:
+        """The status of a run under way: cells and jobs so far, `Ready=False` with ``reason`` and the
+        message made from the cells measured."""
         cells = sum(j.cells for j in plan.jobs if j.index in done)
         return self.write({
             "phase": "Running", **self.identity(run), "cells": st.progress(cells, plan.total_cells),
             "jobs": {"total": len(plan.jobs), "succeeded": len(done), "failed": 0, "running": running},
-            "conditions": st.ready(False, "Probing", f"run {run.number}: {len(done)}/{len(plan.jobs)} probe jobs "
-                                   f"done, {running} running, {cells}/{plan.total_cells} cells measured",
-                                   self.generation, now(), self.old)})
+            "conditions": st.ready(False, reason, message(cells), self.generation, now(), self.old)})
 
 
 def _finite_only(doc: Any) -> Any:
