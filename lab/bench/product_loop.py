@@ -21,7 +21,8 @@ the real node as operator/bench/injection.py does, and uninstalled):
    layout beside them (spec.grid.baseline) — what the operator's picks gained over doing nothing;
 5. the operator's picks scored on those measurements as `lab validate` scores the model (pfslab.score),
    beside the model's own picks with the same parameters and the baselines. Report:
-   docs/results/lab-loop.json and the `lab-loop` section of docs/results.md.
+   docs/results/lab-loop.json (with loop-cal's parameters, fit and measured cells, so a model change can be
+   refitted and scored offline on the same two sets) and the `lab-loop` section of docs/results.md.
 
 Needs root (nsenter, tc) and the local cluster (the servers' processes are on this machine).
 """
@@ -156,6 +157,13 @@ def measurements(c: Cluster, status: dict[str, Any], servers: int) -> Any:
     return m
 
 
+def calibration_cell(cell: Any) -> dict[str, Any]:
+    """One measured calibration cell as the report keeps it: its configuration, median and repetitions."""
+    return {"layout": cell.layout, "g": cell.g, "op": cell.op, "pattern": cell.pattern, "p": cell.p, "m": cell.m,
+            "request_size": cell.request_size, "requests_per_rank": cell.requests_per_rank,
+            "sharing": cell.sharing, "time": cell.time, "times": list(cell.times)}
+
+
 def sizes_arg(text: str, option: str = "--holdout-sizes") -> list[int]:
     try:
         return parse_sizes(text, option)
@@ -226,6 +234,9 @@ def main() -> None:
         log("calibrating (CostCalibration loop-cal)")
         cal_status = wait_cc(c, "loop-cal", 1800)
         params = CostParams.model_validate(cal_status["params"])
+        # loop-cal's own measurements go into the report: the namespace is deleted afterwards, and with them
+        # the next model change can be refitted and scored offline on both sets (calibration and held out)
+        cal_cells = [calibration_cell(x) for x in measurements(c, cal_status, args.servers).cells]
         log(f"loop-cal: {json.dumps(cal_status['params'])}; R² {cal_status['fit'].get('rSquared')}")
 
         policies = loop.policy_manifests("loop", OFS_NAME, configs)
@@ -266,13 +277,14 @@ def main() -> None:
         operator_gain = gain(scored, scored_picks)
         report["operator_gain"] = operator_gain.as_dict() if operator_gain else None
         report["operator_agrees_with_model"] = sum(a == b for a, b in zip(scored_picks, model_picks)) / len(scored)
-        report["calibration"] = {"params": cal_status["params"], "fit": cal_status.get("fit")}
+        report["calibration"] = {"params": cal_status["params"], "fit": cal_status.get("fit"), "cells": cal_cells}
         report["wall_s"] = round(time.monotonic() - t0, 1)
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         cmd = (f"python lab/bench/product_loop.py --servers {args.servers} --rate {args.rate} --ranks {args.ranks} "
                f"--min-bytes {args.min_bytes} --profile {args.profile}"
-               + (f" --report {args.report.relative_to(REPO)} --section {args.section}"
+               + (f" --report {args.report.relative_to(REPO) if args.report.is_relative_to(REPO) else args.report}"
+                  f" --section {args.section}"
                   if args.section != SECTION else ""))
         md = results_markdown(report, cmd)
         rate = operator.correct_decisive_rate

@@ -1,0 +1,150 @@
+"""Refit a product-loop report offline: fit model forms on its calibration cells, score them on its held-out
+cells (issue 33 item 2's search for the cost the model misses). Prints, per report and form, the decisive
+cells picked right, the share within 3% of the best, the worst regret and the misses.
+
+    python lab/bench/refit_loop.py docs/results/loop-runs/*.json
+
+Needs reports written by `lab/bench/product_loop.py` since they keep `calibration.cells` (loop-cal's
+measured cells). The forms:
+
+* ``operator`` — what the operator publishes: `pfslayout.calibration.fit` (the five terms, per-operation
+  and shared-core terms where the fit keeps them), costed by the model;
+* ``floor`` — a round takes at least c·p·nt (every message of all ranks on shared cores), max(model, floor);
+* ``overlap`` — messages overlap the transfers: max(T_e, T_x + T_s + T_rw).
+
+The last two are not in the model: each is fitted by alternating non-negative least squares (relative
+error) over a grid of its nonlinear constant. A form enters the model only when it meets the goals out of
+sample on every setup, not on one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import nnls
+
+from pfslab.score import MARGIN
+from pfslayout.calibration import fit
+from pfslayout.calibration.design import design_matrix, model_times
+from pfslayout.calibration.measurements import Cell, Measurements
+
+Predict = Callable[[np.ndarray, list[Cell]], np.ndarray]  # (held-out design, its cells) → seconds
+
+
+def calibration_cells(report: dict[str, Any]) -> list[Cell]:
+    return [Cell(layout=c["layout"], g=c["g"], op=c["op"], pattern=c["pattern"], p=c["p"], m=c["m"],
+                 request_size=c["request_size"], requests_per_rank=c["requests_per_rank"], time=c["time"],
+                 times=tuple(c["times"]), sharing=c["sharing"]) for c in report["calibration"]["cells"]]
+
+
+def heldout_cells(report: dict[str, Any]) -> tuple[list[Cell], list[tuple[Any, str]]]:
+    """One cell per measured layout of each held-out configuration, with its (configuration, layout) key."""
+    cells, keys = [], []
+    for row in report["per_cell"]:
+        config = (row["op"], row["pattern"], row["p"], row["m"], row["request_size"], row["sharing"])
+        for name, median in row["median"].items():
+            layout, g = ("2-D", int(name.split(":")[1])) if name.startswith("2-D") else (name, None)
+            cells.append(Cell(layout=layout, g=g, op=row["op"], pattern=row["pattern"], p=row["p"], m=row["m"],
+                              request_size=row["request_size"], requests_per_rank=row["requests_per_rank"],
+                              time=median, sharing=row["sharing"]))
+            keys.append((config, name))
+    return cells, keys
+
+
+def nnls_rel(A: np.ndarray, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Non-negative least squares of relative error over ``rows``, columns scaled (as calibration.fit)."""
+    Aw = (A / y[:, None])[rows]
+    scale = np.linalg.norm(Aw, axis=0)
+    scale[scale == 0] = 1.0
+    x, _ = nnls(Aw / scale, np.ones(int(rows.sum())), maxiter=50 * A.shape[1])
+    return np.asarray(x / scale)
+
+
+def fit_max(A: np.ndarray, y: np.ndarray, other: Callable[[np.ndarray, float], np.ndarray],
+            rest: list[int]) -> tuple[float, np.ndarray]:
+    """max(A[:, rest] @ x, other(c)) by alternating fits over a log grid of c; the best in relative error."""
+    best: tuple[float, float, np.ndarray] | None = None
+    everything = np.ones(len(y), dtype=bool)
+    for c in np.geomspace(1e-6, 1e-3, 121):
+        x = nnls_rel(A[:, rest], y, everything)
+        for _ in range(8):
+            linear = A[:, rest] @ x
+            rows = linear >= other(A, c)
+            if rows.sum() <= len(rest):
+                break
+            x = nnls_rel(A[:, rest], y, rows)
+        err = float(np.sum((np.maximum(A[:, rest] @ x, other(A, c)) / y - 1) ** 2))
+        if best is None or err < best[0]:
+            best = (err, float(c), x)
+    assert best is not None
+    return best[1], best[2]
+
+
+def forms(cal: list[Cell], servers: int) -> dict[str, tuple[Predict, str]]:
+    y = np.array([c.time for c in cal])
+    A = design_matrix(cal, servers, shared=True)  # e, v, α_seq, α_rand, β, then p·nt messages
+    five = [0, 1, 2, 3, 4]
+    c_floor, x_floor = fit_max(A, y, lambda a, c: c * a[:, 5], five)
+    e_over, x_over = fit_max(A, y, lambda a, c: c * a[:, 0], [1, 2, 3, 4])
+    result = fit(Measurements(servers=servers, cells=cal, source_format="probe"))
+    params = result.params
+    return {
+        "operator": (lambda a, cells: model_times(cells, servers, params), f"R² {result.r2:.3f}, "
+                     + ", ".join(f"{k} {v:.3g}" for k, v in params.scalars().items())),
+        "floor": (lambda a, cells: np.maximum(a[:, five] @ x_floor, c_floor * a[:, 5]),
+                  f"c {c_floor:.3g} s per message of a round"),
+        "overlap": (lambda a, cells: np.maximum(e_over * a[:, 0], a[:, [1, 2, 3, 4]] @ x_over),
+                    f"e {e_over:.3g} s"),
+    }
+
+
+def score(keys: list[tuple[Any, str]], measured: np.ndarray, predicted: np.ndarray) -> str:
+    by: dict[Any, dict[str, tuple[float, float]]] = {}
+    for (config, name), meas, pred in zip(keys, measured, predicted):
+        by.setdefault(config, {})[name] = (float(meas), float(pred))
+    right = decisive = within = 0
+    worst = 0.0
+    misses = []
+    for config, layouts in by.items():
+        meas = {k: v[0] for k, v in layouts.items()}
+        ranked = sorted(meas, key=lambda k: meas[k])
+        pick = min(layouts, key=lambda k: layouts[k][1])
+        regret = meas[pick] / meas[ranked[0]] - 1
+        worst = max(worst, regret)
+        within += meas[pick] <= meas[ranked[0]] * (1 + MARGIN)
+        if len(ranked) > 1 and meas[ranked[1]] > meas[ranked[0]] * (1 + MARGIN):
+            decisive += 1
+            right += pick == ranked[0]
+            if pick != ranked[0]:
+                op, pattern, p, _, size, _ = config
+                misses.append(f"{op} {pattern} p={p} {size // 1024} KiB: {ranked[0]} best, {pick} picked "
+                              f"(+{regret:.0%})")
+    line = f"{right}/{decisive} decisive right, {within}/{len(by)} within 3%, worst regret {worst:.0%}"
+    return line + "".join(f"\n      miss {m}" for m in misses)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("reports", nargs="+", type=Path)
+    args = ap.parse_args()
+    for path in args.reports:
+        report = json.loads(path.read_text())
+        if not report.get("calibration", {}).get("cells"):
+            raise SystemExit(f"refit-loop: {path} has no calibration.cells (written before they were kept)")
+        servers = int(report["setup"]["servers"])
+        cal = calibration_cells(report)
+        held, keys = heldout_cells(report)
+        A = design_matrix(held, servers, shared=True)
+        measured = np.array([c.time for c in held])
+        print(f"{path} ({servers} servers, {report['setup']['rate']}; {len(cal)} calibration cells)")
+        for name, (predict, about) in forms(cal, servers).items():
+            print(f"  {name:8} {about}\n    {score(keys, measured, predict(A, held))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""lab/bench/refit_loop.py reads a product-loop report back the way the product wrote it: refitting the
+operator's form on a committed run's calibration cells gives the parameters the operator published, and
+costing its held-out cells gives the predictions the report holds — else every form it compares would be
+scored on cells that are not the ones measured."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from pfslayout.calibration.design import design_matrix
+
+REPO = Path(__file__).resolve().parents[3]
+RUNS = sorted((REPO / "docs" / "results" / "loop-runs").glob("*.json"))
+
+
+def _refit() -> ModuleType:  # a bench script, not a package module
+    spec = importlib.util.spec_from_file_location("refit_loop", REPO / "lab" / "bench" / "refit_loop.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.stem)
+def test_the_operator_form_reproduces_the_report(path: Path) -> None:
+    refit = _refit()
+    report = json.loads(path.read_text())
+    servers = report["setup"]["servers"]
+    cal = refit.calibration_cells(report)
+    assert len(cal) == report["calibration"]["fit"]["cells"]
+    held, keys = refit.heldout_cells(report)
+    predict, about = refit.forms(cal, servers)["operator"]
+    got = predict(design_matrix(held, servers, shared=True), held)
+    rows = {(r["op"], r["pattern"], r["p"], r["m"], r["request_size"], r["sharing"]): r for r in report["per_cell"]}
+    want = [rows[config]["predicted"][name] for config, name in keys]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    for name, value in report["calibration"]["params"].items():
+        if isinstance(value, float | int):
+            assert f"{name} {value:.3g}" in about
+
+
+def test_a_report_without_calibration_cells_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = tmp_path / "old.json"  # written before the reports kept loop-cal's cells
+    old.write_text(json.dumps({"calibration": {"params": {}}, "per_cell": [], "setup": {"servers": 4}}))
+    monkeypatch.setattr("sys.argv", ["refit_loop.py", str(old)])
+    with pytest.raises(SystemExit, match=r"has no calibration\.cells"):
+        _refit().main()
