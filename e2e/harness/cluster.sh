@@ -14,6 +14,8 @@
 #                           cgroups, the bridge, iptables chains, changed sysctls), one line each
 # With a working Docker engine the cluster is kind (e2e/harness/kind/config.yaml, images from images/ built
 # and loaded); without one it is a local control plane with kwok nodes (docs/test-cluster.md).
+# PFSLAYOUT_E2E_MODE=kind with podman instead of Docker: kind's podman provider and a node image built
+# here (docs/kind.md).
 # PFSLAYOUT_E2E_MODE=local|kind forces one. PFSLAYOUT_E2E_STATE and PFSLAYOUT_E2E_PORT_BASE select an
 # independent cluster (state directory, 10 consecutive ports on 127.0.0.1).
 set -euo pipefail
@@ -33,7 +35,8 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 case $cmd in
   build)
-    if [ "$mode" = kind ]; then "$here/cluster/build.sh" helm k8s && "$here/cluster/kind.sh" build
+    # kind: Helm and kubectl for the tests; Kubernetes and CoreDNS also go into a locally built node image
+    if [ "$mode" = kind ]; then "$here/cluster/build.sh" helm k8s coredns && "$here/cluster/kind.sh" build
     elif [ $# -gt 0 ]; then "$here/cluster/build.sh" "$@"
     else
       # The real node's images (buildah, cached by content: a no-op when nothing changed). The operator

@@ -90,6 +90,8 @@ def image_config(args: argparse.Namespace, diff_id: str) -> bytes:
         cfg["User"] = args.user
     if args.workdir:
         cfg["WorkingDir"] = args.workdir
+    if args.stop_signal:  # systemd as PID 1 (the kind node) stops on SIGRTMIN+3, not SIGTERM
+        cfg["StopSignal"] = args.stop_signal
     config = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "architecture": ARCH,
@@ -206,6 +208,7 @@ def main() -> None:
         sp.add_argument("--env", action="append", help="K=V (repeatable; default: the usual PATH)")
         sp.add_argument("--user")
         sp.add_argument("--workdir")
+        sp.add_argument("--stop-signal", help="e.g. SIGRTMIN+3")
         sp.add_argument("--history", help="created_by of the one history entry")
 
     r = sub.add_parser("rootfs")

@@ -136,7 +136,7 @@ build_kwok() {
 
 build_coredns() {
   installed "$COREDNS_DIR" && return 0
-  log "building CoreDNS $COREDNS_VERSION with the Corefile's five plugins (~15 s cold after the others)"
+  log "building CoreDNS $COREDNS_VERSION with the plugins of the two Corefiles (~15 s cold after the others)"
   begin "$COREDNS_DIR"
   # Our own entry point (coredns/main.go says why), over the pinned release.
   build_tool coredns ./coredns "-s -w"

@@ -22,6 +22,10 @@ KWOK_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION-s3-$TOOLS_KEY
 MPIOP_DIR=$CACHE_ROOT/mpi-operator-$MPI_OPERATOR_VERSION-$TOOLS_KEY
 COREDNS_DIR=$CACHE_ROOT/coredns-$COREDNS_VERSION-$TOOLS_KEY
 REGISTRY_DIR=$CACHE_ROOT/registry-$REGISTRY_DEB_VERSION
+# The locally built kind node image's parts (e2e/harness/kind/): kubeadm and the control-plane images,
+# then the CNI and storage images; each file inside carries its own key.
+KIND_CP_DIR=$CACHE_ROOT/kind-cp-$K8S_VERSION
+KIND_NET_DIR=$CACHE_ROOT/kind-net-$FLANNEL_VERSION-$LOCAL_PATH_PROVISIONER_VERSION
 # The registry's blobs: a cache like containerd's root (node.sh), so a warm `up` pushes nothing new.
 REGISTRY_STORE=$CACHE_ROOT/registry-store
 # Go's own caches live beside the binaries so a warm machine rebuilds nothing and `rm -rf` of one

@@ -1,6 +1,8 @@
 // Command coredns-host is CoreDNS (github.com/coredns/coredns, at the version pinned in versions.env)
-// with only the plugins the real node's Corefile uses (node.sh, node_corefile): bind, errors, health,
-// kubernetes and cache — the cluster DNS of the local test cluster, a host process.
+// with only the plugins two Corefiles use: the real node's (node.sh, node_corefile: bind, errors,
+// health, kubernetes, cache — the cluster DNS of the local test cluster, a host process) and the one
+// kubeadm writes for a kind cluster's CoreDNS Deployment (also ready, prometheus, forward, loop, reload
+// and loadbalance; the kind node image carries this binary as registry.k8s.io/coredns/coredns).
 //
 // Why not upstream's main: it links every plugin of plugin.cfg, the AWS, Azure and Google Cloud SDKs
 // among them, so a cold build compiled a few CPU-minutes of code the test cluster never runs. CoreDNS
@@ -17,7 +19,13 @@ import (
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/forward"
 	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/metrics"
+	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/reload"
 )
 
 func main() {
