@@ -88,21 +88,26 @@ rootfs() {
 }
 
 # ---------------------------------------------------------------------------------------------- flannel
+# go_binary NAME MODULE VERSION CGO LDFLAGS [GO BUILD FLAGS...]: bin/NAME built from the module's root package
+go_binary() {
+  local name=$1 module=$2 version=$3 cgo=$4 ldflags=$5 dir key
+  shift 5
+  dir=$(mod_dir "$module@$version")
+  key=$(key_of "$name" "$version" "$(go version)" "$cgo" "$ldflags" "$*")
+  if fresh "bin/$name" "$key"; then log "bin/$name: up to date"; return; fi
+  log "bin/$name: go build ($module@$version)"
+  (cd "$dir" && CGO_ENABLED=$cgo nice -n 10 go build -trimpath "$@" -ldflags "$ldflags" -o "$out/bin/.$name.tmp" .)
+  mv -f "bin/.$name.tmp" "bin/$name"
+  record "bin/$name" "$key"
+}
+
 build_flanneld() {
-  local dir key
-  dir=$(mod_dir "$FLANNEL_MOD@$FLANNEL_VERSION")
   # Makefile (dist/flanneld): CGO_ENABLED=1 on amd64 (the UDP backend's C proxy), -ldflags '-s -w
   # -X .../pkg/version.Version=$(TAG) -extldflags "-static"'. CGO_ENABLED=0 does not build on amd64
   # (pkg/backend/udp: undefined: runCProxy, ...), so cgo stays on; netgo,osusergo keep glibc's NSS out of
   # the static binary (no getaddrinfo/getpwnam warnings, no run-time dependence on libnss).
-  local ldflags="-s -w -X $FLANNEL_MOD/pkg/version.Version=$FLANNEL_VERSION -extldflags \"-static\""
-  key=$(key_of flanneld "$FLANNEL_VERSION" "$(go version)" "$ldflags")
-  if fresh bin/flanneld "$key"; then log "bin/flanneld: up to date"; return; fi
-  log "bin/flanneld: go build ($FLANNEL_MOD@$FLANNEL_VERSION)"
-  (cd "$dir" && CGO_ENABLED=1 nice -n 10 go build -trimpath -tags netgo,osusergo \
-    -ldflags "$ldflags" -o "$out/bin/.flanneld.tmp" .)
-  mv -f bin/.flanneld.tmp bin/flanneld
-  record bin/flanneld "$key"
+  go_binary flanneld "$FLANNEL_MOD" "$FLANNEL_VERSION" 1 \
+    "-s -w -X $FLANNEL_MOD/pkg/version.Version=$FLANNEL_VERSION -extldflags \"-static\"" -tags netgo,osusergo
 }
 
 flannel_image() {
@@ -127,18 +132,10 @@ flannel_image() {
 
 # ---------------------------------------------------------------------------------------------- storage
 build_lpp() {
-  local dir key
-  dir=$(mod_dir "$LPP_MOD@$LPP_VERSION")
   # scripts/build: CGO_ENABLED=0 go build -ldflags "-X main.VERSION=$VERSION -extldflags -static -s -w"
   # (the module zip keeps only vendor/modules.txt, not the vendored packages: -mod=mod, modules from the proxy)
-  local ldflags="-X main.VERSION=$LPP_VERSION -extldflags -static -s -w"
-  key=$(key_of lpp "$LPP_VERSION" "$(go version)" "$ldflags")
-  if fresh bin/local-path-provisioner "$key"; then log "bin/local-path-provisioner: up to date"; return; fi
-  log "bin/local-path-provisioner: go build ($LPP_MOD@$LPP_VERSION)"
-  (cd "$dir" && CGO_ENABLED=0 nice -n 10 go build -mod=mod -trimpath -ldflags "$ldflags" \
-    -o "$out/bin/.local-path-provisioner.tmp" .)
-  mv -f bin/.local-path-provisioner.tmp bin/local-path-provisioner
-  record bin/local-path-provisioner "$key"
+  go_binary local-path-provisioner "$LPP_MOD" "$LPP_VERSION" 0 "-X main.VERSION=$LPP_VERSION -extldflags -static -s -w" \
+    -mod=mod
 }
 
 lpp_image() {
