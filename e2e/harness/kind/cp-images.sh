@@ -35,7 +35,7 @@ done
 COREDNS=$COREDNS_DIR/bin/coredns
 [ -x "$COREDNS" ] || die "$COREDNS is missing: run $REPO/e2e/harness/cluster.sh build first"
 
-mkdir -p "$CP/bin" "$CP/images" "$CP/work"
+mkdir -p "$CP/bin" "$CP/images" "$CP/build"
 exec 9>"$CP/build.lock"
 flock -w 1800 9 || die "another cp-images.sh holds $CP/build.lock"
 
@@ -44,7 +44,7 @@ GOBUILD=(go build -trimpath -gcflags=all=-dwarf=false)
 
 # ---- kubeadm -----------------------------------------------------------------------------------------
 build_kubeadm() {
-  local wrapper=$CP/work/wrapper etcd_version minor
+  local wrapper=$CP/build/wrapper etcd_version minor
   minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
   rm -rf "$wrapper"
   etcd_version=$("$REPO/e2e/harness/cluster/gen-wrapper.sh" "$wrapper")
@@ -62,10 +62,10 @@ build_kubeadm() {
       ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
       ld+=" -X $p.gitTreeState=clean -X $p.buildDate=$date"
     done
-    "${NICE[@]}" "${GOBUILD[@]}" -ldflags "$ld" -o "$CP/work/kubeadm" k8s.io/kubernetes/cmd/kubeadm
+    "${NICE[@]}" "${GOBUILD[@]}" -ldflags "$ld" -o "$CP/build/kubeadm" k8s.io/kubernetes/cmd/kubeadm
   )
-  [ "$("$CP/work/kubeadm" version -o short)" = "$K8S_VERSION" ] || die "kubeadm reports $("$CP/work/kubeadm" version -o short)"
-  mv -f "$CP/work/kubeadm" "$CP/bin/kubeadm"
+  [ "$("$CP/build/kubeadm" version -o short)" = "$K8S_VERSION" ] || die "kubeadm reports $("$CP/build/kubeadm" version -o short)"
+  mv -f "$CP/build/kubeadm" "$CP/bin/kubeadm"
 }
 kubeadm_key=$( { echo "$K8S_VERSION $(go version)"; cat "$REPO/e2e/harness/cluster/gen-wrapper.sh";
                  declare -f build_kubeadm; } | key)
@@ -123,7 +123,7 @@ static_image() {
   k=$( { echo "${NAME[$short]} $dest $entry"; sha256sum "$bin" "$OCI"; declare -f static_image; } | key)
   if fresh "$CP/images/$short.tar" "$k"; then log "$short image is up to date"; return 0; fi
   log "image ${NAME[$short]}"
-  stage=$CP/work/$short
+  stage=$CP/build/$short
   rm -rf "$stage"; mkdir -p "$stage/etc" "$stage/tmp" "$stage$(dirname "$dest")"
   chmod 1777 "$stage/tmp"
   printf '%s\n' 'root:x:0:0:root:/root:/sbin/nologin' 'nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin' \
@@ -132,7 +132,7 @@ static_image() {
   echo 'hosts: files dns' > "$stage/etc/nsswitch.conf"
   chmod 0644 "$stage/etc/passwd" "$stage/etc/group" "$stage/etc/nsswitch.conf"
   install -m 0755 "$bin" "$stage$dest"
-  rootfs=$CP/work/$short.rootfs.tar
+  rootfs=$CP/build/$short.rootfs.tar
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 --format=pax \
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -C "$stage" -cf "$rootfs" .
   python3 "$OCI" rootfs "$rootfs" "$CP/images/$short.tar" --name "${NAME[$short]}" --entrypoint "$entry" \
@@ -165,7 +165,7 @@ fi
 # iptables wrapper like upstream's: the first iptables/ip6tables(-save/-restore) call picks the backend
 # the node uses (kubelet's KUBE-IPTABLES-HINT chain, else the backend holding more rules) and repoints
 # the alternatives at it.
-wrapper_sh=$CP/work/iptables-wrapper
+wrapper_sh=$CP/build/iptables-wrapper
 cat > "$wrapper_sh" <<'EOF'
 #!/bin/sh
 # iptables-wrapper (written by e2e/harness/kind/cp-images.sh): picks the node's iptables backend on first use.
@@ -198,7 +198,7 @@ if fresh "$CP/images/kube-proxy.tar" "$proxy_key"; then
   log "kube-proxy image is up to date"
 else
   log "image ${NAME[kube-proxy]} (mmdebstrap bookworm minbase + $PROXY_PACKAGES)"
-  rootfs=$CP/work/kube-proxy.rootfs.tar
+  rootfs=$CP/build/kube-proxy.rootfs.tar
   # shellcheck disable=SC2016  # "$1" is the hook's argument (the root directory), expanded by mmdebstrap
   hook_bin=$(printf 'install -m 0755 %q "$1/usr/local/bin/kube-proxy"' "$K8S_BIN/kube-proxy")
   # shellcheck disable=SC2016
