@@ -246,11 +246,14 @@ def test_two_calibrations_of_one_platform_probe_one_after_the_other(
         cluster.apply(doc, namespace=namespace)
 
     spans: dict[str, list[tuple[str, str, str]]] = {n: [] for n in names}
+    scheduled: dict[str, dict[str, Any]] = {}  # every probe pod seen on a node, for assert_real_pods
 
     def both_done() -> dict[str, dict[str, Any]] | None:
         # the probe pods' lifetimes, while they exist (a collected job is deleted with its pods)
         for pod in cluster.kubectl_json("get", "pods", "-n", namespace, "-l",
                                         "app.kubernetes.io/component=probe")["items"]:
+            if (pod.get("spec") or {}).get("nodeName"):
+                scheduled[pod["metadata"]["name"]] = pod
             owner = pod["metadata"]["labels"].get("pfslayout.io/calibration")
             for c in (pod.get("status") or {}).get("containerStatuses") or []:
                 run = (c.get("state") or {}).get("running") or (c.get("state") or {}).get("terminated") or {}
@@ -260,6 +263,7 @@ def test_two_calibrations_of_one_platform_probe_one_after_the_other(
         return sts if all(s.get("phase") in ("Succeeded", "Failed") for s in sts.values()) else None
     sts = cluster.wait_until(both_done, "both calibrations to finish", timeout=600, interval=1)
     assert all(s["phase"] == "Succeeded" for s in sts.values()), sts
+    assert_real_pods(cluster, list(scheduled.values()))  # the fits below are of probes that really ran
 
     later, earlier = sorted(names, key=lambda n: (sts[n]["startTime"], n), reverse=True)
     queued = [e for e in events(cluster, namespace, later) if e["reason"] == "Queued"]
