@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 from scipy.optimize import nnls
 
-from pfslab.score import MARGIN
+from pfslab.score import Config, LabCell, best, decisive, fastest, regret, score
 from pfslayout.calibration import fit
-from pfslayout.calibration.design import design_matrix, model_times
+from pfslayout.calibration.design import CellConfig, design_matrix, model_times
 from pfslayout.calibration.measurements import Cell, Measurements
 
-Predict = Callable[[np.ndarray, list[Cell]], np.ndarray]  # (held-out design, its cells) → seconds
+Predict = Callable[[np.ndarray, list[CellConfig]], np.ndarray]  # (design of the cells, the cells) → seconds
 
 
 def calibration_cells(report: dict[str, Any]) -> list[Cell]:
@@ -42,18 +42,15 @@ def calibration_cells(report: dict[str, Any]) -> list[Cell]:
                  times=tuple(c["times"]), sharing=c["sharing"]) for c in report["calibration"]["cells"]]
 
 
-def heldout_cells(report: dict[str, Any]) -> tuple[list[Cell], list[tuple[Any, str]]]:
-    """One cell per measured layout of each held-out configuration, with its (configuration, layout) key."""
-    cells, keys = [], []
-    for row in report["per_cell"]:
-        config = (row["op"], row["pattern"], row["p"], row["m"], row["request_size"], row["sharing"])
-        for name, median in row["median"].items():
-            layout, g = ("2-D", int(name.split(":")[1])) if name.startswith("2-D") else (name, None)
-            cells.append(Cell(layout=layout, g=g, op=row["op"], pattern=row["pattern"], p=row["p"], m=row["m"],
-                              request_size=row["request_size"], requests_per_rank=row["requests_per_rank"],
-                              time=median, sharing=row["sharing"]))
-            keys.append((config, name))
-    return cells, keys
+def heldout_cells(report: dict[str, Any]) -> list[LabCell]:
+    """The held-out configurations as ``lab validate`` scores them: each row's repetitions and medians."""
+    return [LabCell.build(Config(r["op"], r["pattern"], r["sharing"], r["p"], r["m"], r["request_size"],
+                                 r["requests_per_rank"]), r["times"], r["median"]) for r in report["per_cell"]]
+
+
+def layouts_of(cell: LabCell) -> list[CellConfig]:
+    """What the model costs for ``cell``: the configuration under each measured layout, in ``layouts`` order."""
+    return [cell.cell_like(k) for k in cell.layouts]
 
 
 def nnls_rel(A: np.ndarray, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -103,29 +100,19 @@ def forms(cal: list[Cell], servers: int) -> dict[str, tuple[Predict, str]]:
     }
 
 
-def score(keys: list[tuple[Any, str]], measured: np.ndarray, predicted: np.ndarray) -> str:
-    by: dict[Any, dict[str, tuple[float, float]]] = {}
-    for (config, name), meas, pred in zip(keys, measured, predicted):
-        by.setdefault(config, {})[name] = (float(meas), float(pred))
-    right = decisive = within = 0
-    worst = 0.0
-    misses = []
-    for config, layouts in by.items():
-        meas = {k: v[0] for k, v in layouts.items()}
-        ranked = sorted(meas, key=lambda k: meas[k])
-        pick = min(layouts, key=lambda k: layouts[k][1])
-        regret = meas[pick] / meas[ranked[0]] - 1
-        worst = max(worst, regret)
-        within += meas[pick] <= meas[ranked[0]] * (1 + MARGIN)
-        if len(ranked) > 1 and meas[ranked[1]] > meas[ranked[0]] * (1 + MARGIN):
-            decisive += 1
-            right += pick == ranked[0]
-            if pick != ranked[0]:
-                op, pattern, p, _, size, _ = config
-                misses.append(f"{op} {pattern} p={p} {size // 1024} KiB: {ranked[0]} best, {pick} picked "
-                              f"(+{regret:.0%})")
-    line = f"{right}/{decisive} decisive right, {within}/{len(by)} within 3%, worst regret {worst:.0%}"
-    return line + "".join(f"\n      miss {m}" for m in misses)
+def score_form(cells: list[LabCell], predict: Predict, servers: int) -> str:
+    """pfslab.score's verdict on the form's picks, and each decisive miss."""
+    picks = []
+    for cell in cells:
+        configs = layouts_of(cell)
+        predicted = predict(design_matrix(configs, servers, shared=True), configs)
+        picks.append(fastest(dict(zip(cell.layouts, (float(t) for t in predicted)))))
+    got = score(cells, picks)
+    line = (f"{got.correct_decisive}/{got.decisive} decisive right, {got.within_3pct:.0%} within 3%, "
+            f"worst regret {got.worst_regret:.0%}")
+    return line + "".join(f"\n      miss {c.op} {c.pattern} p={c.p} {c.request_size // 1024} KiB: {best(c)} best, "
+                          f"{pick} picked (+{regret(c, pick):.0%})"
+                          for c, pick in zip(cells, picks) if decisive(c) and pick != best(c))
 
 
 def main() -> None:
@@ -138,12 +125,10 @@ def main() -> None:
             raise SystemExit(f"refit-loop: {path} has no calibration.cells (written before they were kept)")
         servers = int(report["setup"]["servers"])
         cal = calibration_cells(report)
-        held, keys = heldout_cells(report)
-        A = design_matrix(held, servers, shared=True)
-        measured = np.array([c.time for c in held])
+        held = heldout_cells(report)
         print(f"{path} ({servers} servers, {report['setup']['rate']}; {len(cal)} calibration cells)")
         for name, (predict, about) in forms(cal, servers).items():
-            print(f"  {name:8} {about}\n    {score(keys, measured, predict(A, held))}")
+            print(f"  {name:8} {about}\n    {score_form(held, predict, servers)}")
 
 
 if __name__ == "__main__":
