@@ -8,6 +8,8 @@
       the same, with a layer made of the given files only (the pause image)
   oci.py annotate LAYOUT_DIR ARCHIVE --name NAME
       packs an OCI layout directory (`buildah push IMAGE oci:DIR`) as an archive carrying the name
+  oci.py check ARCHIVE --name NAME [--entrypoint JSON] [--cmd JSON]
+      fails (one line, exit 2) unless the archive is such an image: that name, that Entrypoint and Cmd
 
 Every archive's index.json names its one manifest twice: `io.containerd.image.name` (the full name,
 which `ctr images import` uses; without it ctr drops names that lack its import prefix) and
@@ -197,6 +199,39 @@ def cmd_annotate(args: argparse.Namespace) -> None:
     pack(root, Path(args.archive))
 
 
+def cmd_check(args: argparse.Namespace) -> None:
+    """An archive as the scripts that load it expect: an OCI layout whose one manifest carries ``--name``,
+    with the config's Entrypoint and Cmd as given (JSON; ``null`` for none)."""
+    try:
+        with tarfile.open(args.archive) as t:
+            names = set(t.getnames())
+            for need in ("index.json", "oci-layout"):
+                if need not in names:
+                    die(f"{args.archive}: no {need}")
+
+            def blob(desc: dict) -> dict:
+                member = t.extractfile("blobs/sha256/" + desc["digest"].split(":", 1)[1])
+                assert member is not None
+                return json.load(member)
+
+            index_file = t.extractfile("index.json")
+            assert index_file is not None
+            manifests = json.load(index_file)["manifests"]
+            if len(manifests) != 1:
+                die(f"{args.archive}: {len(manifests)} manifests, expected 1")
+            got = (manifests[0].get("annotations") or {}).get("io.containerd.image.name")
+            if got != args.name:
+                die(f"{args.archive}: io.containerd.image.name is {got}, not {args.name}")
+            manifest = blob(manifests[0])
+            config = blob(manifest["config"])["config"]
+    except (OSError, tarfile.TarError, KeyError, ValueError) as e:
+        die(f"{args.archive}: not a readable OCI archive ({e})")
+    for key, want in (("Entrypoint", args.entrypoint), ("Cmd", args.cmd)):
+        if config.get(key) != json.loads(want):
+            die(f"{args.archive}: {key} is {json.dumps(config.get(key))}, not {want}")
+    print(f"oci.py: {args.archive}: {args.name}, Entrypoint {args.entrypoint}, Cmd {args.cmd}", file=sys.stderr)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -226,6 +261,12 @@ def main() -> None:
     a.add_argument("archive")
     a.add_argument("--name", required=True)
     a.set_defaults(func=cmd_annotate)
+    c = sub.add_parser("check")
+    c.add_argument("archive")
+    c.add_argument("--name", required=True)
+    c.add_argument("--entrypoint", default="null", help="JSON list, or null")
+    c.add_argument("--cmd", default="null", help="JSON list, or null")
+    c.set_defaults(func=cmd_check)
     args = p.parse_args()
     args.func(args)
 

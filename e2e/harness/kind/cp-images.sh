@@ -25,7 +25,7 @@ die() { printf 'kind cp-images: error: %s\n' "$*" >&2; exit 1; }
 key() { sha256sum | cut -c1-16; }
 fresh() { [ -f "$1" ] && [ -f "$1.key" ] && [ "$(cat "$1.key")" = "$2" ]; }
 
-for t in go jq mmdebstrap python3 gcc file flock; do
+for t in go jq mmdebstrap python3 gcc file flock; do  # mmdebstrap: base.sh --rootfs
   command -v "$t" >/dev/null || die "$t is not installed"
 done
 [ -f "$OCI" ] || die "$OCI is missing (PFSLAYOUT_REPO=$REPO)"
@@ -160,8 +160,7 @@ else
 fi
 
 # ---- kube-proxy --------------------------------------------------------------------------------------
-# Debian bookworm minbase (base.sh's mmdebstrap options and the machine's sources files, as base.sh
-# --sources lists them) with the packages above, kube-proxy at /usr/local/bin/kube-proxy, and an
+# Debian bookworm minbase (`images/build/base.sh --rootfs`: the project's base image's root filesystem) with the packages above, kube-proxy at /usr/local/bin/kube-proxy, and an
 # iptables wrapper like upstream's: the first iptables/ip6tables(-save/-restore) call picks the backend
 # the node uses (kubelet's KUBE-IPTABLES-HINT chain, else the backend holding more rules) and repoints
 # the alternatives at it.
@@ -192,7 +191,8 @@ EOF
 chmod 0755 "$wrapper_sh"
 mapfile -t sources < <("$REPO/images/build/base.sh" --sources)
 [ ${#sources[@]} -gt 0 ] || die "base.sh --sources lists no apt sources file for bookworm"
-proxy_key=$( { echo "${NAME[kube-proxy]} $PROXY_PACKAGES $(mmdebstrap --version)"; cat "${sources[@]}" "$wrapper_sh";
+proxy_key=$( { echo "${NAME[kube-proxy]} $PROXY_PACKAGES $(mmdebstrap --version)"
+               cat "${sources[@]}" "$wrapper_sh" "$REPO/images/build/base.sh";
                sha256sum "$K8S_BIN/kube-proxy" "$OCI"; } | key)
 if fresh "$CP/images/kube-proxy.tar" "$proxy_key"; then
   log "kube-proxy image is up to date"
@@ -206,13 +206,8 @@ else
   # shellcheck disable=SC2016
   hook_alt='for n in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
     ln -sfn /usr/sbin/iptables-wrapper "$1/etc/alternatives/$n"; done'
-  "${NICE[@]}" mmdebstrap --quiet --variant=minbase --format=tar --include="$PROXY_PACKAGES" \
-    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-    --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
-    --dpkgopt='path-exclude=/usr/share/groff/*' --dpkgopt='path-exclude=/usr/share/lintian/*' \
-    --dpkgopt='path-exclude=/usr/share/linda/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
-    --customize-hook="$hook_bin" --customize-hook="$hook_wrap" --customize-hook="$hook_alt" \
-    bookworm - "${sources[@]}" | tar --delete --wildcards './dev/*' > "$rootfs"
+  "${NICE[@]}" "$REPO/images/build/base.sh" --rootfs "$rootfs" --include="$PROXY_PACKAGES" \
+    --customize-hook="$hook_bin" --customize-hook="$hook_wrap" --customize-hook="$hook_alt"
   python3 "$OCI" rootfs "$rootfs" "$CP/images/kube-proxy.tar" --name "${NAME[kube-proxy]}" \
     --entrypoint '["/usr/local/bin/kube-proxy"]' \
     --history "mmdebstrap --variant=minbase --include=$PROXY_PACKAGES bookworm + kube-proxy $K8S_VERSION (e2e/harness/kind/cp-images.sh)"
@@ -236,21 +231,7 @@ EOF
 "$KUBEADM" config images list --config "$CP/kubeadm-images.yaml" > "$CP/images-list-ours.txt"
 
 # ---- verification ------------------------------------------------------------------------------------
-verify() {
-  local short=$1 want_entry=$2 a=$CP/images/$1.tar list idx mdig man cdig cfg
-  list=$(tar -tf "$a")
-  grep -qx index.json <<<"$list" || die "$a: no index.json"
-  grep -qx oci-layout <<<"$list" || die "$a: no oci-layout"
-  grep -q '^blobs/sha256/.' <<<"$list" || die "$a: no blobs"
-  idx=$(tar -xOf "$a" index.json)
-  [ "$(jq -r '.manifests[0].annotations["io.containerd.image.name"]' <<<"$idx")" = "${NAME[$short]}" ] \
-    || die "$a: io.containerd.image.name is not ${NAME[$short]}"
-  mdig=$(jq -r '.manifests[0].digest' <<<"$idx"); man=$(tar -xOf "$a" "blobs/sha256/${mdig#sha256:}")
-  cdig=$(jq -r '.config.digest' <<<"$man"); cfg=$(tar -xOf "$a" "blobs/sha256/${cdig#sha256:}")
-  [ "$(jq -c '.config.Entrypoint' <<<"$cfg")" = "$want_entry" ] || die "$a: Entrypoint $(jq -c '.config.Entrypoint' <<<"$cfg")"
-  [ "$(jq -c '.config.Cmd' <<<"$cfg")" = null ] || die "$a: Cmd $(jq -c '.config.Cmd' <<<"$cfg")"
-  log "verified $short.tar: ${NAME[$short]}, Entrypoint $want_entry"
-}
+verify() { python3 "$OCI" check "$CP/images/$1.tar" --name "${NAME[$1]}" --entrypoint "$2"; }
 for s in kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd; do
   verify "$s" "[\"/usr/local/bin/$s\"]"
 done

@@ -3,7 +3,7 @@
 #   1. cp-images.sh: kubeadm and every image kubeadm needs (apiserver, controller-manager, scheduler, proxy,
 #      etcd, CoreDNS, pause) from the binaries e2e/harness/cluster/build.sh built from the Go module proxy;
 #   2. net-images.sh: flannel (the CNI) and local-path-provisioner (the storage), built from source;
-#   3. a Debian bookworm root filesystem (mmdebstrap, this machine's apt sources) with systemd, Debian's
+#   3. the project's Debian bookworm root filesystem (images/build/base.sh --rootfs) with systemd, Debian's
 #      containerd, runc and CNI plugins, and kind's own base-image files (its entrypoint, systemd units,
 #      containerd configuration) from the kind module at KIND_VERSION — what kind's images/base/Dockerfile
 #      installs, from Debian packages instead of source trees on GitHub;
@@ -36,7 +36,7 @@ mapfile -t sources < <("$REPO_ROOT/images/build/base.sh" --sources)
 archives=("$cp_out"/images/*.tar "$net_out"/images/*.tar)
 
 key=$( { echo "$K8S_VERSION $KIND_VERSION $PACKAGES $(mmdebstrap --version)"
-         cat "$0" "${sources[@]}" "$here/flannel.yaml" "$net_out/manifests/storage.yaml"
+         cat "$0" "$REPO_ROOT/images/build/base.sh" "${sources[@]}" "$here/flannel.yaml" "$net_out/manifests/storage.yaml"
          (cd "$files" && find . -type f | sort | xargs sha256sum)
          sha256sum "$K8S_DIR/bin/kubelet" "$K8S_DIR/bin/kubectl" "$cp_out/bin/kubeadm" "${archives[@]}"; } \
        | sha256sum | cut -c1-12)
@@ -116,12 +116,8 @@ hooks=(
 )
 hook_args=()
 for h in "${hooks[@]}"; do hook_args+=(--customize-hook="$h"); done
-nice -n 10 mmdebstrap --quiet --variant=minbase --format=tar --include="$PACKAGES" \
-  --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
-  --dpkgopt='path-exclude=/usr/share/locale/*' "${hook_args[@]}" \
-  bookworm - "${sources[@]}" 2>"$stage/mmdebstrap.log" | tar --delete --wildcards './dev/*' > "$stage/rootfs.tar" \
-  || { tail -20 "$stage/mmdebstrap.log" >&2; die "mmdebstrap failed (above)"; }
+nice -n 10 "$REPO_ROOT/images/build/base.sh" --rootfs "$stage/rootfs.tar" --include="$PACKAGES" "${hook_args[@]}" \
+  2>"$stage/mmdebstrap.log" || { tail -20 "$stage/mmdebstrap.log" >&2; die "base.sh --rootfs failed (above)"; }
 # kind's node contract (images/base/Dockerfile): systemd as PID 1 behind kind's entrypoint, stopped by SIGRTMIN+3
 python3 "$REPO_ROOT/images/build/oci.py" rootfs "$stage/rootfs.tar" "$stage/node.tar" --name "$name" \
   --entrypoint '["/usr/local/bin/entrypoint","/sbin/init"]' \
