@@ -36,7 +36,8 @@ def test_check_passes_the_archive_it_was_asked_for(archive: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["--name", "localhost/test/other:1", "--entrypoint", '["/hello"]'], "io.containerd.image.name is localhost/test/hello:1"),
+    (["--name", "localhost/test/other:1", "--entrypoint", '["/hello"]'],
+     "io.containerd.image.name is localhost/test/hello:1"),
     (["--name", "localhost/test/hello:1", "--entrypoint", '["/other"]'], 'Entrypoint is ["/hello"], not ["/other"]'),
     (["--name", "localhost/test/hello:1", "--entrypoint", '["/hello"]', "--cmd", '["sh"]'], "Cmd is null"),
 ])
