@@ -66,6 +66,17 @@ def orangefs_cluster_spec() -> Schema:
                                      "means all. File stuffing is enabled only when every server serves "
                                      "metadata.", minimum=1, maximum=MAX_SERVERS),
             "resources": resources("CPU and memory for each server container."),
+            "spread": string("How the servers spread over nodes: pod anti-affinity between this cluster's "
+                             "server pods on `kubernetes.io/hostname`. `Required`: each server on a node of "
+                             "its own; servers that find none stay Pending (the `ServersSpread` condition "
+                             "says so). `Preferred`: the scheduler spreads them as far as it can and lets "
+                             "them share nodes. `Auto`: `Required` when at least `count` nodes are eligible "
+                             "(matching `nodeSelector`, not cordoned, every NoSchedule/NoExecute taint "
+                             "tolerated by `tolerations`), else `Preferred`. Auto is resolved when the "
+                             "servers are first created and again only when `count`, `spread`, "
+                             "`nodeSelector` or `tolerations` change, so a node lost later restarts no "
+                             "server; `status.placement.spread` shows the outcome.",
+                             enum=["Auto", "Required", "Preferred"], default="Auto"),
         }, rules=[rule("!has(self.metadataCount) || self.metadataCount <= self.count",
                        "metadataCount must not exceed count", ".metadataCount")], default={})
 
@@ -73,8 +84,10 @@ def orangefs_cluster_spec() -> Schema:
         "Where each server keeps its data and metadata (Trove storage space). Fixed when the cluster is "
         "created.", {
             "type": string("`pvc`: a PersistentVolumeClaim per server from a volumeClaimTemplate; "
-                           "`hostPath`: a directory on the node (`hostPath.path/<pod name>`); `emptyDir`: "
-                           "scratch space lost with the pod (tests, demos).",
+                           "`hostPath`: a directory on the node (`hostPath.path/<pod name>`), held by a "
+                           "PersistentVolume `pfslayout.<namespace>.<name>.server-<i>` per server that keeps "
+                           "the server on that node; `emptyDir`: scratch space lost with the pod (tests, "
+                           "demos).",
                            enum=["pvc", "hostPath", "emptyDir"], default="pvc",
                            **{"x-kubernetes-validations": [immutable("storage.type")]}),
             "size": quantity("Capacity per server: the PVC request for `pvc`, the `sizeLimit` for "
@@ -229,13 +242,34 @@ def orangefs_cluster_status() -> Schema:
             "pvfs2tabConfigMap": string("ConfigMap holding `pvfs2tab` (mount it and set `PVFS2TAB_FILE`)."),
             "servers": array("Every server's alias and address.", server, maxItems=MAX_SERVERS),
         }),
+        "placement": obj("Where the servers run (`spec.servers.spread`; the `ServersSpread` condition says "
+                         "whether that is what was asked for).", {
+            "spread": string("The spreading in force, `Required` or `Preferred` (`Auto` resolved). Absent: "
+                             "the servers are not spread, because an operator older than `servers.spread` "
+                             "created them (until `count`, `spread`, `nodeSelector` or `tolerations` "
+                             "change; never for its hostPath storage, which a moved server would leave "
+                             "behind)."),
+            "eligibleNodes": integer("Nodes the servers may use: matching `nodeSelector`, not cordoned, every "
+                                     "NoSchedule/NoExecute taint tolerated.", minimum=0),
+            "servers": array("Each server pod and its node.", obj("One server pod.", {
+                "name": string("Pod name (the server's alias)."),
+                "node": string("Node the pod runs on (`spec.nodeName`); empty while it is Pending."),
+                "ready": boolean("Whether the server pod is Ready."),
+            }), maxItems=MAX_SERVERS),
+        }),
         "calibrationRef": obj("The CostCalibration whose parameters are current for this cluster: the most "
                               "recently completed Ready one, else the automatic one while it runs.", {
             "name": string("Name of the CostCalibration."),
             "configMapName": string("Its ConfigMap with `params.json` (set once it has published)."),
             "completionTime": string("When its parameters were published.", format="date-time"),
         }),
-        "conditions": conditions(),
+        "conditions": conditions() | {"description": "Standard conditions, one per `type`: `Ready` (the spec is "
+                                      "applied and every server Ready), `ServersAvailable` (every running server "
+                                      "Ready), `SpecApplied` (reason `Applied`, else `ScaleDownRefused`, "
+                                      "`ImmutableFieldChanged` or `InvalidSpec`), `ServersSpread` (`Distinct` or "
+                                      "`SharedNodes`; False with `NotEnoughNodes` or `Unschedulable`, and a Warning "
+                                      "Event, when `servers.spread` Required leaves a server without a node of its "
+                                      "own)."},
         "observedGeneration": observed_generation(),
     })
 

@@ -108,11 +108,16 @@ CAN = [
     # What Kopf needs to follow the namespaces its globs match.
     ("list", "customresourcedefinitions.apiextensions.k8s.io"),
     ("watch", "namespaces"),
+    # Server placement: the nodes servers spread over, and the volumes pinning hostPath servers to theirs.
+    ("list", "nodes"),
+    ("create", "persistentvolumes"),
+    ("delete", "persistentvolumes"),
 ]
 
 CANNOT = [
-    # No cluster-wide write beyond its own kinds and its webhook configuration: nothing it provisions
-    # outside the namespaces it serves, not even reads of pods or Events there.
+    # No cluster-wide write beyond its own kinds, its webhook configuration and hostPath servers'
+    # PersistentVolumes: nothing else it provisions outside the namespaces it serves, not even reads of
+    # pods or Events there.
     ("create", "statefulsets.apps", "-n", "default"),
     ("create", "statefulsets.apps", "-A"),
     ("delete", "deployments.apps", "-n", "default"),
@@ -135,6 +140,7 @@ CANNOT = [
     ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/other"),
     ("delete", f"mutatingwebhookconfigurations.admissionregistration.k8s.io/{RELEASE}"),
     ("delete", "nodes"),
+    ("patch", "nodes"),
     ("get", "nodes"),
     ("create", "pods", "-n", "{served}"),
     ("create", "pods/exec", "-n", "{served}"),

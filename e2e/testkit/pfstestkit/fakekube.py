@@ -8,9 +8,10 @@ only); `CustomObjects.replace_status` is the real one, over the fake `patch_stat
 keyed by (kind, namespace, name). Apply behaves like server-side apply by a single field manager that
 owns everything it applies: the applied fields replace the previous ones, the server's metadata and the
 status stay, and an apply that changes nothing keeps the resourceVersion (`unchanged`, as the real
-`Kube.apply` reports it). No controller runs: a test plays the StatefulSet, Job and MPI controllers
-with `roll_out`, `finish_job` and `finish_mpijob`, and `hint_log` plays a file system that takes every
-hint. Nothing here talks to a network.
+`Kube.apply` reports it). Cluster-scoped objects (Nodes, PersistentVolumes) have the namespace "". No
+controller runs: a test plays the StatefulSet (and scheduler), Job and MPI controllers with `roll_out`,
+`finish_job` and `finish_mpijob`, adds Nodes with `add_node`, and `hint_log` plays a file system that
+takes every hint. Nothing here talks to a network.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ Key = tuple[str, str, str]  # (kind, namespace, name)
 STAMP = "2026-01-01T00:00:00Z"
 POLICIES = REPO / "policies"
 SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp")
+# What roll_out's scheduler says of a server pod it leaves Pending.
+UNSCHEDULABLE = "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules"
 
 
 def example(file: str, kind: str) -> Obj:
@@ -94,13 +97,22 @@ class FakeKube(Kube):
             if _content(obj) != _content(old):
                 meta["generation"] = int(old["metadata"].get("generation") or 1) + 1
         meta["resourceVersion"] = str(n)
-        self.objects[(obj["kind"], meta["namespace"], meta["name"])] = obj
+        self.objects[(obj["kind"], meta.get("namespace", ""), meta["name"])] = obj
         return copy.deepcopy(obj)
 
     def put(self, obj: Obj) -> Obj:
         """Creates or overwrites any object (a test's set-up: pods, a cluster's status)."""
         meta = obj["metadata"]
-        return self.store(copy.deepcopy(obj), self.objects.get((obj["kind"], meta["namespace"], meta["name"])))
+        return self.store(copy.deepcopy(obj), self.objects.get((obj["kind"], meta.get("namespace", ""), meta["name"])))
+
+    def add_node(self, name: str, labels: dict[str, str] | None = None, taints: builtins.list[Obj] | None = None,
+                 unschedulable: bool = False) -> Obj:
+        """A Node as the kubelet registers it (its hostname label set), with these labels and taints."""
+        spec: Obj = {"taints": taints or []}
+        if unschedulable:
+            spec["unschedulable"] = True
+        return self.put({"apiVersion": "v1", "kind": "Node", "spec": spec, "metadata": {
+            "name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}})
 
     def of_kind(self, kind: str) -> builtins.list[Obj]:
         return [copy.deepcopy(o) for (k, _, _), o in sorted(self.objects.items()) if k == kind]
@@ -112,7 +124,7 @@ class FakeKube(Kube):
 
     def apply(self, obj: Obj) -> Change:
         meta = obj["metadata"]
-        old = self.objects.get((obj["kind"], meta["namespace"], meta["name"]))
+        old = self.objects.get((obj["kind"], meta.get("namespace", ""), meta["name"]))
         self.applied.append(copy.deepcopy(obj))
         new = copy.deepcopy(obj)
         if old is None:
@@ -144,9 +156,10 @@ class FakeKube(Kube):
 
     # ------------------------------------------------------------------------------- the controllers
     def roll_out(self, namespace: str, statefulset: str, ready: int | None = None,
-                 node: str | None = None) -> builtins.list[str]:
-        """The StatefulSet controller and the kubelets: the rollout done, one pod per replica from the
-        template (the first `ready` of them Ready, all by default). Returns the pods' names."""
+                 node: str | None = None, nodes: builtins.list[str] | None = None) -> builtins.list[str]:
+        """The StatefulSet controller, the scheduler and the kubelets: the rollout done, one pod per replica
+        from the template (the first `ready` of them Ready, all by default), on `node`, or on `nodes[i]`
+        where '' leaves pod i Pending, unschedulable (UNSCHEDULABLE) and not Ready. Returns the pods' names."""
         sts = self.objects[("StatefulSet", namespace, statefulset)]
         replicas = int(sts["spec"].get("replicas", 1))
         ready = replicas if ready is None else ready
@@ -156,10 +169,15 @@ class FakeKube(Kube):
         names = [f"{statefulset}-{i}" for i in range(replicas)]
         for i, name in enumerate(names):
             labels = sts["spec"]["template"]["metadata"]["labels"]
+            where = nodes[i] if nodes is not None else node
+            conditions = [{"type": "Ready", "status": str(i < ready and where != "")}]
+            if where == "":
+                conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                   "message": UNSCHEDULABLE})
             self.put({"apiVersion": "v1", "kind": "Pod",
                       "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-                      "spec": {"nodeName": node} if node else {},
-                      "status": {"conditions": [{"type": "Ready", "status": str(i < ready)}]}})
+                      "spec": {"nodeName": where} if where else {},
+                      "status": {"conditions": conditions}})
         return names
 
     def finish_job(self, namespace: str, name: str, ok: bool, log: str = "", reason: str = "BackoffLimitExceeded"

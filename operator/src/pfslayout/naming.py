@@ -53,6 +53,20 @@ def wipe_job(cluster: str, server_pod: str) -> str:
     return f"{cluster}-wipe-{server_pod.rsplit('-', 1)[-1]}"
 
 
+def server_volume(namespace: str, cluster: str, ordinal: int) -> str:
+    """The PersistentVolume that pins server `ordinal`'s hostPath storage to its node (cluster-scoped, so
+    the namespace is part of the name). Dots separate the parts: a namespace has none, so no two
+    (namespace, cluster) pairs share a name (with dashes `a-b`/`c` and `a`/`b-c` would). Shortened with a
+    hash only past the 253 characters of a name, which no usable cluster name reaches."""
+    suffix = f".server-{ordinal}"
+    base = f"pfslayout.{namespace}.{cluster}"
+    room = 253 - len(suffix)
+    if len(base) > room:
+        digest = hashlib.sha256(base.encode()).hexdigest()[:8]
+        base = f"{base[:room - 9].rstrip('.-')}-{digest}"
+    return base + suffix
+
+
 def server_alias(statefulset: str, ordinal: int) -> str:
     """The alias is the pod name, so `-a $(POD_NAME)` names it and `gethostname()` would too."""
     return f"{statefulset}-{ordinal}"

@@ -238,12 +238,19 @@ def test_rbac_is_least_privilege(render: Render) -> None:
     assert rb["roleRef"]["name"] == "rel-pfs-layout-operator-namespace"
     wide = _granted(roles["rel-pfs-layout-operator"])
     local = _granted(roles["rel-pfs-layout-operator-namespace"])
-    # Cluster-wide: no write outside its own kinds and its webhook configuration.
+    # Cluster-wide: no write outside its own kinds, its webhook configuration and the PersistentVolumes
+    # that pin hostPath servers to their nodes (cluster-scoped: no RoleBinding can grant them).
     for (group, res), verbs in wide.items():
-        assert group in ("pfslayout.io", "admissionregistration.k8s.io") or verbs <= READS, (group, res, verbs)
+        assert group in ("pfslayout.io", "admissionregistration.k8s.io") or verbs <= READS \
+            or (group, res) == ("", "persistentvolumes"), (group, res, verbs)
+    assert wide[("", "persistentvolumes")] == {"get", "list", "create", "patch", "delete"}
+    # the nodes servers spread over (servers.spread) are listed, nothing more
+    assert wide[("", "nodes")] == {"list"} and ("", "nodes") not in local
+    assert ("", "persistentvolumes") not in local
     # what Kopf watches besides its own kinds, read cluster-wide (its handlers skip unserved namespaces)
     assert wide[("apps", "statefulsets")] == wide[("kubeflow.org", "mpijobs")] == {"list", "watch"}
-    forbidden = [("", "secrets"), ("", "nodes"), ("", "pods/exec"), ("rbac.authorization.k8s.io", "clusterroles"),
+    forbidden = [("", "secrets"), ("", "nodes/proxy"), ("", "nodes/status"), ("", "pods/exec"),
+                 ("rbac.authorization.k8s.io", "clusterroles"),
                  ("rbac.authorization.k8s.io", "clusterrolebindings"), ("rbac.authorization.k8s.io", "roles"),
                  ("rbac.authorization.k8s.io", "rolebindings"), ("", "serviceaccounts/token"),
                  ("", "pods/attach"), ("", "pods/portforward")]

@@ -57,6 +57,8 @@ def kube(*answers: tuple[int, Any]) -> tuple[Kube, Transport]:
     ("StatefulSet", "/apis/apps/v1/namespaces/ns/statefulsets/x"),
     ("Deployment", "/apis/apps/v1/namespaces/ns/deployments/x"),
     ("Job", "/apis/batch/v1/namespaces/ns/jobs/x"),
+    ("Node", "/api/v1/nodes/x"),  # cluster-scoped: the namespace is not in the path
+    ("PersistentVolume", "/api/v1/persistentvolumes/x"),
 ])
 def test_get_reads_the_kinds_path_with_the_token_and_timeout(kind: str, path: str) -> None:
     k, t = kube((200, {"kind": kind, "metadata": {"name": "x"}}))
@@ -93,6 +95,15 @@ def test_apply_is_a_forced_server_side_apply_of_the_whole_object() -> None:
     assert k.apply(obj).action == "created"
     k, t = kube((200, before), (200, before))
     assert k.apply(obj).action == "unchanged"
+
+
+def test_a_cluster_scoped_object_is_applied_at_its_collection_without_a_namespace() -> None:
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-0"}, "spec": {}}
+    k, t = kube((404, {}), (201, {"metadata": {"resourceVersion": "1"}}))
+    assert k.apply(pv).action == "created"
+    assert [c["url"].split("?")[0] for c in t.calls] == ["https://api.test:6443/api/v1/persistentvolumes/pv-0"] * 2
+    k, t = kube((200, {"items": []}))
+    assert k.list("Node", "", "") == [] and t.calls[0]["url"] == "https://api.test:6443/api/v1/nodes"
 
 
 def test_delete_passes_the_propagation_and_reports_absence() -> None:

@@ -5,6 +5,7 @@ literals (YAML cannot import them); the CRDs carry none."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ def test_orangefscluster_names() -> None:
     assert naming.wipe_job("ofs", "ofs-server-2") == "ofs-wipe-2"
     assert naming.wipe_job("ofs", "ofs-server-12") == "ofs-wipe-12"
     assert naming.server_alias("ofs-server", 0) == "ofs-server-0"
+    assert naming.server_volume("ns", "ofs", 3) == "pfslayout.ns.ofs.server-3"
     assert naming.server_host("ofs-server", 1, "ofs-server", "ns") == "ofs-server-1.ofs-server.ns.svc.cluster.local"
     assert naming.server_host("s", 0, "s", "ns", "example.org") == "s-0.s.ns.svc.example.org"
     # The FS ID follows the name: a cluster re-created under the same name serves its retained storage.
@@ -97,3 +99,17 @@ def test_default_images_are_the_charts_and_the_crds_carry_none() -> None:
     settings_doc = (ROOT / "docs" / "operator.md").read_text()
     for image in (images.DEFAULT_OPERATOR_IMAGE, images.DEFAULT_ORANGEFS_IMAGE, images.DEFAULT_MPI_IMAGE):
         assert f"`{image}`" in settings_doc, image
+
+
+def test_server_volume_names_are_unique_across_namespaces_and_valid_at_any_length() -> None:
+    """PersistentVolumes are cluster-scoped: the name carries the namespace, and no two (namespace, cluster)
+    pairs may meet in one (with dashes, `a-b`/`c` and `a`/`b-c` would: one cluster taking over the other's
+    volume)."""
+    assert naming.server_volume("a-b", "c", 0) != naming.server_volume("a", "b-c", 0)
+    long_one = naming.server_volume("n" * 63, "x." + "c" * 240, 12)
+    assert len(long_one) == 253 and long_one.endswith(".server-12")
+    assert long_one != naming.server_volume("n" * 63, "x." + "c" * 239 + "d", 12)
+    subdomain = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+    assert re.match(subdomain, long_one), long_one
+    cut_at_a_dot = naming.server_volume("n" * 63, "c" * 160 + "." + "d" * 50, 0)  # the cut ends on the dot
+    assert re.match(subdomain, cut_at_a_dot) and len(cut_at_a_dot) <= 253, cut_at_a_dot

@@ -46,7 +46,7 @@ def test_every_retried_handler_and_timer_backs_off_seconds_not_kopfs_minute() ->
     finally:
         kopf.set_default_registry(default)
     retried = [*registry._spawning.get_all_handlers(), *registry._changing.get_all_handlers()]
-    assert {h.id for h in retried} >= {"progress", "resync", "reconcile", "cleanup", "wipe-hostpath"}
+    assert {h.id for h in retried} >= {"progress", "resync", "reconcile", "cleanup", "wipe-hostpath", "release-volumes"}
     assert all(h.backoff == 7 for h in retried), [(h.id, h.backoff) for h in retried]
 
 

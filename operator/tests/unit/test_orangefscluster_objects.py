@@ -10,8 +10,10 @@ import yaml
 
 from pfslayout.errors import InputError
 from pfslayout.kinds.orangefscluster import meta as c
-from pfslayout.kinds.orangefscluster.decisions import decide
+from pfslayout.kinds.orangefscluster.decisions import applied_record, decide
 from pfslayout.kinds.orangefscluster.desired import desired
+from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology
+from pfslayout.kinds.orangefscluster.placement import Node
 from pfslayout.kinds.orangefscluster.spec import parse_spec
 from pfslayout.orangefs.fsconf import parse_fs_conf
 
@@ -109,18 +111,106 @@ def test_pvc_storage_uses_claim_templates_and_reclaim_policy() -> None:
         assert by_name(init, "storage-owner")["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
 
 
-def test_hostpath_storage_uses_a_per_pod_subdirectory_owned_by_the_server_user() -> None:
-    sts = build({"servers": {"count": 2}, "storage": {"type": "hostPath", "hostPath": {"path": "/data/ofs"}}})[
-        "StatefulSet/demo-server"]
-    pod = sts["spec"]["template"]["spec"]
-    assert by_name(pod["volumes"], "storage")["hostPath"] == {"path": "/data/ofs", "type": "DirectoryOrCreate"}
+HOSTPATH = {"servers": {"count": 3}, "storage": {"type": "hostPath", "hostPath": {"path": "/data/ofs"}}}
+NODES = {0: Node("node-a", "host-a"), 1: Node("node-b", "host-b"), 2: Node("node-a", "host-a")}
+
+
+def build_hostpath(raw: dict[str, Any], applied: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    spec = parse_spec(raw)
+    d = desired(c.BuildInputs(spec, OWNER), decide(spec, OWNER.namespace, OWNER.name, applied), NODES)
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in d.objects}
+
+
+def test_hostpath_storage_pins_each_server_to_its_node_through_a_prebound_volume() -> None:
+    objs = build_hostpath(HOSTPATH)
+    kinds = [k.split("/")[0] for k in objs]
+    # the volumes first: the StatefulSet's claims find them waiting
+    assert kinds == ["ConfigMap", "ConfigMap", "Service", "PersistentVolume", "PersistentVolume",
+                     "PersistentVolume", "StatefulSet", "Deployment"]
+    pv = objs["PersistentVolume/pfslayout.lab.demo.server-2"]
+    meta = pv["metadata"]
+    assert "namespace" not in meta and "ownerReferences" not in meta  # cluster-scoped: no namespaced owner
+    assert meta["labels"]["pfslayout.io/cluster"] == "demo" and meta["labels"]["pfslayout.io/namespace"] == "lab"
+    assert meta["annotations"] == {"pfslayout.io/node": "node-a"}
+    assert pv["spec"] == {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+        "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+        "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": "lab",
+                     "name": "storage-demo-server-2"},
+        # the directory the inline volume's subPathExpr used: existing data is found
+        "hostPath": {"path": "/data/ofs/demo-server-2", "type": "DirectoryOrCreate"},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["host-a"]}]}]}}}
+    sts = objs["StatefulSet/demo-server"]["spec"]
+    (claim,) = sts["volumeClaimTemplates"]
+    assert claim["metadata"]["name"] == "storage"
+    # explicitly empty: no default StorageClass provisions a volume instead of the pinned one
+    assert claim["spec"] == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                             "storageClassName": ""}
+    assert sts["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Delete", "whenScaled": "Retain"}
+    pod = sts["template"]["spec"]
+    assert "storage" not in {v["name"] for v in pod["volumes"]}
     server = by_name(pod["containers"], "server")
-    mount = by_name(server["volumeMounts"], "storage")
-    assert mount["subPathExpr"] == "$(POD_NAME)"
+    assert by_name(server["volumeMounts"], "storage") == {"name": "storage", "mountPath": "/var/lib/orangefs"}
     owner = by_name(pod["initContainers"], "storage-owner")
     assert owner["command"] == ["chown", "10001:10001", "/var/lib/orangefs"]
     assert owner["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
     assert [x["name"] for x in pod["initContainers"]] == ["storage-owner", "init-storage"]
+    record = yaml.safe_load(objs["StatefulSet/demo-server"]["metadata"]["annotations"][c.APPLIED_ANNOTATION])
+    assert record["hostPathVolumes"] is True
+
+
+def test_a_hostpath_volume_is_made_only_for_a_server_with_a_node() -> None:
+    spec = parse_spec(HOSTPATH)
+    d = desired(c.BuildInputs(spec, OWNER), decide(spec, "lab", "demo", None), {1: NODES[1], 5: NODES[0]})
+    assert [o["metadata"]["name"] for o in d.objects if o["kind"] == "PersistentVolume"] == [
+        "pfslayout.lab.demo.server-1"]  # ordinal 5 is not a server of this topology
+
+
+def test_a_hostpath_statefulset_made_before_pinned_volumes_keeps_its_inline_volume_and_is_not_spread() -> None:
+    """volumeClaimTemplates cannot change on a StatefulSet, and a moved server would leave its data behind."""
+    spec = parse_spec(HOSTPATH)
+    legacy = applied_record(spec, "lab", "demo", Topology.of(spec))
+    objs = build_hostpath({**HOSTPATH, "servers": {"count": 4, "spread": "Required"}}, legacy)
+    assert "PersistentVolume" not in {k.split("/")[0] for k in objs}
+    sts = objs["StatefulSet/demo-server"]["spec"]
+    assert "volumeClaimTemplates" not in sts
+    pod = sts["template"]["spec"]
+    assert by_name(pod["volumes"], "storage")["hostPath"] == {"path": "/data/ofs", "type": "DirectoryOrCreate"}
+    assert by_name(by_name(pod["containers"], "server")["volumeMounts"], "storage")["subPathExpr"] == "$(POD_NAME)"
+    assert "affinity" not in pod
+
+
+TERM: dict[str, Any] = {
+    "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "demo", "app.kubernetes.io/component": "server",
+                                      "pfslayout.io/cluster": "demo"}},
+    "topologyKey": "kubernetes.io/hostname"}
+
+
+@pytest.mark.parametrize(("spread", "affinity"), [
+    ("Required", {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}),
+    ("Preferred", {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": TERM}]}}),
+    # Auto with no node known (pfslayout render): Preferred, which never leaves a server Pending
+    ("Auto", {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": TERM}]}}),
+])
+def test_servers_repel_each_other_on_the_hostname(spread: str, affinity: dict[str, Any]) -> None:
+    objs = build({**EMPTY, "servers": {"count": 3, "spread": spread}})
+    pod = objs["StatefulSet/demo-server"]["spec"]["template"]["spec"]
+    assert pod["affinity"] == affinity
+    # the term selects exactly this cluster's server pods
+    assert TERM["labelSelector"]["matchLabels"] == objs["StatefulSet/demo-server"]["spec"]["selector"]["matchLabels"]
+    assert "affinity" not in objs["Deployment/demo-client"]["spec"]["template"]["spec"]
+
+
+def test_auto_follows_the_eligible_nodes_given_to_decide() -> None:
+    spec = parse_spec({**EMPTY, "servers": {"count": 3}})
+    for nodes, key in ((3, "requiredDuringSchedulingIgnoredDuringExecution"),
+                       (2, "preferredDuringSchedulingIgnoredDuringExecution")):
+        d = desired(c.BuildInputs(spec, OWNER), decide(spec, "lab", "demo", None, eligible_nodes=nodes))
+        (sts,) = [o for o in d.objects if o["kind"] == "StatefulSet"]
+        assert list(sts["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]) == [key]
 
 
 def test_fs_conf_and_pvfs2tab_configmaps_agree() -> None:
@@ -162,6 +252,9 @@ def test_applied_record_is_stamped_on_the_statefulset() -> None:
     record = yaml.safe_load(sts["metadata"]["annotations"][c.APPLIED_ANNOTATION])
     assert record["servers"] == 3 and record["metadataServers"] == 3
     assert record["fsName"] == "orangefs" and record["port"] == 3334 and record["storageType"] == "emptyDir"
+    # what Auto became, and what it was resolved for (decisions.placement_record)
+    assert record["spread"] == "Preferred" and len(record["spreadBasis"]) == 16
+    assert "hostPathVolumes" not in record
 
 
 @pytest.mark.parametrize(("raw", "field"), [
@@ -172,6 +265,7 @@ def test_applied_record_is_stamped_on_the_statefulset() -> None:
       "distribution": {"name": "twod_stripe", "numGroups": 3}}, "spec.distribution.numGroups"),
     ({"storage": {"type": "hostPath"}}, "spec.storage.hostPath"),
     ({"storage": {"type": "nfs"}}, "spec.storage.type"),
+    ({"storage": {"type": "emptyDir"}, "servers": {"count": 2, "spread": "Always"}}, "spec.servers.spread"),
 ])
 def test_invalid_specs_raise_one_line_naming_the_field(raw: dict[str, Any], field: str) -> None:
     with pytest.raises(InputError) as err:
@@ -206,6 +300,7 @@ def _crd_spec_schema() -> dict[str, Any]:
     ("client.replicas", lambda s: s.client.replicas),
     ("client.mountPath", lambda s: s.client.mount_path),
     ("storage.type", lambda s: s.storage.type),
+    ("servers.spread", lambda s: s.servers.spread),
 ])
 def test_typed_spec_defaults_match_the_crd(path: str, attr: Any) -> None:
     """The operator's model and the CRD schema must agree on every default the operator relies on."""

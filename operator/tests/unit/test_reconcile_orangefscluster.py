@@ -5,6 +5,8 @@ real API server."""
 
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
 import pytest
@@ -261,3 +263,157 @@ def test_wipe_hostpath_gives_up_after_its_deadline_and_skips_other_storage() -> 
     retained = create(kept, {"storage": {"type": "hostPath", "hostPath": {"path": "/data"}}})
     assert rec.wipe_hostpath(context(kept, Events()), retained, elapsed_s=1) == []
     assert kept.applied == []
+
+
+# ------------------------------------------------------------------------------------------ placement
+
+def spread_condition(st: dict[str, Any]) -> dict[str, Any]:
+    return condition(st, "ServersSpread")
+
+
+def pod_affinity(kube: FakeKube) -> dict[str, Any]:
+    sts = kube.get("StatefulSet", NS, STS)
+    assert sts is not None
+    return dict(sts["spec"]["template"]["spec"].get("affinity") or {})
+
+
+def test_required_over_more_servers_than_nodes_says_so_instead_of_a_silent_pending() -> None:
+    kube, events = FakeKube(), Events()
+    for name in ("n1", "n2", "n3"):
+        kube.add_node(name)
+    kube.add_node("fake", taints=[{"key": "pfslayout.io/fake-node", "value": "true", "effect": "NoSchedule"}])
+    rec.reconcile(context(kube, events), create(kube, {"servers": {"count": 4, "spread": "Required"}}))
+    assert list(pod_affinity(kube)["podAntiAffinity"]) == ["requiredDuringSchedulingIgnoredDuringExecution"]
+    st: dict[str, Any] | None = status(kube)
+    assert st is not None
+    cond = spread_condition(st)
+    assert cond["status"] == "False" and cond["reason"] == "NotEnoughNodes"
+    assert cond["message"].startswith("servers.spread is Required: 4 servers need 4 distinct nodes, 3 nodes match")
+    assert ("Warning", "NotEnoughNodes") in {(t, r) for t, r, _ in events.posted}
+    assert st["phase"] == "Provisioning" and st["placement"]["eligibleNodes"] == 3
+    # the scheduler places three, one stays Pending: still the same condition, no second Event
+    kube.roll_out(NS, STS, nodes=["n1", "n2", "n3", ""])
+    st = rec.refresh_status(context(kube, events), fresh(kube))
+    assert st is not None and spread_condition(st)["reason"] == "NotEnoughNodes"
+    assert [x["node"] for x in st["placement"]["servers"]] == ["n1", "n2", "n3", ""]
+    assert [r for _, r, _ in events.posted].count("NotEnoughNodes") == 1
+    # a fourth node joins: the waiting server's refusal is the scheduler's until it retries
+    kube.add_node("n4")
+    st = rec.refresh_status(context(kube, events), fresh(kube))
+    assert st is not None and spread_condition(st)["reason"] == "Unschedulable"
+    kube.roll_out(NS, STS, nodes=["n1", "n2", "n3", "n4"])
+    st = rec.refresh_status(context(kube, events), fresh(kube))
+    assert st is not None and st["phase"] == "Ready"
+    assert (spread_condition(st)["status"], spread_condition(st)["reason"]) == ("True", "Distinct")
+
+
+def test_auto_spreads_when_nodes_suffice_and_a_lost_node_restarts_nothing() -> None:
+    kube, events = FakeKube(), Events()
+    for name in ("n1", "n2", "n3"):
+        kube.add_node(name)
+    rec.reconcile(context(kube, events), create(kube))  # 2 servers, Auto
+    assert list(pod_affinity(kube)["podAntiAffinity"]) == ["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert status(kube)["placement"]["spread"] == "Required"
+    kube.delete("Node", "", "n2")
+    kube.delete("Node", "", "n3")
+    out = rec.reconcile(context(kube, events), fresh(kube))
+    assert out.changes == ()  # the pod template stays: no rolling restart
+    placed = status(kube)["placement"]
+    assert placed["spread"] == "Required" and placed["eligibleNodes"] == 1
+    # a change of what Auto depends on resolves it again, against the nodes there are now
+    edit(kube, {"servers": {"count": 3}})
+    rec.reconcile(context(kube, events), fresh(kube))
+    assert list(pod_affinity(kube)["podAntiAffinity"]) == ["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert status(kube)["placement"]["spread"] == "Preferred"
+
+
+def test_servers_an_older_operator_placed_keep_their_template() -> None:
+    kube, events = FakeKube(), Events()
+    for name in ("n1", "n2"):
+        kube.add_node(name)
+    body = create(kube)
+    rec.reconcile(context(kube, events), body)
+    sts = kube.objects[("StatefulSet", NS, STS)]
+    record = json.loads(sts["metadata"]["annotations"]["pfslayout.io/applied"])
+    for key in ("spread", "spreadBasis"):  # as the operator before servers.spread stamped it
+        del record[key]
+    sts["metadata"]["annotations"]["pfslayout.io/applied"] = json.dumps(record)
+    del sts["spec"]["template"]["spec"]["affinity"]
+    template = copy.deepcopy(sts["spec"]["template"])
+    rec.reconcile(context(kube, events), fresh(kube))
+    after = kube.objects[("StatefulSet", NS, STS)]
+    assert after["spec"]["template"] == template  # no restart for the upgrade
+    assert "spreadBasis" in json.loads(after["metadata"]["annotations"]["pfslayout.io/applied"])
+    assert "spread" not in status(kube)["placement"]
+
+
+HOSTPATH = {"storage": {"type": "hostPath", "hostPath": {"path": "/data"}}, "reclaimPolicy": "Delete"}
+
+
+def volume_nodes(kube: FakeKube) -> dict[str, str]:
+    return {pv["metadata"]["name"]: pv["metadata"]["annotations"]["pfslayout.io/node"]
+            for pv in kube.list("PersistentVolume", "", "")}
+
+
+def test_hostpath_servers_get_a_volume_on_a_node_each_and_keep_it() -> None:
+    kube, events = FakeKube(), Events()
+    for name in ("n1", "n2", "n3"):
+        kube.add_node(name)
+    out = rec.reconcile(context(kube, events), create(kube, HOSTPATH))
+    assert {(n, a) for k, n, a in out.changes if k == "PersistentVolume"} == {
+        ("pfslayout.team-a.small.server-0", "created"), ("pfslayout.team-a.small.server-1", "created")}
+    assert volume_nodes(kube) == {"pfslayout.team-a.small.server-0": "n1", "pfslayout.team-a.small.server-1": "n2"}
+    pv = kube.get("PersistentVolume", "", "pfslayout.team-a.small.server-1")
+    assert pv is not None and pv["spec"]["claimRef"]["name"] == f"storage-{STS}-1"
+    assert pv["spec"]["claimRef"]["namespace"] == NS
+    # the PV controller binds them: it writes the claim's uid into claimRef, which a second apply would
+    # replace whole (server-side apply treats claimRef as atomic) and so unbind the claim
+    bound = kube.objects[("PersistentVolume", "", "pfslayout.team-a.small.server-0")]
+    bound["spec"]["claimRef"]["uid"] = "claim-uid-0"
+    version = bound["metadata"]["resourceVersion"]
+    # nodes come and go: no volume moves (its data is there); added servers take the least busy nodes
+    kube.delete("Node", "", "n1")
+    kube.add_node("n0")
+    edit(kube, {"servers": {"count": 4}})
+    applied = len(kube.applied)
+    rec.reconcile(context(kube, events), fresh(kube))
+    assert sorted(o["metadata"]["name"] for o in kube.applied[applied:] if o["kind"] == "PersistentVolume") == [
+        "pfslayout.team-a.small.server-2", "pfslayout.team-a.small.server-3"]  # only the new ones
+    bound = kube.objects[("PersistentVolume", "", "pfslayout.team-a.small.server-0")]
+    assert bound["metadata"]["resourceVersion"] == version and bound["spec"]["claimRef"]["uid"] == "claim-uid-0"
+    assert volume_nodes(kube) == {"pfslayout.team-a.small.server-0": "n1", "pfslayout.team-a.small.server-1": "n2",
+                                  "pfslayout.team-a.small.server-2": "n0", "pfslayout.team-a.small.server-3": "n3"}
+
+
+def test_hostpath_deletion_wipes_on_the_volumes_nodes_and_deletes_the_volumes() -> None:
+    kube, events = FakeKube(), Events()
+    for name in ("n1", "n2"):
+        kube.add_node(name)
+    rec.reconcile(context(kube, events), create(kube, HOSTPATH))
+    pods = kube.roll_out(NS, STS, nodes=["n1", ""])  # server 1 never got to run: its data is still on n2
+    body = fresh(kube)
+    with pytest.raises(rec.Waiting, match="stopping the servers"):
+        rec.wipe_hostpath(context(kube, events), body, elapsed_s=1)
+    jobs = {j["metadata"]["name"]: j["spec"]["template"]["spec"]["nodeName"] for j in kube.list("Job", NS, "")}
+    assert jobs == {"small-wipe-0": "n1", "small-wipe-1": "n2"}
+    for pod in pods:
+        kube.delete("Pod", NS, pod)
+    assert rec.release_volumes(context(kube, events), body) == [
+        "deleted PersistentVolumes ['pfslayout.team-a.small.server-0', 'pfslayout.team-a.small.server-1']"]
+    assert kube.list("PersistentVolume", "", "") == [] and "VolumesDeleted" in events.reasons()
+    assert rec.release_volumes(context(kube, events), body) == []  # nothing left: nothing to say
+
+
+def test_release_volumes_leaves_other_clusters_volumes() -> None:
+    kube, events = FakeKube(), Events()
+    kube.add_node("n1")
+    rec.reconcile(context(kube, events), create(kube, HOSTPATH))
+    namesake = example("orangefs-small.yaml", "OrangeFSCluster")  # the same name in another namespace
+    namesake["spec"].update(HOSTPATH)
+    elsewhere = kube.custom.create(OFS, "team-b", namesake)
+    assert elsewhere is not None
+    rec.reconcile(context(kube, Events()), elsewhere)
+    assert len(kube.list("PersistentVolume", "", "")) == 4
+    rec.release_volumes(context(kube, events), fresh(kube))
+    assert [pv["metadata"]["name"] for pv in kube.list("PersistentVolume", "", "")] == [
+        "pfslayout.team-b.small.server-0", "pfslayout.team-b.small.server-1"]

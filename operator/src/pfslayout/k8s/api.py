@@ -22,7 +22,8 @@ from pfslayout.k8s.custom import CustomObjects
 FIELD_MANAGER = "pfs-layout-operator"
 APPLY = "application/apply-patch+yaml"
 
-# kind -> the collection's path, namespaced. Plain REST paths instead of the client's generated
+# kind -> the collection's path: namespaced, or cluster-scoped for the last two (their namespace is "").
+# Plain REST paths instead of the client's generated
 # CoreV1Api/AppsV1Api/BatchV1Api: importing those three (pydantic-validated methods for every resource of
 # their groups) took 0.6 s of CPU at every operator start, more than a third of its imports.
 _PATHS: dict[str, str] = {
@@ -33,6 +34,8 @@ _PATHS: dict[str, str] = {
     "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets",
     "Deployment": "/apis/apps/v1/namespaces/{namespace}/deployments",
     "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
+    "Node": "/api/v1/nodes",
+    "PersistentVolume": "/api/v1/persistentvolumes",
 }
 
 
@@ -111,8 +114,9 @@ class Kube:
     def apply(self, obj: dict[str, Any]) -> Change:
         """Server-side apply with a fixed field manager; reports whether anything changed."""
         kind, meta = obj["kind"], obj["metadata"]
-        before = self.get(kind, meta["namespace"], meta["name"])
-        after = _json(self._request("PATCH", kind, meta["namespace"], meta["name"], body=obj, content_type=APPLY,
+        namespace = meta.get("namespace", "")  # none for a cluster-scoped kind
+        before = self.get(kind, namespace, meta["name"])
+        after = _json(self._request("PATCH", kind, namespace, meta["name"], body=obj, content_type=APPLY,
                                     query=[("fieldManager", FIELD_MANAGER), ("force", "true")]))
         if before is None:
             return Change(after, "created")

@@ -1,4 +1,5 @@
-"""Reading built-in workloads' status (pure): which StatefulSet pods are Ready, where a Job stands."""
+"""Reading built-in workloads' status (pure): which StatefulSet pods are Ready and where they run, where a
+Job stands."""
 
 from __future__ import annotations
 
@@ -6,18 +7,44 @@ from dataclasses import dataclass
 from typing import Any
 
 
-def pods_ready_by_ordinal(pods: list[dict[str, Any]], statefulset_name: str) -> dict[int, bool]:
-    """Map each pod's ordinal (from its name `<sts>-<i>`) to its Ready condition."""
-    out: dict[int, bool] = {}
+def pods_by_ordinal(pods: list[dict[str, Any]], statefulset_name: str) -> dict[int, dict[str, Any]]:
+    """Map each StatefulSet pod's ordinal (from its name `<sts>-<i>`) to the pod; pods being deleted left out."""
+    out: dict[int, dict[str, Any]] = {}
     prefix = f"{statefulset_name}-"
     for pod in pods:
         meta = pod.get("metadata") or {}
         name = meta.get("name", "")
         if not name.startswith(prefix) or not name[len(prefix):].isdigit() or meta.get("deletionTimestamp"):
             continue
-        conds = (pod.get("status") or {}).get("conditions") or []
-        out[int(name[len(prefix):])] = any(x.get("type") == "Ready" and x.get("status") == "True" for x in conds)
+        out[int(name[len(prefix):])] = pod
     return out
+
+
+def _condition(pod: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((x for x in (pod.get("status") or {}).get("conditions") or [] if x.get("type") == type_), {})
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    return _condition(pod, "Ready").get("status") == "True"
+
+
+def pods_ready_by_ordinal(pods: list[dict[str, Any]], statefulset_name: str) -> dict[int, bool]:
+    """Map each pod's ordinal (from its name `<sts>-<i>`) to its Ready condition."""
+    return {i: pod_ready(pod) for i, pod in pods_by_ordinal(pods, statefulset_name).items()}
+
+
+def pod_node(pod: dict[str, Any]) -> str:
+    """The node the scheduler bound the pod to; '' while it is Pending."""
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def unschedulable(pod: dict[str, Any]) -> str | None:
+    """The scheduler's reason for not placing the pod (`PodScheduled=False`, reason `Unschedulable`), e.g.
+    `0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules`; None otherwise."""
+    cond = _condition(pod, "PodScheduled")
+    if pod_node(pod) or cond.get("status") != "False" or cond.get("reason") != "Unschedulable":
+        return None
+    return str(cond.get("message") or "Unschedulable")
 
 
 def job_state(job: dict[str, Any] | None) -> str:

@@ -16,6 +16,15 @@ What OrangeFS cannot change live:
 
 A refused change applies nothing of the new spec ("never half way"): the objects stay as they are and
 the `SpecApplied` and `Ready` conditions say why.
+
+Placement (placement.py) is recorded too, because it is part of the pod template and changing it restarts
+every server: `spread` is `servers.spread` with `Auto` resolved against the eligible nodes when the
+StatefulSet is made, and again only when what it was resolved for (`spreadBasis`: servers.count,
+servers.spread, nodeSelector, tolerations) changes -- a node lost later must not restart the servers,
+least of all to move them. `hostPathVolumes` marks hostPath storage pinned by PersistentVolumes.
+A record from an operator that predates these keys keeps its servers where they are: no spreading, and
+hostPath keeps its inline volume (a StatefulSet's volumeClaimTemplates cannot change), so such a
+hostPath cluster is never spread (a moved server would leave its data behind).
 """
 
 from __future__ import annotations
@@ -24,9 +33,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from pfslayout.kinds.orangefscluster import placement
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology, fs_id_for
 from pfslayout.kinds.orangefscluster.meta import APPLIED_ANNOTATION, CONFIRM_SCALE_DOWN_ANNOTATION
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
+
+SPREAD, SPREAD_BASIS, HOSTPATH_VOLUMES = "spread", "spreadBasis", "hostPathVolumes"
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,17 @@ class ApplyDecision:
     def apply(self) -> bool:
         return not self.refusals
 
+    @property
+    def spread(self) -> str | None:
+        """`Required` or `Preferred`; None: the servers are not spread (placed by an older operator)."""
+        value = self.applied.get(SPREAD)
+        return str(value) if value else None
+
+    @property
+    def hostpath_volumes(self) -> bool:
+        """hostPath storage through one pinned PersistentVolume per server (else inline, or not hostPath)."""
+        return bool(self.applied.get(HOSTPATH_VOLUMES))
+
 
 def applied_record(spec: OrangeFSClusterSpec, namespace: str, name: str, topology: Topology,
                    generation: int | None = None) -> dict[str, Any]:
@@ -57,6 +80,25 @@ def applied_record(spec: OrangeFSClusterSpec, namespace: str, name: str, topolog
                            "port": spec.ports.tcp, "storageType": spec.storage.type}
     if generation is not None:
         out["generation"] = generation
+    return out
+
+
+def placement_record(spec: OrangeFSClusterSpec, servers: int, applied: dict[str, Any] | None,
+                     eligible_nodes: int | None) -> dict[str, Any]:
+    """The placement keys of the applied record: resolved anew for a new StatefulSet or a changed basis,
+    else those in force (see the module's docstring)."""
+    basis = placement.spread_basis(spec, servers)
+    out: dict[str, Any] = {SPREAD_BASIS: basis}
+    hostpath = spec.storage.type == "hostPath"
+    if hostpath and (applied is None or applied.get(HOSTPATH_VOLUMES)):
+        out[HOSTPATH_VOLUMES] = True
+    inline_hostpath = hostpath and not out.get(HOSTPATH_VOLUMES)
+    if applied is not None and (applied.get(SPREAD_BASIS) in (None, basis) or inline_hostpath):
+        spread = applied.get(SPREAD)
+    else:
+        spread = placement.resolve(spec.servers.spread, servers, eligible_nodes)
+    if spread:
+        out[SPREAD] = spread
     return out
 
 
@@ -74,9 +116,13 @@ def read_applied(statefulset: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def decide(spec: OrangeFSClusterSpec, namespace: str, name: str, applied: dict[str, Any] | None,
-           annotations: dict[str, str] | None = None, generation: int | None = None) -> ApplyDecision:
+           annotations: dict[str, str] | None = None, generation: int | None = None,
+           eligible_nodes: int | None = None) -> ApplyDecision:
+    """`eligible_nodes`: how many nodes the servers may use (placement.eligible_nodes), None when not
+    known; it matters only where `Auto` is resolved."""
     wanted = Topology.of(spec)
-    record = applied_record(spec, namespace, name, wanted, generation)
+    record = {**applied_record(spec, namespace, name, wanted, generation),
+              **placement_record(spec, wanted.servers, applied, eligible_nodes)}
     if applied is None:
         return ApplyDecision(wanted, record)
     refusals: list[Refusal] = []

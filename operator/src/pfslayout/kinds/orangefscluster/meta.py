@@ -15,6 +15,11 @@ CONFIG_HASH_ANNOTATION = f"{GROUP}/config-hash"
 APPLIED_ANNOTATION = f"{GROUP}/applied"
 # Consent to lose data: its value must equal the target `spec.servers.count` (see decisions.py).
 CONFIRM_SCALE_DOWN_ANNOTATION = f"{GROUP}/confirm-scale-down"
+# Cluster-scoped children (the hostPath servers' PersistentVolumes) carry no owner reference -- a
+# namespaced owner cannot own them -- so their labels name the namespace too. A volume's annotation names
+# the node it pins its server to (its node affinity holds the node's hostname label, which may differ).
+NAMESPACE_LABEL = f"{GROUP}/namespace"
+NODE_ANNOTATION = f"{GROUP}/node"
 
 
 def owner(name: str, namespace: str, uid: str) -> meta.Owner:
@@ -51,3 +56,15 @@ def selector(owner: meta.Owner, component: str) -> dict[str, str]:
 def metadata(owner: meta.Owner, name: str, component: str, annotations: dict[str, str] | None = None
              ) -> dict[str, Any]:
     return meta.object_metadata(owner, name, labels(owner, component), annotations)
+
+
+def cluster_scoped_selector(owner: meta.Owner, component: str) -> dict[str, str]:
+    return {**selector(owner, component), NAMESPACE_LABEL: owner.namespace}
+
+
+def cluster_scoped_metadata(owner: meta.Owner, name: str, component: str, annotations: dict[str, str]
+                            ) -> dict[str, Any]:
+    """`metadata` of a cluster-scoped child: no namespace and no owner reference (the deletion handlers
+    remove it), found again by its labels."""
+    return {"name": name, "labels": {**labels(owner, component), NAMESPACE_LABEL: owner.namespace},
+            "annotations": annotations}

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from pfslayout import naming
-from pfslayout.k8s.meta import canonical_json, content_hash
+from pfslayout.k8s.meta import Owner, canonical_json, content_hash
 from pfslayout.kinds.orangefscluster import meta as m
-from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology
+from pfslayout.kinds.orangefscluster.decisions import ApplyDecision
+from pfslayout.kinds.orangefscluster.placement import TOPOLOGY_KEY, Node
 from pfslayout.orangefs import commands
 
 # The OrangeFS image's non-root user (images/orangefs); fsGroup makes emptyDir/PVC storage writable.
@@ -21,6 +22,10 @@ SERVER_GID = 10001
 CONFIG_DIR = "/etc/orangefs"
 FS_CONF_KEY = "fs.conf"
 STORAGE_DIR = "/var/lib/orangefs"
+STORAGE_VOLUME = "storage"  # the servers' volume, and the claim template's name
+# The size a hostPath server's PersistentVolume and claim state. Nothing enforces it for hostPath (the
+# directory is not sized, the CRD forbids storage.size there); the binder only needs capacity >= request.
+HOSTPATH_CAPACITY = "1Gi"
 
 SERVER = "server"
 CLIENT = "client"
@@ -79,30 +84,80 @@ def _pod_name_env() -> dict[str, Any]:
     return {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
 
 
-def _storage_volume_and_mount(ctx: m.BuildInputs) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _storage_volume_and_mount(ctx: m.BuildInputs, hostpath_volumes: bool
+                              ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     st = ctx.spec.storage
-    mount: dict[str, Any] = {"name": "storage", "mountPath": STORAGE_DIR}
-    if st.type == "pvc":
+    mount: dict[str, Any] = {"name": STORAGE_VOLUME, "mountPath": STORAGE_DIR}
+    if st.type == "pvc" or hostpath_volumes:
         return None, mount  # from volumeClaimTemplates
     if st.type == "hostPath":
         assert st.host_path is not None
-        # One node directory, one sub-directory per server pod: `<path>/<pod name>`.
+        # A StatefulSet made before hostPath volumes were pinned (decisions.py): one node directory, one
+        # sub-directory per server pod, `<path>/<pod name>` -- the directory hostpath_volume holds.
         mount["subPathExpr"] = "$(POD_NAME)"
-        return {"name": "storage", "hostPath": {"path": st.host_path.path, "type": "DirectoryOrCreate"}}, mount
+        return {"name": STORAGE_VOLUME, "hostPath": {"path": st.host_path.path, "type": "DirectoryOrCreate"}}, mount
     empty: dict[str, Any] = {}
     if st.medium:
         empty["medium"] = st.medium
     if st.size is not None:
         empty["sizeLimit"] = str(st.size)
-    return {"name": "storage", "emptyDir": empty}, mount
+    return {"name": STORAGE_VOLUME, "emptyDir": empty}, mount
 
 
-def server_statefulset(ctx: m.BuildInputs, topology: Topology, fs_conf: str, applied: dict[str, Any]
-                       ) -> dict[str, Any]:
+def server_affinity(owner: Owner, spread: str | None) -> dict[str, Any] | None:
+    """The server pods' `affinity` (placement.py): one server per node (Required) or as few per node as
+    the scheduler manages (Preferred, at the highest weight); None leaves it out, as older operators did."""
+    term = {"labelSelector": {"matchLabels": m.selector(owner, SERVER)}, "topologyKey": TOPOLOGY_KEY}
+    if spread == "Required":
+        return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    if spread == "Preferred":
+        return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": term}]}}
+    return None
+
+
+def _claim_template(owner: Owner, storage: str, storage_class: str | None) -> dict[str, Any]:
+    claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}
+    if storage_class is not None:
+        claim["storageClassName"] = storage_class
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": STORAGE_VOLUME, "labels": m.labels(owner, SERVER)}, "spec": claim}
+
+
+def hostpath_volume(ctx: m.BuildInputs, ordinal: int, node: Node) -> dict[str, Any]:
+    """Server `ordinal`'s hostPath storage as a PersistentVolume pinned to `node`, pre-bound to the claim
+    the StatefulSet makes for that ordinal: the scheduler then places that server, and only it, on the
+    node holding its data. The directory is the one the inline volume used, `<path>/<pod name>`.
+    Retain: deleting the volume object never touches the directory (the wipe Jobs do, reclaimPolicy
+    Delete)."""
     spec, owner = ctx.spec, ctx.owner
+    assert spec.storage.host_path is not None
+    sts = naming.server_statefulset(owner.name)
+    pod = naming.server_alias(sts, ordinal)
+    return {
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": m.cluster_scoped_metadata(owner, naming.server_volume(owner.namespace, owner.name, ordinal),
+                                              SERVER, {m.NODE_ANNOTATION: node.name}),
+        "spec": {
+            "capacity": {"storage": HOSTPATH_CAPACITY},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            # Empty on both sides: no StorageClass (nor the cluster's default) provisions anything here.
+            "storageClassName": "",
+            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": owner.namespace,
+                         "name": f"{STORAGE_VOLUME}-{pod}"},
+            "hostPath": {"path": f"{spec.storage.host_path.path}/{pod}", "type": "DirectoryOrCreate"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": TOPOLOGY_KEY, "operator": "In", "values": [node.hostname]}]}]}},
+        },
+    }
+
+
+def server_statefulset(ctx: m.BuildInputs, decision: ApplyDecision, fs_conf: str) -> dict[str, Any]:
+    spec, owner, topology = ctx.spec, ctx.owner, decision.topology
     sts_name = naming.server_statefulset(owner.name)
     conf_path = f"{CONFIG_DIR}/{FS_CONF_KEY}"
-    storage_volume, storage_mount = _storage_volume_and_mount(ctx)
+    storage_volume, storage_mount = _storage_volume_and_mount(ctx, decision.hostpath_volumes)
     config_mount = {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}
     tmp_mount = {"name": "tmp", "mountPath": "/tmp"}
     mounts = [config_mount, storage_mount, tmp_mount]
@@ -162,6 +217,9 @@ def server_statefulset(ctx: m.BuildInputs, topology: Topology, fs_conf: str, app
         pod_spec["nodeSelector"] = dict(spec.node_selector)
     if spec.tolerations:
         pod_spec["tolerations"] = [t.as_k8s() for t in spec.tolerations]
+    affinity = server_affinity(owner, decision.spread)
+    if affinity is not None:
+        pod_spec["affinity"] = affinity
     sts_spec: dict[str, Any] = {
         "serviceName": naming.server_service(owner.name),
         "replicas": topology.servers,
@@ -179,22 +237,23 @@ def server_statefulset(ctx: m.BuildInputs, topology: Topology, fs_conf: str, app
         },
     }
     if spec.storage.type == "pvc":
-        claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
-                                 "resources": {"requests": {"storage": str(spec.storage.size)}}}
-        if spec.storage.storage_class_name:
-            claim["storageClassName"] = spec.storage.storage_class_name
-        sts_spec["volumeClaimTemplates"] = [{
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": "storage", "labels": m.labels(owner, SERVER)},
-            "spec": claim,
-        }]
+        sts_spec["volumeClaimTemplates"] = [_claim_template(owner, str(spec.storage.size),
+                                                            spec.storage.storage_class_name or None)]
         policy = "Delete" if spec.reclaim_policy == "Delete" else "Retain"
         # The StatefulSet controller deletes (or keeps) the claims: on delete of the set, and of the
         # ordinals a confirmed scale-down removes.
         sts_spec["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": policy, "whenScaled": policy}
+    elif decision.hostpath_volumes:
+        # Each claim binds the ordinal's pre-bound hostPath volume (hostpath_volume); "" so that no
+        # default StorageClass provisions one instead.
+        sts_spec["volumeClaimTemplates"] = [_claim_template(owner, HOSTPATH_CAPACITY, "")]
+        # The claims only point at the volumes; the data follows reclaimPolicy through the wipe Jobs. They
+        # go with the set, and stay on scale-down so that a server added again finds its node and data.
+        sts_spec["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": "Delete", "whenScaled": "Retain"}
     return {
         "apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": m.metadata(owner, sts_name, SERVER, {m.APPLIED_ANNOTATION: canonical_json(applied)}),
+        "metadata": m.metadata(owner, sts_name, SERVER,
+                               {m.APPLIED_ANNOTATION: canonical_json(decision.applied)}),
         "spec": sts_spec,
     }
 

@@ -34,10 +34,15 @@ class Resources(_Model):
         return out
 
 
+# How the servers are spread over nodes (placement.py): `Auto` is resolved to one of the other two.
+Spread = Literal["Required", "Preferred"]
+
+
 class Servers(_Model):
     count: int = Field(4, ge=1, le=handles.MAX_SERVERS)
     metadata_count: int | None = Field(None, alias="metadataCount", ge=1, le=handles.MAX_SERVERS)
     resources: Resources | None = None
+    spread: Literal["Auto", "Required", "Preferred"] = "Auto"
 
     @property
     def effective_metadata_count(self) -> int:

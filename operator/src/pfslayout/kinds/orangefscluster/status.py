@@ -2,7 +2,9 @@
 
 Phases: `Pending` (no StatefulSet yet), `Provisioning` (servers starting or rolling), `Ready`,
 `Degraded` (was serving and lost servers, or a change was refused), `Failed` (invalid spec),
-`Terminating`. Conditions: `Ready`, `ServersAvailable`, `SpecApplied`.
+`Terminating`. Conditions: `Ready`, `ServersAvailable`, `SpecApplied`, `ServersSpread` (placement.py;
+False when Required spreading keeps servers Pending -- a Warning, but not a phase of its own: the spec
+is valid, and the servers that run serve).
 """
 
 from __future__ import annotations
@@ -10,8 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.k8s.conditions import Event, EventPolicy, condition, transition_events
-from pfslayout.k8s.workloads import STUCK_REASONS, Failure
+from pfslayout.k8s.workloads import (
+    STUCK_REASONS,
+    Failure,
+    pod_failure,
+    pod_node,
+    pod_ready,
+    pods_by_ordinal,
+    unschedulable,
+)
+from pfslayout.kinds.orangefscluster import placement
 from pfslayout.kinds.orangefscluster.decisions import Refusal
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology
 
@@ -20,8 +32,8 @@ PHASES = ("Pending", "Provisioning", "Ready", "Degraded", "Failed", "Terminating
 # A False condition warns in a troubled phase, and for these reasons in any phase.
 # A server pod stuck on its image (STUCK_REASONS: it cannot be pulled or started) warns too.
 EVENT_POLICY = EventPolicy(troubled_phases=frozenset({"Degraded", "Failed"}),
-                           warning_reasons=frozenset({"ScaleDownRefused", "ImmutableFieldChanged", "InvalidSpec"})
-                           | STUCK_REASONS)
+                           warning_reasons=frozenset({"ScaleDownRefused", "ImmutableFieldChanged", "InvalidSpec",
+                                                      "NotEnoughNodes", "Unschedulable"}) | STUCK_REASONS)
 
 # What to change when a server's image cannot be had: the field, and where a release sets its default.
 IMAGE_FIX = ("set spec.image, or the operator's default (the chart's images.orangefs), to an image the nodes "
@@ -30,12 +42,40 @@ IMAGE_FIX = ("set spec.image, or the operator's default (the chart's images.oran
 
 @dataclass(frozen=True)
 class Observed:
-    """What the StatefulSet and its pods say. `statefulset=None` means it does not exist (yet)."""
+    """What the StatefulSet, its pods and the nodes say. `statefulset=None` means it does not exist (yet)."""
 
     statefulset: dict[str, Any] | None = None
     pods_ready: dict[int, bool] = field(default_factory=dict)
     # A server pod that cannot start by waiting: its image cannot be pulled or started (k8s.workloads).
     stuck: Failure | None = None
+    # Where each server pod runs (ordinal -> node; absent while Pending), and the scheduler's message for
+    # each it cannot place.
+    nodes: dict[int, str] = field(default_factory=dict)
+    unschedulable: dict[int, str] = field(default_factory=dict)
+    # How many nodes the servers may use (placement.eligible_nodes); None when not looked at.
+    eligible_nodes: int | None = None
+
+
+def observe(statefulset: dict[str, Any] | None, pods: list[dict[str, Any]], statefulset_name: str,
+            eligible_nodes: int | None) -> Observed:
+    """Observed from the server StatefulSet, its pods and the count of eligible nodes."""
+    if statefulset is None:
+        return Observed(None, eligible_nodes=eligible_nodes)
+    by_ordinal = pods_by_ordinal(pods, statefulset_name)
+    waiting = {i: unschedulable(p) for i, p in by_ordinal.items()}
+    return Observed(statefulset, {i: pod_ready(p) for i, p in by_ordinal.items()}, pod_failure(pods),
+                    {i: pod_node(p) for i, p in by_ordinal.items() if pod_node(p)},
+                    {i: why for i, why in waiting.items() if why is not None}, eligible_nodes)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The spreading asked for (`spec.servers.spread`) and in force (decisions.ApplyDecision.spread), and
+    the StatefulSet whose pods are placed (its name names them)."""
+
+    requested: str
+    spread: str | None
+    statefulset: str
 
 
 def _rollout_done(sts: dict[str, Any], replicas: int) -> bool:
@@ -84,9 +124,23 @@ def endpoints(fs_conf: Any, observed: Observed, mount_path: str, service: str, f
     }
 
 
+def placement_block(spread: str | None, observed: Observed, names: list[str]) -> dict[str, Any]:
+    """`status.placement`: the spreading in force, the eligible nodes, and each server's node."""
+    out: dict[str, Any] = {}
+    if spread:
+        out["spread"] = spread
+    if observed.eligible_nodes is not None:
+        out["eligibleNodes"] = observed.eligible_nodes
+    out["servers"] = [{"name": name, "node": observed.nodes.get(i, ""), "ready": bool(observed.pods_ready.get(i))}
+                      for i, name in enumerate(names)]
+    return out
+
+
 def compute_status(*, generation: int, topology: Topology, refusals: tuple[Refusal, ...], observed: Observed,
                    previous: dict[str, Any] | None, now: str, fs_id: int | None,
-                   endpoint_block: dict[str, Any] | None, error: str | None = None) -> dict[str, Any]:
+                   endpoint_block: dict[str, Any] | None, error: str | None = None,
+                   placed: Placement | None = None) -> dict[str, Any]:
+    """`placed`: the placement block and the ServersSpread condition; None for a spec that could not be read."""
     previous = previous or {}
     old_conditions = previous.get("conditions") or []
     phase = phase_of(topology, observed, refusals, previous.get("phase"), error)
@@ -127,6 +181,13 @@ def compute_status(*, generation: int, topology: Topology, refusals: tuple[Refus
         status["fsId"] = fs_id
     if endpoint_block is not None:
         status["endpoints"] = endpoint_block
+    if placed is not None:
+        names = [naming.server_alias(placed.statefulset, i) for i in range(topology.servers)]
+        verdict = placement.spread_verdict(placed.requested, placed.spread, names, observed.eligible_nodes,
+                                           observed.nodes, observed.unschedulable)
+        conditions.append(condition(placement.CONDITION, verdict.ok, verdict.reason, verdict.message, generation,
+                                    now, old_conditions))
+        status["placement"] = placement_block(placed.spread, observed, names)
     return status
 
 

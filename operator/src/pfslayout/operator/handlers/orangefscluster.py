@@ -66,6 +66,10 @@ def register(s: Settings) -> None:
                 raise kopf.TemporaryError(str(wait), delay=2) from None
         _cleanup(body, logger, wipe)
 
+    def on_delete_volumes(body: kopf.Body, logger: Any, **_: Any) -> None:
+        """Runs after `wipe-hostpath`: the hostPath servers' PersistentVolumes, cluster-scoped, go too."""
+        _cleanup(body, logger, lambda: reconciler.release_volumes(context(s), dict(body)))
+
     def on_server_statefulset(event: Mapping[str, Any], body: kopf.Body, logger: Any, **_: Any) -> None:
         """Server readiness changes show up on the StatefulSet's status: mirror them into the owner's
         status, and re-create the set when someone deleted it while its OrangeFSCluster lives on."""
@@ -96,6 +100,8 @@ def register(s: Settings) -> None:
     kopf.on.delete(g, v, p, id="cleanup", backoff=back, when=when)(metrics.instrumented(KIND, "delete")(on_delete))
     kopf.on.delete(g, v, p, id="wipe-hostpath", backoff=back,
                    when=when)(metrics.instrumented(KIND, "delete-wipe")(on_delete_wipe))
+    kopf.on.delete(g, v, p, id="release-volumes", backoff=back,
+                   when=when)(metrics.instrumented(KIND, "delete-volumes")(on_delete_volumes))
     kopf.on.event("apps", "v1", "statefulsets",
                   labels={"app.kubernetes.io/managed-by": MANAGED_BY, "app.kubernetes.io/component": "server",
                           CLUSTER_LABEL: kopf.PRESENT},

@@ -13,16 +13,18 @@ from typing import Any
 from pfslayout import metrics, naming
 from pfslayout.errors import InputError
 from pfslayout.k8s.meta import selector_string
-from pfslayout.k8s.workloads import job_state, pod_failure, pods_ready_by_ordinal
+from pfslayout.k8s.workloads import job_state, pod_node
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.orangefscluster import meta as m
 from pfslayout.kinds.orangefscluster import objects as objs
+from pfslayout.kinds.orangefscluster import placement
 from pfslayout.kinds.orangefscluster import status as st
 from pfslayout.kinds.orangefscluster.calibration import auto_calibration, current_calibration
 from pfslayout.kinds.orangefscluster.decisions import ApplyDecision, decide, read_applied
 from pfslayout.kinds.orangefscluster.desired import Desired, desired
 from pfslayout.kinds.orangefscluster.fsconf_from_spec import Topology, fs_conf_for
+from pfslayout.kinds.orangefscluster.placement import Node
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec, parse_spec
 from pfslayout.operator.reconcilers.base import Context, Reconciler
 from pfslayout.operator.shared.clock import now
@@ -77,6 +79,11 @@ def wipe_hostpath(ctx: Context, body: dict[str, Any], elapsed_s: float) -> list[
     return Reconcile(ctx, body).wipe_hostpath(elapsed_s)
 
 
+def release_volumes(ctx: Context, body: dict[str, Any]) -> list[str]:
+    """On delete: the hostPath servers' PersistentVolumes, which no owner reference removes."""
+    return Reconcile(ctx, body).release_volumes()
+
+
 class Reconcile(Reconciler):
     resource = OFS
     transitions = st.events
@@ -102,23 +109,40 @@ class Reconcile(Reconciler):
                                          endpoint_block=None, error=str(err)))
             raise
         current = self.kube.get("StatefulSet", self.owner.namespace, naming.server_statefulset(self.owner.name))
-        decision = self.decide(spec, current)
+        nodes = self.eligible_nodes(spec)
+        decision = self.decide(spec, current, nodes)
         changes: list[tuple[str, str, str]] = []
         sts = current
         if decision.apply:
-            sts, changes = self.apply_children(spec, decision, current)
-        status = self.observe_and_write(spec, decision, sts)
+            sts, changes = self.apply_children(spec, decision, current, nodes)
+        status = self.observe_and_write(spec, decision, sts, nodes)
         return Outcome(status, decision, tuple(changes))
 
-    def decide(self, spec: OrangeFSClusterSpec, sts: dict[str, Any] | None) -> ApplyDecision:
-        return decide(spec, self.owner.namespace, self.owner.name, read_applied(sts),
-                      self.meta.get("annotations") or {}, self.generation)
+    def eligible_nodes(self, spec: OrangeFSClusterSpec) -> list[Node]:
+        """The nodes the servers may use, from every Node (read at each reconcile and status refresh, so
+        `status.placement.eligibleNodes` and the ServersSpread condition follow nodes joining and leaving)."""
+        return placement.eligible_nodes(spec, self.kube.list("Node", "", ""))
 
-    def apply_children(self, spec: OrangeFSClusterSpec, decision: ApplyDecision, current: dict[str, Any] | None
-                       ) -> tuple[dict[str, Any] | None, list[tuple[str, str, str]]]:
+    def volumes(self) -> list[dict[str, Any]]:
+        """The cluster's hostPath PersistentVolumes (cluster-scoped: found by their labels)."""
+        selector = m.cluster_scoped_selector(self.owner, objs.SERVER)
+        return self.kube.list("PersistentVolume", "", selector_string(selector))
+
+    def decide(self, spec: OrangeFSClusterSpec, sts: dict[str, Any] | None, nodes: list[Node]) -> ApplyDecision:
+        return decide(spec, self.owner.namespace, self.owner.name, read_applied(sts),
+                      self.meta.get("annotations") or {}, self.generation, len(nodes))
+
+    def apply_children(self, spec: OrangeFSClusterSpec, decision: ApplyDecision, current: dict[str, Any] | None,
+                       nodes: list[Node]) -> tuple[dict[str, Any] | None, list[tuple[str, str, str]]]:
         """Every child to the spec, the ones no longer wanted deleted, an Event per change; the server
-        StatefulSet as applied and the changes."""
-        want: Desired = desired(m.BuildInputs(spec, self.owner, self.cluster_domain), decision)
+        StatefulSet as applied and the changes. hostPath volumes are made for the servers without one, on
+        eligible nodes (placement.assign_nodes); existing ones are left as they are (desired.desired)."""
+        new_volumes = None
+        if decision.hostpath_volumes:
+            pinned = placement.pinned_nodes(self.volumes(), self.owner)
+            new_volumes = {i: node for i, node in placement.assign_nodes(decision.topology.servers, pinned,
+                                                                         nodes).items() if i not in pinned}
+        want: Desired = desired(m.BuildInputs(spec, self.owner, self.cluster_domain), decision, new_volumes)
         changes: list[tuple[str, str, str]] = []
         sts = current
         for obj in want.objects:
@@ -138,23 +162,22 @@ class Reconcile(Reconciler):
             self.post(self.body, "Normal", "Scaled", f"servers {before.get('servers')} -> {decision.topology.servers}")
         return sts, changes
 
-    def observe_and_write(self, spec: OrangeFSClusterSpec, decision: ApplyDecision, sts: dict[str, Any] | None
-                          ) -> dict[str, Any]:
-        """The status from the StatefulSet and its pods, written; the cluster's CostCalibration created the
-        first time it is Ready (`calibration.auto`)."""
-        if sts is None:
-            observed = st.Observed(None, {})
-        else:
-            pods = self.kube.list("Pod", self.owner.namespace, selector_string(m.selector(self.owner, objs.SERVER)))
-            observed = st.Observed(sts, pods_ready_by_ordinal(pods, naming.server_statefulset(self.owner.name)),
-                                   pod_failure(pods))
+    def observe_and_write(self, spec: OrangeFSClusterSpec, decision: ApplyDecision, sts: dict[str, Any] | None,
+                          nodes: list[Node]) -> dict[str, Any]:
+        """The status from the StatefulSet, its pods and the eligible nodes, written; the cluster's
+        CostCalibration created the first time it is Ready (`calibration.auto`)."""
+        sts_name = naming.server_statefulset(self.owner.name)
+        pods = [] if sts is None else self.kube.list("Pod", self.owner.namespace,
+                                                     selector_string(m.selector(self.owner, objs.SERVER)))
+        observed = st.observe(sts, pods, sts_name, len(nodes))
         conf = fs_conf_for(spec, self.owner.name, self.owner.namespace, decision.topology,
                            cluster_domain=self.cluster_domain)
         endpoints = st.endpoints(conf, observed, spec.client.mount_path, naming.server_service(self.owner.name),
                                  naming.fs_conf_configmap(self.owner.name), naming.pvfs2tab_configmap(self.owner.name))
         status = st.compute_status(
             generation=self.generation, topology=decision.topology, refusals=decision.refusals, observed=observed,
-            previous=self.body.get("status"), now=now(), fs_id=int(decision.applied["fsId"]), endpoint_block=endpoints)
+            previous=self.body.get("status"), now=now(), fs_id=int(decision.applied["fsId"]), endpoint_block=endpoints,
+            placed=st.Placement(spec.servers.spread, decision.spread, sts_name))
         self.write(status)
         self.auto_calibrate(spec, status)
         return status
@@ -168,10 +191,13 @@ class Reconcile(Reconciler):
             return None  # the reconcile handler reports it
         sts = self.kube.get("StatefulSet", self.owner.namespace, naming.server_statefulset(self.owner.name))
         applied = read_applied(sts)
-        decision = self.decide(spec, sts)
-        if applied is None or (decision.apply and applied.get("generation") != self.generation):
+        if applied is None:
+            return None  # nothing applied yet: the reconcile handler writes the status
+        nodes = self.eligible_nodes(spec)
+        decision = self.decide(spec, sts, nodes)
+        if decision.apply and applied.get("generation") != self.generation:
             return None  # the spec moved on and the reconcile handler has yet to apply it; it writes the status
-        return self.observe_and_write(spec, decision, sts)
+        return self.observe_and_write(spec, decision, sts, nodes)
 
     # ------------------------------------------------------------------------------------- calibration
 
@@ -231,8 +257,9 @@ class Reconcile(Reconciler):
         return notes
 
     def wipe_hostpath(self, elapsed_s: float) -> list[str]:
-        """Steps, each retried until done: (1) one suspended wipe Job per running server pod, pinned to its
-        node (the Jobs are the record of where the data is); (2) delete the StatefulSet and wait for its
+        """Steps, each retried until done: (1) one suspended wipe Job per server, pinned to the node of its
+        PersistentVolume, or (a StatefulSet made before volumes were pinned) of its running pod -- the Jobs
+        are the record of where the data is; (2) delete the StatefulSet and wait for its
         pods to go; (3) resume the Jobs and wait for them. Gives up with a Warning after WIPE_DEADLINE_S so
         a broken node cannot block the deletion forever."""
         try:
@@ -243,13 +270,18 @@ class Reconcile(Reconciler):
             return []
         inputs = m.BuildInputs(spec, self.owner, self.cluster_domain)
         pods = self.kube.list("Pod", self.owner.namespace, selector_string(m.selector(self.owner, objs.SERVER)))
-        self.schedule_wipes(inputs, pods)
+        where = {pod["metadata"]["name"]: pod_node(pod) for pod in pods if pod_node(pod)}
+        # A pinned server's data is on its volume's node, whether its pod runs there, waits, or is gone
+        # (a scale-down's removed servers left theirs too).
+        sts_name = naming.server_statefulset(self.owner.name)
+        where.update({naming.server_alias(sts_name, i): node.name
+                      for i, node in placement.pinned_nodes(self.volumes(), self.owner).items()})
+        self.schedule_wipes(inputs, where)
         jobs = self.kube.list("Job", self.owner.namespace, selector_string(m.selector(self.owner, objs.WIPE)))
         if elapsed_s > WIPE_DEADLINE_S:
             self.post(self.body, "Warning", "WipeTimedOut",
                       f"gave up after {WIPE_DEADLINE_S}s: hostPath data may remain on the nodes")
             return ["wipe timed out"]
-        sts_name = naming.server_statefulset(self.owner.name)
         if self.kube.get("StatefulSet", self.owner.namespace, sts_name) is not None:
             self.kube.delete("StatefulSet", self.owner.namespace, sts_name, propagation="Background")
             raise Waiting("stopping the servers before removing their storage")
@@ -257,12 +289,11 @@ class Reconcile(Reconciler):
             raise Waiting(f"{len(pods)} server pods still stopping")
         return self.run_wipes(inputs, jobs)
 
-    def schedule_wipes(self, inputs: m.BuildInputs, pods: list[dict[str, Any]]) -> None:
-        for pod in pods:
-            node = (pod.get("spec") or {}).get("nodeName")
-            name = pod["metadata"]["name"]
+    def schedule_wipes(self, inputs: m.BuildInputs, where: dict[str, str]) -> None:
+        """A suspended wipe Job for each server pod name in `where`, on its node, unless it has one."""
+        for name, node in sorted(where.items()):
             job_name = naming.wipe_job(self.owner.name, name)
-            if node and self.kube.get("Job", self.owner.namespace, job_name) is None:
+            if self.kube.get("Job", self.owner.namespace, job_name) is None:
                 self.kube.apply(objs.wipe_job(inputs, name, node, suspend=True))
                 self.post(self.body, "Normal", "WipeScheduled",
                           f"Job {job_name} will remove {name}'s hostPath data on {node}")
@@ -287,3 +318,17 @@ class Reconcile(Reconciler):
         if done:
             self.post(self.body, "Normal", "StorageWiped", f"hostPath data removed by {done}")
         return [f"wiped by {done}", *([f"failed: {failed}"] if failed else [])]
+
+    def release_volumes(self) -> list[str]:
+        """Delete the cluster's hostPath PersistentVolumes (cluster-scoped, so no owner reference does).
+        Their directories stay (reclaim policy Retain; the wipe Jobs remove them under reclaimPolicy
+        Delete), and the API server keeps each volume until its claim, which goes with the StatefulSet,
+        is gone (pv-protection)."""
+        names = sorted(pv["metadata"]["name"] for pv in self.volumes())
+        for name in names:
+            self.kube.delete("PersistentVolume", "", name)
+        if not names:
+            return []
+        self.post(self.body, "Normal", "VolumesDeleted", f"PersistentVolumes {names} deleted; the directories they "
+                  "held follow reclaimPolicy")
+        return [f"deleted PersistentVolumes {names}"]
