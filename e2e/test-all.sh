@@ -2,7 +2,7 @@
 # The one test command: sets up a fresh Debian machine (packages, the Python env, and what the selected
 # tiers need — OrangeFS and MPICH with ROMIO's pvfs2 driver, the C shim and probe, Helm, the Kubernetes
 # binaries and the real node's images, each built once and cached under ~/.cache by version and content)
-# and runs the tiers — unit, integration, orangefs, e2e, lab; a test's tier is its folder
+# and runs the tiers — unit, integration, orangefs, e2e, multinode, lab; a test's tier is its folder
 # (e2e/testkit/pfstestkit/tiers.py) — in pytest-xdist workers.
 # With the e2e tier and others, it runs two pytest sessions side by side: the other tiers as soon as their
 # own builds are done (one worker per core), in the background — beside the Kubernetes build on a cold
@@ -13,6 +13,9 @@
 # tiers beside them, the CPUs 87 % busy). The other tiers' output is printed once they are done. At equal priority the two sessions were
 # tried once (2026-11): the other tiers' compilers and mpirun starved the API server and ten e2e tests
 # missed their deadlines; at the lowest priority they only take what the e2e lanes leave (docs/test-cluster.md).
+# The multinode tier runs last, on a kind cluster of four real nodes (docs/kind.md): kind and its node image
+# are built beside the e2e session (lowest priority), the local cluster is stopped, kind comes up, its tests
+# run in one process, and kind goes down.
 # Extra arguments go to pytest: `-m unit` (a tier expression) or test paths run just those and build
 # only what they need. An unknown tier or a missing path fails at once, before anything is installed.
 # Sources of OrangeFS/IOR: upstream by default, or PFSLAYOUT_SOURCE_MIRROR (docs/images.md).
@@ -24,9 +27,11 @@ step() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)" >&2; }
 
 # The arguments first: plain Python, nothing installed yet.
 plan=$(PYTHONPATH="$root/e2e/testkit" python3 -m pfstestkit.tiers plan "$@") || exit 2
-eval "$plan"   # TIERS, STEPS, OTHER_TIERS, E2E_TIERS, REST
+eval "$plan"   # TIERS, STEPS, OTHER_TIERS, E2E_TIERS, KIND_TIERS, REST
 needs() { [[ " $STEPS " == *" $1 "* ]]; }
 has_tier() { [[ " $TIERS " == *" $1 "* ]]; }
+# a tier that runs without a cluster (the e2e tier runs on the local one, multinode on kind)
+has_others() { local t; for t in $TIERS; do case $t in e2e|multinode) ;; *) return 0 ;; esac; done; return 1; }
 
 step "host packages"
 e2e/harness/setup/host-packages.sh
@@ -46,12 +51,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/pfslayout-test-all.XXXXXX")
 # CPU per start (an operator's imports: 2.8 s against 2.3 s).
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=$work/pycache
-build_pid='' other_pid='' stop_cluster=0
+build_pid='' other_pid='' kind_build_pid='' stop_cluster=0 stop_kind=0
+# The multinode tier's kind cluster: a state directory of its own beside the local cluster's.
+kind_cluster() { PFSLAYOUT_E2E_MODE=kind PFSLAYOUT_E2E_STATE="$root/e2e/.state-kind" e2e/harness/cluster.sh "$@"; }
 # shellcheck disable=SC2329  # run by the EXIT trap
 finish() {
   [ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null || true
+  [ -z "$kind_build_pid" ] || kill "$kind_build_pid" 2>/dev/null || true
   [ -z "$other_pid" ] || kill -- "-$other_pid" 2>/dev/null || true
   if [ "$stop_cluster" = 1 ]; then step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true; fi
+  if [ "$stop_kind" = 1 ]; then step "kind cluster down"; kind_cluster down >/dev/null || true; fi
   rm -rf "$work"
 }
 trap finish EXIT
@@ -109,8 +118,8 @@ cores=$(nproc)
 # The slowest tests of each session, so the lanes' estimates (pfstestkit.lanes.MINUTES) can follow them.
 durations=(--durations=25)
 other_rc=0
-if [ -n "$build_pid" ] && [ "$TIERS" != e2e ]; then
-  step "pytest, the tiers but e2e (${TIERS// /, } less e2e), in the background (log: $work/other-tiers.log)"
+if [ -n "$build_pid" ] && has_others; then
+  step "pytest, the tiers without a cluster (${TIERS// /, } less e2e and multinode), in the background (log: $work/other-tiers.log)"
   # A process group of its own: the EXIT trap stops the whole session, and the e2e step lowers its priority.
   set -m
   pytest_session -n "$cores" --dist loadgroup "${durations[@]}" -m "$OTHER_TIERS" "${REST[@]}" \
@@ -119,7 +128,7 @@ if [ -n "$build_pid" ] && [ "$TIERS" != e2e ]; then
   set +m
 fi
 
-e2e_rc=0
+e2e_rc=0 kind_rc=0 cluster_ready=0
 if [ -n "$build_pid" ]; then
   if ! wait "$build_pid"; then
     build_pid=
@@ -132,7 +141,16 @@ if [ -n "$build_pid" ]; then
     echo "test-all: the cluster build failed (above)" >&2
     exit 1
   fi
-  build_pid=
+  build_pid='' cluster_ready=1
+fi
+if needs kind; then
+  # kind and its node image (cold: ~6 min, mostly Go and mmdebstrap) beside the e2e session, at the lowest
+  # priority like the other tiers: the kind cluster comes after them.
+  step "kind and its node image, in the background (log: $work/kind-build.log)"
+  PFSLAYOUT_E2E_MODE=kind nice -n 19 ionice -c 3 e2e/harness/cluster.sh build >"$work/kind-build.log" 2>&1 &
+  kind_build_pid=$!
+fi
+if [ "$cluster_ready" = 1 ] && has_tier e2e; then
   step "test cluster up"
   # Brought up once for every worker (they join it; the last one out leaves it to us) and stopped when the
   # run ends, unless it was running before.
@@ -151,19 +169,38 @@ if [ -n "$build_pid" ]; then
   # Always with the tier expression: REST holds the paths and options, never the -m (a run of
   # `-m e2e --durations=0` once collected every tier here).
   pytest_session -n "$workers" --dist loadgroup "${durations[@]}" -m "$E2E_TIERS" "${REST[@]}" || e2e_rc=$?
-else
+elif [ -z "$other_pid" ] && has_others; then
   step "pytest: ${TIERS// /, }"
-  # No cluster: the e2e tier is not selected, and the tier expression narrows the session (REST never
-  # holds the -m: without it here `-m unit` ran every tier, e2e included).
+  # No cluster session: the tier expression narrows the session (REST never holds the -m: without it
+  # here `-m unit` ran every tier, e2e included).
   pytest_session -n "$cores" --dist loadgroup "${durations[@]}" -m "$OTHER_TIERS" "${REST[@]}" || other_rc=$?
 fi
 
 if [ -n "$other_pid" ]; then
   wait "$other_pid" || other_rc=$?
   other_pid=
-  step "pytest, the tiers but e2e: their session's output"
+  step "pytest, the tiers without a cluster: their session's output"
   cat "$work/other-tiers.log"
 fi
 
-echo "test-all: e2e session exit $e2e_rc, other tiers' session exit $other_rc" >&2
-[ "$e2e_rc" = 0 ] && [ "$other_rc" = 0 ]
+if has_tier multinode; then
+  # One cluster at a time on the machine: the local one goes first.
+  if [ "$stop_cluster" = 1 ]; then step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true; stop_cluster=0; fi
+  step "kind and its node image: waiting for their build"
+  if ! wait "$kind_build_pid"; then
+    kind_build_pid=
+    tail -n 60 "$work/kind-build.log" >&2
+    echo "test-all: the kind build failed (above)" >&2
+    exit 1
+  fi
+  kind_build_pid=
+  step "kind cluster up"
+  if [ "$(kind_cluster up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then stop_kind=1; fi
+  step "pytest: multinode, on the kind cluster"
+  # One process: the tier's modules share the cluster's three workers, each test needing all of them.
+  PFSLAYOUT_E2E_MODE=kind PFSLAYOUT_E2E_STATE="$root/e2e/.state-kind" \
+    pytest_session -n 0 "${durations[@]}" -m "$KIND_TIERS" "${REST[@]}" || kind_rc=$?
+fi
+
+echo "test-all: e2e session exit $e2e_rc, multinode session exit $kind_rc, other tiers' session exit $other_rc" >&2
+[ "$e2e_rc" = 0 ] && [ "$kind_rc" = 0 ] && [ "$other_rc" = 0 ]

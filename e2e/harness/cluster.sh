@@ -35,9 +35,10 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 case $cmd in
   build)
-    # kind: Helm and kubectl for the tests; Kubernetes and CoreDNS also go into a locally built node image
-    if [ "$mode" = kind ]; then "$here/cluster/build.sh" helm k8s coredns && "$here/cluster/kind.sh" build
-    elif [ $# -gt 0 ]; then "$here/cluster/build.sh" "$@"
+    # kind needs what the local cluster needs (Kubernetes and CoreDNS also go into a locally built node
+    # image; the registry, kwok and the MPI Operator run beside the nodes; the images are pushed) and
+    # then kind itself and its node image.
+    if [ $# -gt 0 ]; then "$here/cluster/build.sh" "$@"
     else
       # The real node's images (buildah, cached by content: a no-op when nothing changed). The operator
       # image (and the base under it) needs none of the builds below, and making it mostly waits on the
@@ -62,6 +63,7 @@ case $cmd in
         # shellcheck disable=SC2086  # a list of image names
         "$REPO_ROOT/images/build.sh" ${PFSLAYOUT_E2E_IMAGES:-all} >/dev/null
       fi
+      if [ "$mode" = kind ]; then "$here/cluster/kind.sh" build; fi
     fi ;;
   up|down)
     [ "$cmd" = up ] && "$here/cluster.sh" build
@@ -74,7 +76,8 @@ case $cmd in
     if [ "$cmd" = up ]; then echo "$mode" > "$STATE_DIR/mode"; else rm -f "$STATE_DIR/mode"; fi ;;
   status|env)
     if [ "$mode" = local ]; then "$here/cluster/local.sh" "$cmd"; else "$here/cluster/kind.sh" "$cmd"; fi ;;
-  leftovers|images)
+  images) "$here/cluster/$mode.sh" images ;;
+  leftovers)
     [ "$mode" = local ] || die "$cmd: only the local cluster has a real node of its own"
     "$here/cluster/local.sh" "$cmd" ;;
   restart)

@@ -4,8 +4,11 @@
 # provider). With Docker and a reachable registry the node image is kind's public one of this kind release
 # (PFSLAYOUT_KIND_NODE_IMAGE pins another); with podman, or PFSLAYOUT_KIND_NODE_IMAGE=local, it is built
 # here from Debian packages and this project's own builds (e2e/harness/kind/node-image.sh, cached).
-# Not yet here (issue 32): the project's images from the registry, the MPI Operator, the e2e suite on it.
-# Usage: kind.sh build|up|down|status|env
+# Beside the nodes, as host processes recorded by PID like the local cluster's (procs.sh): the image registry
+# (registry.sh), bound to the gateway of kind's network so every node's containerd pulls the project's
+# images from it; the MPI Operator's controller; and kwok with fake nodes tainted
+# pfslayout.io/fake-node=true:NoSchedule, so only a pod that tolerates the taint lands on one.
+# Usage: kind.sh build|up|down|status|env|images
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -16,7 +19,18 @@ KUBECONFIG_PATH=$STATE_DIR/kubeconfig
 CONFIG=$STATE_DIR/kind-config.yaml
 NODE_IMAGE=${PFSLAYOUT_KIND_NODE_IMAGE:-}
 
+PIDS=$STATE_DIR/pids
+LOGS=$STATE_DIR/logs
+UP_TIMEOUT=${PFSLAYOUT_E2E_UP_TIMEOUT:-120}
+# Host processes beside the nodes, in start order; `down` stops them before the nodes.
+HOST_COMPONENTS=(registry kwok mpi-operator)
+KWOK_NODE_COUNT=${PFSLAYOUT_E2E_NODES:-4}
+
 kubectl() { "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=30s "$@"; }
+# shellcheck source=procs.sh
+. "$CLUSTER_LIB_DIR/procs.sh"
+# shellcheck source=registry.sh
+. "$CLUSTER_LIB_DIR/registry.sh"
 
 # The engine: Docker when its daemon answers, else podman. podman gets a containers.conf of our own
 # (CONTAINERS_CONF: the machine's stays as it is) with the two settings kind needs on this kind of
@@ -38,9 +52,94 @@ if [ "$ENGINE" = podman ]; then
 fi
 
 build() {
-  [ -x "$KIND" ] && return 0
-  log "building kind $KIND_VERSION"
-  GOBIN="$KIND_DIR/bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kind@$KIND_VERSION"
+  if [ ! -x "$KIND" ]; then
+    log "building kind $KIND_VERSION"
+    GOBIN="$KIND_DIR/bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kind@$KIND_VERSION"
+  fi
+  # the node image too, when it is built here (cached: a no-op when its key is unchanged)
+  if [ "$NODE_IMAGE" = local ]; then "$REPO_ROOT/e2e/harness/kind/node-image.sh" >/dev/null; fi
+}
+
+# The host as kind's nodes see it: the IPv4 gateway of kind's network (podman: subnets[].gateway;
+# Docker: IPAM.Config[].Gateway, beside an IPv6 one).
+kind_gateway() {
+  "$ENGINE" network inspect kind | jq -r '.[0] | [(.subnets // [])[].gateway, (.IPAM.Config // [])[].Gateway]
+    | map(select(. != null and test("^[0-9.]+$"))) | first // empty'
+}
+
+# The host processes beside the nodes (the header): registry, kwok, MPI Operator.
+host_up() {
+  local gw node
+  gw=$(kind_gateway)
+  [ -n "$gw" ] || die "kind's $ENGINE network has no IPv4 gateway (\`$ENGINE network inspect kind\`)"
+  REGISTRY_ADDR=$gw:$PORT_REGISTRY
+  (exec 3<>"/dev/tcp/$gw/$PORT_REGISTRY") 2>/dev/null \
+    && die "$REGISTRY_ADDR is in use (another cluster?): set PFSLAYOUT_E2E_PORT_BASE to a free range"
+  echo "$REGISTRY_ADDR" > "$STATE_DIR/registry.addr"
+  registry_up
+  # Every node's containerd resolves docker.io (the project images' default registry) and the registry's
+  # own address through it (config_path: config.yaml's containerdConfigPatches); read at each pull.
+  rm -rf "$STATE_DIR/certs.d"
+  registry_hosts "$STATE_DIR/certs.d"
+  for node in $("$KIND" get nodes --name "$CLUSTER_NAME"); do
+    "$ENGINE" exec "$node" rm -rf /etc/containerd/certs.d
+    "$ENGINE" cp "$STATE_DIR/certs.d" "$node:/etc/containerd/certs.d"
+  done
+  push_images
+
+  kubectl apply --server-side -f "$MPIOP_DIR/crd/kubeflow.org_mpijobs.yaml" >/dev/null
+  wait_for "the MPIJob CRD to be established" "" \
+    kubectl wait --for=condition=Established --timeout=5s crd/mpijobs.kubeflow.org
+  start mpi-operator "$MPIOP_DIR/bin/mpi-operator" --kubeConfig="$KUBECONFIG_PATH" \
+    --health-addr="127.0.0.1:$PORT_MPIOP" --kube-api-qps=50 --kube-api-burst=100
+  # kwok: fake nodes for the tests that need many, tainted so that nothing else lands on them; fake pod
+  # addresses outside flannel's 10.244.0.0/16; node and pod Stages only (kind's provisioner owns volumes).
+  if [ "$KWOK_NODE_COUNT" -gt 0 ]; then
+    "$CLUSTER_LIB_DIR/kwok/nodes.sh" "$KWOK_NODE_COUNT" tainted | kubectl apply -f - >/dev/null
+    sed 's#^\(  cidr:\).*#\1 10.250.0.1/16#' "$CLUSTER_LIB_DIR/kwok/kwok.yaml" > "$STATE_DIR/kwok.yaml"
+    local stages=() s
+    for s in "$KWOK_DIR"/stages/node-*.yaml "$KWOK_DIR"/stages/pod-*.yaml; do stages+=(--config="$s"); done
+    start kwok "$KWOK_DIR/bin/kwok" --kubeconfig="$KUBECONFIG_PATH" \
+      --config="$STATE_DIR/kwok.yaml" "${stages[@]}" --config="$CLUSTER_LIB_DIR/kwok/stages.yaml" \
+      --server-address="127.0.0.1:$PORT_KWOK"
+    wait_for "$KWOK_NODE_COUNT Ready kwok nodes" kwok kwok_nodes_ready
+  fi
+  wait_for "the MPI Operator's /healthz" mpi-operator curl -fsS "http://127.0.0.1:$PORT_MPIOP/healthz"
+}
+
+# The project's images (built when changed), pushed to the registry as on the local cluster; the references
+# are recorded for the tests (real.pushed_images). The nodes pull a pushed tag again once its digest changed.
+push_images() {
+  local pushed=$STATE_DIR/node/images.pushed node listing name ref
+  mkdir -p "$STATE_DIR/node"
+  PFSLAYOUT_REGISTRY_INSECURE=1 "$REPO_ROOT/images/build.sh" --push "$REGISTRY_ADDR" operator orangefs mpi \
+    > "$pushed" || die "images/build.sh --push $REGISTRY_ADDR failed (see above)"
+  # The tags stay `dev` and pods pull IfNotPresent: a node holding a tag at another digest than the one
+  # pushed (an older build) drops it, so its next pod pulls the new one (node.sh does the same).
+  for node in $("$KIND" get nodes --name "$CLUSTER_NAME"); do
+    listing=$("$ENGINE" exec "$node" ctr -n k8s.io images ls -q)
+    while read -r name ref; do
+      if grep -qx "$name" <<<"$listing" && ! grep -qx "${name%:*}@${ref##*@}" <<<"$listing"; then
+        log "dropping $name from $node: not the pushed ${ref##*@}"
+        "$ENGINE" exec "$node" ctr -n k8s.io images rm "$name" >/dev/null
+      fi
+    done < "$pushed"
+  done
+}
+
+kwok_nodes_ready() {
+  local n
+  n=$(kubectl get nodes -l type=kwok \
+        -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c '^True$')
+  [ "$n" -ge "$KWOK_NODE_COUNT" ]
+}
+
+host_running() {
+  local c
+  for c in "${HOST_COMPONENTS[@]}"; do
+    [ "$c" = kwok ] && [ "$KWOK_NODE_COUNT" -eq 0 ] && continue
+    pid_of "$c" >/dev/null || return 1
+  done
 }
 
 running() { "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME"; }
@@ -78,7 +177,7 @@ up() {
   build
   mkdir -p "$STATE_DIR/helm"/{cache,config,data}
   [ "$ENGINE" = podman ] && podman_conf
-  if running && [ -f "$STATE_DIR/kind.complete" ]; then
+  if running && [ -f "$STATE_DIR/kind.complete" ] && host_running; then
     "$KIND" get kubeconfig --name "$CLUSTER_NAME" > "$KUBECONFIG_PATH"
     log "already running (kind cluster $CLUSTER_NAME)"
     echo already-running
@@ -110,13 +209,21 @@ up() {
     kubectl -n default get serviceaccount default >/dev/null 2>&1 && break
     sleep 1
   done
+  # the host processes of a half-started cluster (a crash, a reboot) are started again from scratch
+  stop_group "${HOST_COMPONENTS[@]}"
+  printf 'PORT_BASE=%s\nK8S_VERSION=%s\nKIND_VERSION=%s\n' "$PORT_BASE" "$K8S_VERSION" "$KIND_VERSION" \
+    > "$STATE_DIR/cluster.env"
+  host_up
   touch "$STATE_DIR/kind.complete"
-  log "kind cluster $CLUSTER_NAME up (KUBECONFIG=$KUBECONFIG_PATH)"
+  log "kind cluster $CLUSTER_NAME up (KUBECONFIG=$KUBECONFIG_PATH, registry $REGISTRY_ADDR)"
   echo "$result"
 }
 
 down() {
   [ "$ENGINE" = podman ] && [ ! -f "$CONTAINERS_CONF" ] && podman_conf
+  stop_group "${HOST_COMPONENTS[@]}"
+  local c
+  for c in "${HOST_COMPONENTS[@]}"; do pid_of "$c" >/dev/null && die "$c still runs after down (pid $(pid_of "$c"))"; done
   if running; then timeout 300 "$KIND" delete cluster --name "$CLUSTER_NAME" >&2; fi
   running && die "kind cluster $CLUSTER_NAME still exists after delete"
   # kind leaves its network (and the engine keeps the loaded node image); the node image stays cached as
@@ -129,13 +236,14 @@ down() {
     podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/pfslayout/kind-node:' \
       | xargs -r podman rmi >/dev/null 2>&1 || true
   fi
-  rm -f "$STATE_DIR/mode" "$STATE_DIR/kind.complete"
+  rm -f "$STATE_DIR/mode" "$STATE_DIR/kind.complete" "$STATE_DIR/registry.addr"
   log "down: kind cluster $CLUSTER_NAME deleted"
 }
 
 status() {
   running || { echo "kind cluster $CLUSTER_NAME: absent"; return 3; }
   kubectl get --raw /readyz >/dev/null || return 3
+  host_running || { echo "kind cluster $CLUSTER_NAME: a host process (${HOST_COMPONENTS[*]}) is not running"; return 3; }
   echo "kind cluster $CLUSTER_NAME: ready (KUBECONFIG=$KUBECONFIG_PATH)"
 }
 
@@ -145,10 +253,18 @@ env_lines() {
   printf 'export HELM=%q\n' "$HELM"
   printf 'export HELM_CACHE_HOME=%q HELM_CONFIG_HOME=%q HELM_DATA_HOME=%q\n' \
     "$STATE_DIR/helm/cache" "$STATE_DIR/helm/config" "$STATE_DIR/helm/data"
+  # where images/build.sh --push puts images the nodes pull (registry.sh)
+  [ -f "$STATE_DIR/registry.addr" ] && printf 'export PFSLAYOUT_REGISTRY=%q PFSLAYOUT_REGISTRY_INSECURE=1\n' "$REGISTRY_ADDR"
   [ "$ENGINE" = podman ] && printf 'export KIND_EXPERIMENTAL_PROVIDER=podman CONTAINERS_CONF=%q\n' "$CONTAINERS_CONF"
   # shellcheck disable=SC2016  # $PATH is expanded by whoever evaluates these lines
   printf 'export PATH=%q:"$PATH"\n' "$K8S_DIR/bin:$HELM_DIR/bin:$KIND_DIR/bin"
 }
+
+if [ "${1:-}" != up ]; then
+  use_state_ports
+  # The registry listens on kind network's gateway (the nodes reach the host there), recorded by `up`.
+  if [ -f "$STATE_DIR/registry.addr" ]; then REGISTRY_ADDR=$(cat "$STATE_DIR/registry.addr"); fi
+fi
 
 case ${1:-} in
   build) build ;;
@@ -156,5 +272,7 @@ case ${1:-} in
   down) down ;;
   status) status ;;
   env) env_lines ;;
-  *) die "usage: kind.sh build|up|down|status|env" ;;
+  images) [ -f "$STATE_DIR/registry.addr" ] || die "images: no kind cluster is up (e2e/harness/cluster.sh up)"
+          push_images ;;
+  *) die "usage: kind.sh build|up|down|status|env|images" ;;
 esac

@@ -36,6 +36,9 @@ MODULES: dict[str, str] = {
     "test_invalid_manifests.py": "r",
     "test_real_orangefs.py": "r",
     "test_real_webhook.py": "r",
+    # the multinode tier (kind; one process, the release lane's release)
+    "test_kind_nodes.py": "r",
+    "test_multinode_orangefs.py": "r",
     # lanes of their own: an operator (local, or in-cluster for calibration) with a release of its own
     "test_test_cluster.py": "a",
     "test_cluster_sh_lifecycle.py": "a",

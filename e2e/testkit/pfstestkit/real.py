@@ -69,12 +69,15 @@ def chart_values(mode: str) -> list[str]:
 
 
 def image_build(cluster: Any, name: str) -> str:
-    """The content key of the image `name` the real node imported (its archive's name), or "" (kind).
+    """The content key of the image `name` the real node imported (its archive's name) or, on kind, of the
+    digest pushed to the registry; "" when neither is known.
     A chart installed with it as a pod annotation rolls its pods when the image was rebuilt: the tag
     (`dev`) stays the same, so nothing else would."""
     listing = Path(cluster.state_dir) / "node" / "images.list"
     if not listing.exists():
-        return ""
+        # kind: the digest `up` (or `cluster.sh images`) pushed
+        ref = next((r for n, r in pushed_images(cluster).items() if n.endswith(name)), "")
+        return ref.rpartition("@sha256:")[2][:16]
     for line in listing.read_text().splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[0].endswith(name):

@@ -23,6 +23,7 @@ TIERS: dict[str, str] = {
     "integration": "real processes: the shim and probe under real mpirun, helm over the chart, libFuzzer",
     "orangefs": "real pvfs2-servers on loopback, started from the rendered fs.conf",
     "e2e": "a real API server and real pods on the test cluster (e2e/harness/cluster.sh)",
+    "multinode": "real pods on several real nodes: the kind cluster (PFSLAYOUT_E2E_MODE=kind e2e/harness/cluster.sh)",
     "lab": "the performance lab's smoke runs: real servers in network namespaces behind shaped links",
 }
 
@@ -36,6 +37,7 @@ FOLDERS: tuple[tuple[str, str], ...] = (
     ("shim/tests/", "integration"),
     ("lab/tests/unit/", "unit"),
     ("lab/tests/", "lab"),
+    ("e2e/tests/multinode/", "multinode"),
     ("e2e/tests/", "e2e"),
 )
 
@@ -44,14 +46,16 @@ FOLDERS: tuple[tuple[str, str], ...] = (
 #   shim     — the C shim and probe for both MPIs, with the C unit tests (shim/build.sh --test)
 #   helm     — Helm alone (e2e/harness/cluster.sh build helm)
 #   cluster  — Helm, the Kubernetes binaries and the real node's images (e2e/harness/cluster.sh build)
+#   kind     — kind and its node image, beside what `cluster` builds (PFSLAYOUT_E2E_MODE=kind ... build)
 NEEDS: dict[str, tuple[str, ...]] = {
     "unit": (),
     "integration": ("orangefs", "shim", "helm"),
     "orangefs": ("orangefs", "shim"),
     "e2e": ("orangefs", "shim", "cluster"),
     "lab": ("orangefs", "shim"),
+    "multinode": ("cluster", "kind"),
 }
-STEPS = ("orangefs", "shim", "helm", "cluster")
+STEPS = ("orangefs", "shim", "helm", "cluster", "kind")
 
 
 def tier_of(path: str | Path) -> str | None:
@@ -184,9 +188,11 @@ def plan(args: Sequence[str]) -> Plan:
             target = Path(p.split("::", 1)[0])
             target = target if target.is_absolute() else (Path.cwd() / target)
             if target.is_dir():
-                inside = [t for folder, t in FOLDERS if (REPO / folder).resolve().is_relative_to(target.resolve())
-                          or target.resolve().is_relative_to((REPO / folder).resolve())]
-                of_paths.update(inside)
+                # the tiers of the folders inside it, and of the most specific folder holding it
+                inside = [t for folder, t in FOLDERS if (REPO / folder).resolve().is_relative_to(target.resolve())]
+                holding = next((t for folder, t in FOLDERS
+                                if target.resolve().is_relative_to((REPO / folder).resolve())), None)
+                of_paths.update(inside + ([holding] if holding else []))
             else:
                 tier = tier_of(target)
                 if tier is None:
@@ -218,10 +224,11 @@ def main(argv: Iterable[str]) -> int:
     # shell-readable: eval "$(python -m pfstestkit.tiers plan "$@")"
     print(f"TIERS={shlex.quote(' '.join(sorted(p.tiers)))}")
     print(f"STEPS={shlex.quote(' '.join(p.steps))}")
-    # The two sessions a run of the e2e tier with other tiers splits into (e2e/test-all.sh), and the
-    # arguments each gets besides its -m.
-    print(f"OTHER_TIERS={shlex.quote(split_session(p, 'not e2e'))}")
+    # The three sessions a run splits into (e2e/test-all.sh): the tiers without a cluster, the e2e tier on
+    # the local cluster, the multinode tier on kind.
+    print(f"OTHER_TIERS={shlex.quote(split_session(p, 'not e2e and not multinode'))}")
     print(f"E2E_TIERS={shlex.quote(split_session(p, 'e2e'))}")
+    print(f"KIND_TIERS={shlex.quote(split_session(p, 'multinode'))}")
     print(f"REST=({' '.join(shlex.quote(a) for a in p.rest)})")
     return 0
 

@@ -34,7 +34,7 @@ def test_every_test_file_is_in_a_tiers_folder() -> None:
 
 
 def test_every_e2e_module_has_a_lane_and_every_lane_entry_a_module() -> None:
-    modules = {p.name for p in (REPO / "e2e" / "tests").glob("test_*.py")}
+    modules = {p.name for p in (REPO / "e2e" / "tests").rglob("test_*.py")}
     assert modules == set(lanes.MODULES)
     assert set(lanes.MINUTES) <= set(lanes.MODULES.values()) - {lanes.SERIAL}
 
@@ -73,12 +73,15 @@ def test_lanes_own_disjoint_namespaces_and_releases() -> None:
 @pytest.mark.parametrize(("args", "tiers_", "steps"), [
     (["-m", "unit"], {"unit"}, ()),
     (["-m", "unit or lab"], {"unit", "lab"}, ("orangefs", "shim")),
-    (["-m", "not e2e"], {"unit", "integration", "orangefs", "lab"}, ("orangefs", "shim", "helm")),
+    (["-m", "not e2e"], {"unit", "integration", "orangefs", "lab", "multinode"},
+     ("orangefs", "shim", "helm", "cluster", "kind")),
+    (["-m", "not e2e and not multinode"], {"unit", "integration", "orangefs", "lab"}, ("orangefs", "shim", "helm")),
+    (["e2e/tests/multinode"], {"multinode"}, ("cluster", "kind")),
     (["operator/tests/unit/test_units.py"], {"unit"}, ()),
     (["operator/tests/unit/test_units.py::test_parse_size"], {"unit"}, ()),
     (["lab/tests"], {"unit", "lab"}, ("orangefs", "shim")),
     (["-k", "e2e/tests", "shim/tests"], {"integration", "orangefs"}, ("orangefs", "shim", "helm")),
-    ([], set(tiers.TIERS), ("orangefs", "shim", "helm", "cluster")),
+    ([], set(tiers.TIERS), ("orangefs", "shim", "helm", "cluster", "kind")),
     (["-m", "e2e and not serial"], {"e2e"}, ("orangefs", "shim", "cluster")),
 ])
 def test_the_plan_builds_what_the_selected_tiers_need(args: list[str], tiers_: set[str],
@@ -97,7 +100,8 @@ def test_a_run_with_the_e2e_tier_splits_into_two_sessions_that_keep_the_argument
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["-m", "units"], "-m 'units': unknown tier 'units'; the tiers are unit, integration, orangefs, e2e, lab"),
+    (["-m", "units"],
+     "-m 'units': unknown tier 'units'; the tiers are unit, integration, orangefs, e2e, multinode, lab"),
     (["-m", "unit or fast"], "unknown tier 'fast'"),
     (["-m", "unit +"], "-m 'unit +': "),
     (["operator/tests/unit/test_nothing.py"], "no such test path: operator/tests/unit/test_nothing.py"),
@@ -119,7 +123,7 @@ def test_the_test_command_refuses_a_bad_tier_before_any_set_up() -> None:
                           timeout=60, check=False)
     assert done.returncode == 2
     assert done.stderr.strip() == ("test-all: -m 'unitt': unknown tier 'unitt'; the tiers are unit, integration, "
-                                   "orangefs, e2e, lab")
+                                   "orangefs, e2e, multinode, lab")
     assert "==>" not in done.stderr  # no step started
 
 
