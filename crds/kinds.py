@@ -265,7 +265,9 @@ def orangefs_cluster_status() -> Schema:
         }),
         "conditions": conditions() | {"description": "Standard conditions, one per `type`: `Ready` (the spec is "
                                       "applied and every server Ready), `ServersAvailable` (every running server "
-                                      "Ready), `SpecApplied` (reason `Applied`, else `ScaleDownRefused`, "
+                                      "Ready), `NodesReady` (False with `NodeNotReady`, and a Warning Event, "
+                                      "naming each node under a server that is not Ready and the servers on it), "
+                                      "`SpecApplied` (reason `Applied`, else `ScaleDownRefused`, "
                                       "`ImmutableFieldChanged` or `InvalidSpec`), `ServersSpread` (`Distinct` or "
                                       "`SharedNodes`; False with `NotEnoughNodes` or `Unschedulable`, and a Warning "
                                       "Event, when `servers.spread` Required leaves a server without a node of its "
@@ -397,6 +399,9 @@ def fit_quality() -> Schema:
         "maxRelativeError": number("Largest |measured − predicted| / measured.", minimum=0),
         "medianRelativeError": number("Median |measured − predicted| / measured.", minimum=0),
         "cells": integer("Grid cells measured and fitted.", minimum=0),
+        "clientNodes": integer("Distinct nodes the probe jobs' worker pods ran on (status only): the client "
+                               "nodes the fit measured. The workers of a job with several nodes spread over "
+                               "distinct nodes where the cluster has them.", minimum=0),
         "rank": integer("Rank of the design matrix (5 when every parameter is identified; up to 8 with "
                         "per-operation write terms and `e_shared`).", minimum=0),
         "condition": number("Condition number of the column-scaled design matrix (-1: infinite).", minimum=-1),

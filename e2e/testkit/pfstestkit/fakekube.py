@@ -106,13 +106,15 @@ class FakeKube(Kube):
         return self.store(copy.deepcopy(obj), self.objects.get((obj["kind"], meta.get("namespace", ""), meta["name"])))
 
     def add_node(self, name: str, labels: dict[str, str] | None = None, taints: builtins.list[Obj] | None = None,
-                 unschedulable: bool = False) -> Obj:
-        """A Node as the kubelet registers it (its hostname label set), with these labels and taints."""
+                 unschedulable: bool = False, ready: bool = True) -> Obj:
+        """A Node as the kubelet registers it (its hostname label set), with these labels and taints; its
+        Ready condition `Unknown` when not `ready` (the kubelet gone silent)."""
         spec: Obj = {"taints": taints or []}
         if unschedulable:
             spec["unschedulable"] = True
         return self.put({"apiVersion": "v1", "kind": "Node", "spec": spec, "metadata": {
-            "name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}})
+            "name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "Unknown"}]}})
 
     def of_kind(self, kind: str) -> builtins.list[Obj]:
         return [copy.deepcopy(o) for (k, _, _), o in sorted(self.objects.items()) if k == kind]
@@ -189,17 +191,25 @@ class FakeKube(Kube):
         job["status"] = {"conditions": [cond], **({"succeeded": 1} if ok else {"failed": 1})}
         self._pod(namespace, f"{name}-pod", {"job-name": name}, log)
 
-    def finish_mpijob(self, namespace: str, name: str, ok: bool, log: str = "", message: str = "") -> None:
-        """The MPI Operator: the MPIJob Succeeded or Failed, its launcher pod with `log`."""
+    def finish_mpijob(self, namespace: str, name: str, ok: bool, log: str = "", message: str = "",
+                      worker_nodes: tuple[str, ...] = ()) -> None:
+        """The MPI Operator: the MPIJob Succeeded or Failed, its launcher pod with `log`, and one worker
+        pod on each of `worker_nodes` (the scheduler's choice)."""
         job = self.objects[("MPIJob", namespace, name)]
         job["status"] = {"conditions": [{"type": "Succeeded" if ok else "Failed", "status": "True",
                                          "reason": "MPIJobSucceeded" if ok else "MPIJobFailed", "message": message}]}
         self._pod(namespace, f"{name}-launcher", {"training.kubeflow.org/job-name": name,
                                                   "training.kubeflow.org/job-role": "launcher"}, log)
+        for i, node in enumerate(worker_nodes):
+            self._pod(namespace, f"{name}-worker-{i}", {"training.kubeflow.org/job-name": name,
+                                                        "training.kubeflow.org/job-role": "worker"}, "", node)
 
-    def _pod(self, namespace: str, name: str, labels: dict[str, str], log: str) -> None:
-        self.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
-                                                                   "labels": labels}})
+    def _pod(self, namespace: str, name: str, labels: dict[str, str], log: str, node: str = "") -> None:
+        pod: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
+                                                                     "labels": labels}}
+        if node:
+            pod["spec"] = {"nodeName": node}
+        self.put(pod)
         self.logs[(namespace, name)] = log
 
 

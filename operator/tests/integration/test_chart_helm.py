@@ -100,6 +100,25 @@ def test_pod_is_hardened(render: Render) -> None:
     assert "emptyDir" in volumes[mounts["/tmp"]]
 
 
+def test_the_operator_leaves_a_lost_node_after_node_loss_toleration_seconds(render: Render) -> None:
+    """Kubernetes keeps a pod on a node that stopped answering for 300 s before evicting it; the chart
+    makes it nodeLossTolerationSeconds (30), lets a toleration of the same key in `tolerations` win, and
+    leaves Kubernetes' default with null."""
+    def tolerations(*args: str) -> list[dict[str, Any]]:
+        (deploy,) = by_kind(render(*args), "Deployment")
+        return list(deploy["spec"]["template"]["spec"].get("tolerations") or [])
+    loss = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
+    default = tolerations()
+    assert {t["key"] for t in default} == loss
+    assert all(t["effect"] == "NoExecute" and t["tolerationSeconds"] == 30 for t in default), default
+    own = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+           "tolerationSeconds": 5}
+    mixed = tolerations("--set-json", f"tolerations={json.dumps([own])}", "--set", "nodeLossTolerationSeconds=90")
+    assert own in mixed and len(mixed) == 2, mixed
+    assert next(t for t in mixed if t["key"] == "node.kubernetes.io/not-ready")["tolerationSeconds"] == 90
+    assert tolerations("--set-json", "nodeLossTolerationSeconds=null") == []
+
+
 def test_crd_toggles(render: Render) -> None:
     crds = by_kind(render(), "CustomResourceDefinition")
     assert sorted(c["metadata"]["name"] for c in crds) == [

@@ -242,14 +242,19 @@ def probe_log(kube: FakeKube, mpijob: dict[str, Any]) -> str:
 def test_every_probe_job_measured_publishes_the_fit_and_points_the_cluster_at_it() -> None:
     kube, events = FakeKube(), Events()
     started(kube, events)
-    for _ in range(50):  # one probe job at a time (batch.maxConcurrentJobs: 1)
+    for i in range(50):  # one probe job at a time (batch.maxConcurrentJobs: 1)
         running = kube.custom.list(MPIJOB, NS)
         if not running:
             break
         assert len(running) == 1
-        kube.finish_mpijob(NS, running[0]["metadata"]["name"], ok=True, log=probe_log(kube, running[0]))
+        # the scheduler spread the first job's workers over two nodes, every later one over a third and one
+        # of those: three client nodes in all
+        nodes = ("node-a", "node-b") if i == 0 else ("node-b", "node-c")
+        kube.finish_mpijob(NS, running[0]["metadata"]["name"], ok=True, log=probe_log(kube, running[0]),
+                           worker_nodes=nodes)
         st = step(kube, events)
     assert st["phase"] == "Succeeded" and ready(st)["status"] == "True", ready(st)
+    assert st["fit"]["clientNodes"] == (3 if i > 1 else 2), st["fit"]
     assert st["jobs"]["succeeded"] == st["jobs"]["total"] and st["cells"]["progress"].split("/")[0] == \
         st["cells"]["progress"].split("/")[1]
     for p in ("e", "alpha_seq", "beta"):  # the model the synthetic platform follows, recovered

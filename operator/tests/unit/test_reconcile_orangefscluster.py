@@ -327,6 +327,33 @@ def test_auto_spreads_when_nodes_suffice_and_a_lost_node_restarts_nothing() -> N
     assert status(kube)["placement"]["spread"] == "Preferred"
 
 
+def test_a_node_that_stops_reporting_is_named_with_its_servers_and_the_cluster_recovers_alone() -> None:
+    kube, events = FakeKube(), Events()
+    for name in ("n1", "n2"):
+        kube.add_node(name)
+    rec.reconcile(context(kube, events), create(kube))  # 2 servers
+    kube.roll_out(NS, STS, nodes=["n1", "n2"])
+    rec.refresh_status(context(kube, events), fresh(kube))
+    st = status(kube)
+    assert st["phase"] == "Ready" and condition(st, "NodesReady")["status"] == "True", st
+    # n2's kubelet goes silent: the node controller marks it Unknown and its pods not Ready
+    kube.add_node("n2", ready=False)
+    kube.roll_out(NS, STS, ready=1, nodes=["n1", "n2"])
+    rec.refresh_status(context(kube, events), fresh(kube))
+    st = status(kube)
+    lost = condition(st, "NodesReady")
+    assert st["phase"] == "Degraded" and lost["status"] == "False" and lost["reason"] == "NodeNotReady", st
+    assert f"n2 (server {STS}-1 on it) not Ready" in lost["message"], lost
+    assert condition(st, "Ready")["reason"] == "NodeNotReady" and "n2" in condition(st, "Ready")["message"]
+    assert any(t == "Warning" and r == "NodeNotReady" and "n2" in m for t, r, m in events.posted), events.posted
+    # the node back, its server Ready: Ready again without anyone's help
+    kube.add_node("n2")
+    kube.roll_out(NS, STS, nodes=["n1", "n2"])
+    rec.refresh_status(context(kube, events), fresh(kube))
+    st = status(kube)
+    assert st["phase"] == "Ready" and condition(st, "NodesReady")["status"] == "True", st
+
+
 def test_servers_an_older_operator_placed_keep_their_template() -> None:
     kube, events = FakeKube(), Events()
     for name in ("n1", "n2"):

@@ -55,3 +55,10 @@ def hostname(node: Mapping[str, Any]) -> str:
     affinity is matched against), which the kubelet may set to something else than the node's name."""
     meta = node.get("metadata") or {}
     return str((meta.get("labels") or {}).get(HOSTNAME_LABEL) or meta.get("name") or "")
+
+
+def ready(node: Mapping[str, Any]) -> bool:
+    """Whether the node's kubelet reports it Ready (its `Ready` condition True). A node the kubelet stopped
+    reporting turns `Unknown` after the node controller's grace period (40-50 s)."""
+    conds = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)

@@ -47,7 +47,15 @@ def params_block(result: FitResult) -> dict[str, Any]:
     return out
 
 
-def fit_block(result: FitResult) -> dict[str, Any]:
+def client_nodes(index: dict[str, Any]) -> int | None:
+    """How many distinct nodes the run's probe workers ran on, from the run's index (each collected job's
+    `nodes`); None when no job recorded any (a run collected by an older operator)."""
+    nodes = {n for entry in index.values() if isinstance(entry, dict) for n in entry.get("nodes") or []}
+    return len(nodes) or None
+
+
+def fit_block(result: FitResult, nodes: int | None = None) -> dict[str, Any]:
+    """The status `fit` block; `nodes`: the client nodes the probes measured (client_nodes)."""
     cond = result.design.condition
     out: dict[str, Any] = {
         "rSquared": _finite(result.r2),
@@ -55,6 +63,7 @@ def fit_block(result: FitResult) -> dict[str, Any]:
         "maxRelativeError": _finite(result.max_relative_error),
         "medianRelativeError": _finite(result.median_relative_error),
         "cells": len(result.cells),
+        "clientNodes": nodes,
         "rank": result.design.rank,
         "condition": cond if math.isfinite(cond) else -1,
         "identified": result.determined,

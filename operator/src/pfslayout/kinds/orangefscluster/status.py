@@ -2,7 +2,8 @@
 
 Phases: `Pending` (no StatefulSet yet), `Provisioning` (servers starting or rolling), `Ready`,
 `Degraded` (was serving and lost servers, or a change was refused), `Failed` (invalid spec),
-`Terminating`. Conditions: `Ready`, `ServersAvailable`, `SpecApplied`, `ServersSpread` (placement.py;
+`Terminating`. Conditions: `Ready`, `ServersAvailable`, `NodesReady` (False naming each node that is not
+Ready and the servers on it: a node lost), `SpecApplied`, `ServersSpread` (placement.py;
 False when Required spreading keeps servers Pending -- a Warning, but not a phase of its own: the spec
 is valid, and the servers that run serve).
 """
@@ -33,7 +34,8 @@ PHASES = ("Pending", "Provisioning", "Ready", "Degraded", "Failed", "Terminating
 # A server pod stuck on its image (STUCK_REASONS: it cannot be pulled or started) warns too.
 EVENT_POLICY = EventPolicy(troubled_phases=frozenset({"Degraded", "Failed"}),
                            warning_reasons=frozenset({"ScaleDownRefused", "ImmutableFieldChanged", "InvalidSpec",
-                                                      "NotEnoughNodes", "Unschedulable"}) | STUCK_REASONS)
+                                                      "NotEnoughNodes", "Unschedulable", "NodeNotReady"})
+                           | STUCK_REASONS)
 
 # What to change when a server's image cannot be had: the field, and where a release sets its default.
 IMAGE_FIX = ("set spec.image, or the operator's default (the chart's images.orangefs), to an image the nodes "
@@ -54,18 +56,33 @@ class Observed:
     unschedulable: dict[int, str] = field(default_factory=dict)
     # How many nodes the servers may use (placement.eligible_nodes); None when not looked at.
     eligible_nodes: int | None = None
+    # The servers whose node is not Ready (its kubelet silent: stopped, cut off) or gone: ordinal -> node.
+    lost: dict[int, str] = field(default_factory=dict)
 
 
 def observe(statefulset: dict[str, Any] | None, pods: list[dict[str, Any]], statefulset_name: str,
-            eligible_nodes: int | None) -> Observed:
-    """Observed from the server StatefulSet, its pods and the count of eligible nodes."""
+            eligible_nodes: int | None, ready_nodes: frozenset[str] | None = None) -> Observed:
+    """Observed from the server StatefulSet, its pods, the count of eligible nodes and the names of the
+    Ready nodes (None: not looked at)."""
     if statefulset is None:
         return Observed(None, eligible_nodes=eligible_nodes)
     by_ordinal = pods_by_ordinal(pods, statefulset_name)
     waiting = {i: unschedulable(p) for i, p in by_ordinal.items()}
-    return Observed(statefulset, {i: pod_ready(p) for i, p in by_ordinal.items()}, pod_failure(pods),
-                    {i: pod_node(p) for i, p in by_ordinal.items() if pod_node(p)},
-                    {i: why for i, why in waiting.items() if why is not None}, eligible_nodes)
+    nodes = {i: pod_node(p) for i, p in by_ordinal.items() if pod_node(p)}
+    lost = {} if ready_nodes is None else {i: n for i, n in nodes.items() if n not in ready_nodes}
+    return Observed(statefulset, {i: pod_ready(p) for i, p in by_ordinal.items()}, pod_failure(pods), nodes,
+                    {i: why for i, why in waiting.items() if why is not None}, eligible_nodes, lost)
+
+
+def lost_message(lost: dict[int, str], names: list[str]) -> str:
+    """Which nodes are not Ready and the servers on each, e.g. `node w2 is not Ready (server s-1 on it)`."""
+    by_node: dict[str, list[str]] = {}
+    for i, node in sorted(lost.items()):
+        by_node.setdefault(node, []).append(names[i] if i < len(names) else str(i))
+    parts = [f"{node} ({'server' if len(s) == 1 else 'servers'} {', '.join(s)} on it)" for node, s in by_node.items()]
+    return (f"{'node' if len(parts) == 1 else 'nodes'} {'; '.join(parts)} not Ready: clients of "
+            f"{'that server' if len(lost) == 1 else 'those servers'} fail after the client retry budget "
+            "until the node is back, and the data on it stays there")
 
 
 @dataclass(frozen=True)
@@ -145,6 +162,7 @@ def compute_status(*, generation: int, topology: Topology, refusals: tuple[Refus
     old_conditions = previous.get("conditions") or []
     phase = phase_of(topology, observed, refusals, previous.get("phase"), error)
     ready = ready_servers(observed, topology)
+    names = [naming.server_alias(placed.statefulset if placed else "", i) for i in range(topology.servers)]
     if error:
         ready_reason, ready_msg = "InvalidSpec", error
     elif refusals:
@@ -153,6 +171,9 @@ def compute_status(*, generation: int, topology: Topology, refusals: tuple[Refus
         ready_reason, ready_msg = "AllServersReady", f"{ready}/{topology.servers} servers Ready"
     elif phase == "Pending":
         ready_reason, ready_msg = "Pending", "server StatefulSet not created yet"
+    elif observed.lost and phase != "Ready":
+        ready_reason = "NodeNotReady"
+        ready_msg = f"{ready}/{topology.servers} servers Ready; {lost_message(observed.lost, names)}"
     elif observed.stuck is not None:
         ready_reason = observed.stuck.reason
         ready_msg = f"{ready}/{topology.servers} servers Ready; {observed.stuck.message}: {IMAGE_FIX}"
@@ -165,6 +186,10 @@ def compute_status(*, generation: int, topology: Topology, refusals: tuple[Refus
         condition("Ready", phase == "Ready", ready_reason, ready_msg, generation, now, old_conditions),
         condition("ServersAvailable", available, "AllServersReady" if available else "ServersNotReady",
                   f"{ready}/{topology.servers} servers Ready", generation, now, old_conditions),
+        # the nodes under the servers: which one failed and what was on it
+        condition("NodesReady", not observed.lost, "NodeNotReady" if observed.lost else "NodesReady",
+                  lost_message(observed.lost, names) if observed.lost else "every server's node is Ready",
+                  generation, now, old_conditions),
         condition("SpecApplied", not refusals and not error,
                   "InvalidSpec" if error else (refusals[0].reason if refusals else "Applied"),
                   error or ("; ".join(r.message for r in refusals) if refusals
@@ -182,7 +207,6 @@ def compute_status(*, generation: int, topology: Topology, refusals: tuple[Refus
     if endpoint_block is not None:
         status["endpoints"] = endpoint_block
     if placed is not None:
-        names = [naming.server_alias(placed.statefulset, i) for i in range(topology.servers)]
         verdict = placement.spread_verdict(placed.requested, placed.spread, names, observed.eligible_nodes,
                                            observed.nodes, observed.unschedulable)
         conditions.append(condition(placement.CONDITION, verdict.ok, verdict.reason, verdict.message, generation,

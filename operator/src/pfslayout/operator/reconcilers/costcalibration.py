@@ -60,6 +60,16 @@ class Run:
         return dict(json.loads(self.data.get(objs.INDEX_KEY) or "{}"))
 
 
+def pod_role(pod: dict[str, Any]) -> str:
+    return str((pod["metadata"].get("labels") or {}).get("training.kubeflow.org/job-role", ""))
+
+
+def worker_nodes(pods: list[dict[str, Any]]) -> list[str]:
+    """The nodes a probe job's worker pods ran on, sorted (a pod the scheduler never placed has none)."""
+    return sorted({str((p.get("spec") or {}).get("nodeName")) for p in pods
+                   if pod_role(p) == "worker" and (p.get("spec") or {}).get("nodeName")})
+
+
 def run_for(body: dict[str, Any]) -> str:
     """What a run answers: the spec generation and the on-demand annotation's value."""
     meta = body["metadata"]
@@ -187,11 +197,11 @@ class Reconcile(Reconciler):
 
     def collect(self, run: Run, plan: ProbePlan, job: ProbeJob, mpijob: dict[str, Any]) -> Failure | None:
         name = mpijob["metadata"]["name"]
-        pods = self.kube.list("Pod", self.owner.namespace, selector_string({
-            "training.kubeflow.org/job-name": name, "training.kubeflow.org/job-role": "launcher"}))
+        pods = self.kube.list("Pod", self.owner.namespace, selector_string({"training.kubeflow.org/job-name": name}))
         log = ""
         for pod in pods:
-            log = self.kube.pod_log(self.owner.namespace, pod["metadata"]["name"]) or log
+            if pod_role(pod) == "launcher":
+                log = self.kube.pod_log(self.owner.namespace, pod["metadata"]["name"]) or log
         expect = {inv.key: inv.servers for inv in job.invocations}
         try:
             docs = extract(log, job.keys, expect)
@@ -199,8 +209,9 @@ class Reconcile(Reconciler):
             return Failure("ProbeOutputInvalid", f"MPIJob {name}: {err}; launcher log tail:\n{tail(log, 12)}")
         run.data.update(docs)
         index = run.index
+        # the nodes its ranks ran on: the fit says how many client nodes it measured (st.client_nodes)
         index[str(job.index)] = {"mpijob": name, "uid": mpijob["metadata"].get("uid"), "collected": now(),
-                                 "keys": list(job.keys)}
+                                 "keys": list(job.keys), "nodes": worker_nodes(pods)}
         run.data[objs.INDEX_KEY] = json.dumps(index, sort_keys=True)
         self.save(run)  # before the delete: a restart in between finds the documents, not the job
         self.kube.custom.delete(MPIJOB, self.owner.namespace, name)
@@ -242,7 +253,8 @@ class Reconcile(Reconciler):
                                   st.history_entry(run.number, self.generation, completion, reason, result),
                                   spec.history_limit)
         status = self.write({
-            "phase": "Succeeded", **self.identity(run), "params": st.params_block(result), "fit": st.fit_block(result),
+            "phase": "Succeeded", **self.identity(run), "params": st.params_block(result),
+            "fit": st.fit_block(result, st.client_nodes(run.index)),
             "cells": st.progress(plan.total_cells, plan.total_cells),
             "jobs": {"total": len(plan.jobs), "succeeded": len(plan.jobs), "failed": 0, "running": 0},
             "configMapName": cm_name, "completionTime": completion, "history": history,

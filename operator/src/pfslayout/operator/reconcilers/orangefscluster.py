@@ -7,11 +7,13 @@ the context's `post` callable (Kopf's `kopf.event` in the operator). Each entry 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from pfslayout import metrics, naming
 from pfslayout.errors import InputError
+from pfslayout.k8s import nodes as k8s_nodes
 from pfslayout.k8s.meta import selector_string
 from pfslayout.k8s.workloads import job_state, pod_node
 from pfslayout.kinds import COST_CALIBRATION as CC
@@ -118,10 +120,19 @@ class Reconcile(Reconciler):
         status = self.observe_and_write(spec, decision, sts, nodes)
         return Outcome(status, decision, tuple(changes))
 
+    @functools.cached_property
+    def all_nodes(self) -> list[dict[str, Any]]:
+        """Every Node, read once per reconcile or status refresh (so `status.placement`, the ServersSpread
+        and NodesReady conditions follow nodes joining, leaving and failing)."""
+        return self.kube.list("Node", "", "")
+
     def eligible_nodes(self, spec: OrangeFSClusterSpec) -> list[Node]:
-        """The nodes the servers may use, from every Node (read at each reconcile and status refresh, so
-        `status.placement.eligibleNodes` and the ServersSpread condition follow nodes joining and leaving)."""
-        return placement.eligible_nodes(spec, self.kube.list("Node", "", ""))
+        """The nodes the servers may use."""
+        return placement.eligible_nodes(spec, self.all_nodes)
+
+    def ready_nodes(self) -> frozenset[str]:
+        """The names of the nodes whose kubelet reports Ready: a server on any other is lost with its node."""
+        return frozenset(str(n["metadata"]["name"]) for n in self.all_nodes if k8s_nodes.ready(n))
 
     def volumes(self) -> list[dict[str, Any]]:
         """The cluster's hostPath PersistentVolumes (cluster-scoped: found by their labels)."""
@@ -169,7 +180,7 @@ class Reconcile(Reconciler):
         sts_name = naming.server_statefulset(self.owner.name)
         pods = [] if sts is None else self.kube.list("Pod", self.owner.namespace,
                                                      selector_string(m.selector(self.owner, objs.SERVER)))
-        observed = st.observe(sts, pods, sts_name, len(nodes))
+        observed = st.observe(sts, pods, sts_name, len(nodes), self.ready_nodes())
         conf = fs_conf_for(spec, self.owner.name, self.owner.namespace, decision.topology,
                            cluster_domain=self.cluster_domain)
         endpoints = st.endpoints(conf, observed, spec.client.mount_path, naming.server_service(self.owner.name),
