@@ -23,6 +23,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/cluster/lib.sh"
 
 mode=${PFSLAYOUT_E2E_MODE:-}
+if [ -n "$mode" ] && [ -f "$STATE_DIR/mode" ] && [ "$(cat "$STATE_DIR/mode")" != "$mode" ]; then
+  die "$STATE_DIR holds a $(cat "$STATE_DIR/mode") cluster, not $mode: stop it first (e2e/harness/cluster.sh down) or set PFSLAYOUT_E2E_STATE to another directory"
+fi
 if [ -z "$mode" ]; then
   # A state directory remembers which kind of cluster it holds, so `down` never guesses.
   if [ -f "$STATE_DIR/mode" ]; then mode=$(cat "$STATE_DIR/mode")

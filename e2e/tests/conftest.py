@@ -58,7 +58,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if not any("cluster" in getattr(item, "fixturenames", ()) for item in items):
         return
-    subprocess.run([str(CLUSTER_SH), "build"], stdout=subprocess.DEVNULL, timeout=UP_TIMEOUT_S, check=False)
+    # Quiet: a failed build fails again, with its output, in the cluster fixture's `up`.
+    subprocess.run([str(CLUSTER_SH), "build"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=UP_TIMEOUT_S, check=False)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

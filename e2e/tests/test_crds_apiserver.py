@@ -48,7 +48,7 @@ def test_short_names_and_category_resolve(cluster, ns: str) -> None:  # noqa: AN
 def test_defaults_are_filled_in_by_the_api_server(cluster, ns: str) -> None:  # noqa: ANN001
     cluster.kubectl("create", "-n", ns, "-f", str(ACCEPTED / "orangefscluster-minimal.yaml"))
     spec = cluster.kubectl_json("get", "ofs", "minimal", "-n", ns)["spec"]
-    assert spec["servers"] == {"count": 4}
+    assert spec["servers"] == {"count": 4, "spread": "Auto"}
     assert spec["storage"] == {"type": "emptyDir"}
     assert spec["fs"] == {"name": "orangefs"}
     assert spec["ports"] == {"tcp": 3334}

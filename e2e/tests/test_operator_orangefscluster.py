@@ -164,7 +164,8 @@ def test_small_cluster_lifecycle(cluster, operator: Operator, namespace: str) ->
     assert ep["service"] == f"{name}-server" and ep["fsConfConfigMap"] == f"{name}-fs-conf"
     assert ep["servers"][1]["url"] == f"tcp://{name}-server-1.{name}-server.{ns}.svc.cluster.local:3334"
     assert all(s["ready"] for s in ep["servers"]) and ep["uri"] == tab["data"]["pvfs2tab"].split()[0]
-    assert {c["type"] for c in st["conditions"]} == {"Ready", "ServersAvailable", "SpecApplied"}
+    assert {c["type"] for c in st["conditions"]} == {"Ready", "ServersAvailable", "NodesReady", "SpecApplied",
+                                                     "ServersSpread"}
     reasons = {e["reason"] for e in events(cluster, ns, name)}
     assert {"Created", "PhaseReady"} <= reasons, reasons
 

@@ -21,13 +21,12 @@ from pfslayout.images import DEFAULT_ORANGEFS_IMAGE
 from pfslayout.kinds.costcalibration.probe_plan import make_plan
 from pfslayout.kinds.costcalibration.spec import parse_spec
 from pfstestkit import REPO
+from pfstestkit.calibrations import CC, cc_status, ready, wait_terminal
 from pfstestkit.cluster import Cluster
-from pfstestkit.mpijobs import stalled
-from pfstestkit.ofs_pods import operator_log, wait_ofs_ready
+from pfstestkit.ofs_pods import wait_ofs_ready
 from pfstestkit.probe import SMALL_CALIBRATION_GRID
 from pfstestkit.real import assert_real_pods, place
 
-CC = "costcalibrations.pfslayout.io"
 PARAMS = ("e", "v", "alpha_seq", "alpha_rand", "beta")
 
 
@@ -36,30 +35,6 @@ def example() -> tuple[dict[str, Any], dict[str, Any]]:
     ofs = next(d for d in docs if d["kind"] == "OrangeFSCluster")
     cc = next(d for d in docs if d["kind"] == "CostCalibration")
     return ofs, cc
-
-
-def cc_status(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
-    return cluster.kubectl_json("get", CC, name, "-n", ns).get("status") or {}
-
-
-def ready(status: dict[str, Any]) -> dict[str, Any]:
-    return next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), {})
-
-
-def wait_terminal(cluster, ns: str, name: str, run: int, timeout: float = 600) -> dict[str, Any]:  # noqa: ANN001
-    def probe() -> dict[str, Any] | None:
-        st = cc_status(cluster, ns, name)
-        return st if st.get("run", 0) >= run and st.get("phase") in ("Succeeded", "Failed") else None
-    try:
-        return cluster.wait_until(probe, f"{ns}/{name} run {run} to finish", timeout=timeout, interval=2)
-    except AssertionError as err:
-        # A probe job that never finishes (a launcher Running for the whole wait, 2026-11-29) is explained
-        # by its own pods: each unfinished probe MPIJob's launcher log and processes (mpijobs.stalled).
-        jobs = cluster.kubectl("get", "mpijobs.kubeflow.org", "-n", ns, "-l", f"pfslayout.io/calibration={name}",
-                               "-o", "name", check=False).stdout.split()
-        stuck = "\n".join(stalled(cluster, ns, job.rpartition("/")[2]) for job in jobs)
-        raise AssertionError(f"{err}\nstatus: {cc_status(cluster, ns, name)}\n{stuck}\n"
-                             f"operator log:\n{operator_log(cluster)}") from None
 
 
 def events(cluster, ns: str, name: str) -> list[dict[str, Any]]:  # noqa: ANN001

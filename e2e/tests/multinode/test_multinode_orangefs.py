@@ -2,7 +2,8 @@
 servers over distinct nodes and says in status where each runs; a server restarted comes back on the
 node that holds its data and every byte written before reads back; an MPIJob whose workers are on three
 nodes runs IOR through ROMIO's pvfs2: driver against servers on other nodes; asking for more distinct
-nodes than there are leaves a server Pending with a condition naming the field."""
+nodes than there are leaves a server Pending with a condition naming the field; a CostCalibration probes
+from workers on distinct nodes and its fit says how many."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pfstestkit.calibrations import ready, wait_terminal
 from pfstestkit.ior import IOR_BLOCK, ior_mpijob, ior_summary
 from pfstestkit.kinds import MOUNT, OFS
 from pfstestkit.ofs_pods import datafile_servers, datafiles, deployment_pods, sh, toolbox, wait_ofs_ready
@@ -85,6 +87,8 @@ def test_servers_on_distinct_nodes_keep_their_data_and_serve_ior_across_nodes(
              f"set -e; cd /tmp; pvfs2-cp {MOUNT}/kept.bin out.bin; sha256sum out.bin; rm -f out.bin", timeout=300)
     assert out.split()[0] == want, f"read back after the restart differs from what was written:\n{out}"
 
+    if storage != "pvc":
+        return  # IOR across nodes once: the servers it talks to are the same with either storage
     # IOR from three workers, one per node, against the three servers.
     sh(cluster, namespace, tool, f"pvfs2-mkdir {MOUNT}/ior")
     workers = ranks = 3
@@ -144,3 +148,37 @@ def test_required_spread_over_more_servers_than_nodes_says_so(cluster, incluster
     events = cluster.kubectl("get", "events", "-n", namespace, "--field-selector",
                              f"involvedObject.name={name},type=Warning", "-o", "jsonpath={.items[*].reason}").stdout
     assert "NotEnoughNodes" in events, events
+
+
+def test_calibration_probes_from_workers_on_distinct_nodes_and_says_how_many(
+        cluster, incluster_operator, namespace: str) -> None:  # noqa: ANN001
+    """A CostCalibration whose grid stands for three client nodes: its probe MPIJobs' workers land on three
+    nodes (the operator's pod anti-affinity), their ranks reach servers on other nodes, and the published
+    fit says it measured three client nodes."""
+    servers = nodes = 3
+    cluster.apply(ofs("probed", servers, {"type": "emptyDir", "size": "256Mi"}), namespace=namespace)
+    cc = {"apiVersion": "pfslayout.io/v1alpha1", "kind": "CostCalibration", "metadata": {"name": "probed"},
+          "spec": {"clusterRef": {"name": "probed"}, "probeImage": "pfslayout/mpi:dev", "backend": "pvfs2",
+                   # the mechanics on a small grid, not the platform's parameters: any fit will do
+                   "grid": {"nodes": nodes, "ranksPerNode": 1, "requestSizes": [65536, 1048576],
+                            "requestsPerRank": 8, "minBytesPerRank": 1 << 20, "repetitions": 2, "maxConfigs": 8},
+                   "fit": {"minRSquared": 0}}}
+    cluster.apply(cc, namespace=namespace)
+    wait_ofs_ready(cluster, namespace, "probed", servers)
+
+    def workers() -> list[dict[str, Any]] | None:
+        pods = cluster.kubectl_json("get", "pods", "-n", namespace, "-l",
+                                    "pfslayout.io/calibration=probed,training.kubeflow.org/job-role=worker")["items"]
+        placed = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
+        return placed if len(placed) >= nodes else None
+    probe_workers = cluster.wait_until(workers, f"{nodes} probe workers placed", timeout=300, interval=1)
+    assert_real_pods(cluster, probe_workers)
+    by_job: dict[str, set[str]] = {}
+    for p in probe_workers:
+        by_job.setdefault(p["metadata"]["labels"]["training.kubeflow.org/job-name"], set()).add(p["spec"]["nodeName"])
+    assert any(len(n) == nodes for n in by_job.values()), f"a probe job's workers share nodes: {by_job}"
+
+    st = wait_terminal(cluster, namespace, "probed", 1)
+    assert st["phase"] == "Succeeded", st
+    assert st["fit"]["clientNodes"] == nodes, st["fit"]
+    assert ready(st)["reason"] in ("Fitted", "PoorFit"), ready(st)
