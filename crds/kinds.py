@@ -136,6 +136,11 @@ def orangefs_cluster_spec() -> Schema:
                          "one server until it grows past a strip. Omitted: on when every server holds "
                          "metadata (genconfig's rule). Stuffed files created through directory hints start "
                          "unstriped, so layout experiments turn it off."},
+        "syncData": {"type": "boolean", "default": True,
+                     "description": "`TroveSyncData` in `fs.conf`: every write is on the server's disk, its "
+                     "datafile's new size included, before it is acknowledged. Off (faster small writes) a "
+                     "server that is killed or loses its node serves the bytes it acknowledged last as "
+                     "zeros after its restart; only for throwaway data."},
     }, rules=[rule("has(self.id) == has(oldSelf.id) && (!has(self.id) || self.id == oldSelf.id)",
                    "fs.id is immutable and cannot be added or removed after creation", ".id")], default={})
 

@@ -35,8 +35,10 @@ def render(servers: list[Endpoint], storage: Path) -> dict[str, Any]:
     """The render document (fsConf, pvfs2tab, servers) for servers at the namespaces' addresses. Without
     FileStuffing: a stuffed file stays on one server until it grows, so a file created through directory
     hints would not start with the layout under test (the probe's own files are placed explicitly)."""
+    # --no-sync-data: the lab's data is throwaway and its recorded results (docs/results.md) were measured
+    # without a sync per write; the operator's clusters sync (FsConf.sync_data).
     args = ["render", "fs-conf", "--name", FS_NAME, "--namespace", "lab", "--servers", str(len(servers)),
-            "--storage-root", str(storage), "--mount-path", MOUNT, "--no-file-stuffing", "--json"]
+            "--storage-root", str(storage), "--mount-path", MOUNT, "--no-file-stuffing", "--no-sync-data", "--json"]
     for end in servers:
         args += ["--address", f"{end.ip}:{PORT}"]
     doc: dict[str, Any] = pfslayout_json(*args)

@@ -135,13 +135,10 @@ def test_a_node_lost_is_named_writes_fail_clearly_and_everything_comes_back(
         lost_files = {i for i, url in enumerate(order) if any(f"//{s}." in url for s in lost_servers)}
         strips = [(got[i:i + STRIP], data[i:i + STRIP]) for i in range(0, len(data), STRIP)]
         bad = [i for i, (g, d) in enumerate(strips) if g != d]
-        known = bad and all(i % len(order) in lost_files and not any(strips[i][0]) for i in bad)
-        if known:
-            # Known, not fixed (issue 32): the returned server still has every byte on disk (its bstream
-            # file compared equal to the strips written, 2026-11-29), yet after a hard stop it serves the
-            # datafile as empty and the strips read back as zeros -- presumably the datafile's size, kept
-            # in its Berkeley DB attributes, was not synced when the node died. Not a pass: every byte
-            # acknowledged must read back; an xfail names it in every run until it is fixed.
-            pytest.xfail(f"{len(bad)} of {len(data) // STRIP} strips (all of {lost_servers}'s) read back as "
-                         f"zeros after {lost} was stopped and started; the bytes are on its disk")
-        raise AssertionError(f"read back after the node returned differs in strips {bad} ({lost}: {lost_servers})")
+        zeros = [i for i in bad if not any(strips[i][0])]
+        # With TroveSyncData off (the operator's fs.conf before 2026-11-29) this was every strip of the
+        # returned server, as zeros: its datafile's size had not reached its database before the stop
+        # (operator/tests/orangefs/test_killed_server_loopback.py).
+        raise AssertionError(f"read back after {lost} returned: {len(got)} of {len(data)} bytes, strips {bad} differ "
+                             f"({len(zeros)} all zeros; datafiles of {lost_servers}: {sorted(lost_files)} of "
+                             f"{len(order)})")

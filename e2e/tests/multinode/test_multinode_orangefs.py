@@ -18,6 +18,7 @@ import pytest
 from pfstestkit.calibrations import ready, wait_terminal
 from pfstestkit.ior import IOR_BLOCK, ior_mpijob, ior_summary
 from pfstestkit.kinds import MOUNT, OFS
+from pfstestkit.mpijobs import finished, launcher_log
 from pfstestkit.ofs_pods import datafile_servers, datafiles, deployment_pods, sh, toolbox, wait_ofs_ready
 from pfstestkit.real import assert_real_pods
 
@@ -94,14 +95,8 @@ def test_servers_on_distinct_nodes_keep_their_data_and_serve_ior_across_nodes(
     workers = ranks = 3
     cluster.apply(ior_mpijob("ior", name, workers, ranks, cluster.mode, spread=True), namespace=namespace)
 
-    def finished() -> str | None:
-        job = cluster.kubectl_json("get", "mpijob", "ior", "-n", namespace)
-        conds = {c["type"]: c for c in (job.get("status") or {}).get("conditions") or []}
-        if conds.get("Failed", {}).get("status") == "True":
-            logs = cluster.kubectl("logs", "-n", namespace, "job/ior-launcher", check=False)
-            raise AssertionError(f"MPIJob failed: {conds['Failed'].get('message')}\n{logs.stdout}{logs.stderr}")
-        return "done" if conds.get("Succeeded", {}).get("status") == "True" else None
-    cluster.wait_until(finished, "the MPIJob to succeed", timeout=600, interval=2)
+    outcome = finished(cluster, namespace, "ior", timeout=600)
+    assert outcome == "Succeeded", f"MPIJob {outcome}:\n{launcher_log(cluster, namespace, 'ior')}"
     job_pods = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", "training.kubeflow.org/job-name=ior")["items"]
     assert_real_pods(cluster, job_pods)
     worker_nodes = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in job_pods

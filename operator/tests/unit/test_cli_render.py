@@ -71,6 +71,10 @@ def test_json_document() -> None:
     assert parse_fs_conf(on["fsConf"]).defaults["LogFile"] == "/var/log/ofs.log"
     off = json.loads(cli("render", "fs-conf", "--name", "demo", "--no-file-stuffing", "--json").stdout)
     assert parse_fs_conf(off["fsConf"]).filesystem["FileStuffing"] == "no"
+    # writes synced by default; the lab's throwaway servers turn it off
+    assert on["syncData"] is True and parse_fs_conf(on["fsConf"]).filesystem["StorageHints.TroveSyncData"] == "yes"
+    lab = json.loads(cli("render", "fs-conf", "--name", "demo", "--no-sync-data", "--json").stdout)
+    assert lab["syncData"] is False and parse_fs_conf(lab["fsConf"]).filesystem["StorageHints.TroveSyncData"] == "no"
 
 
 def test_service_and_addresses_change_only_the_urls() -> None:

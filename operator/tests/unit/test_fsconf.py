@@ -101,6 +101,14 @@ def test_file_stuffing_and_log_file_options_override_the_defaults() -> None:
     assert err.value.field == "logFile"
 
 
+def test_writes_sync_data_unless_the_spec_says_otherwise() -> None:
+    # off, a killed server loses the size of what it acknowledged last (test_killed_server_loopback.py)
+    assert parse_fs_conf(render_fs_conf(conf_for(4))).filesystem["StorageHints.TroveSyncData"] == "yes"
+    off = parse_fs_conf(render_fs_conf(conf_for(4, fs={"syncData": False})))
+    assert off.filesystem["StorageHints.TroveSyncData"] == "no"
+    assert off.filesystem["StorageHints.TroveSyncMeta"] == "yes"
+
+
 def test_distributions_and_default_num_dfiles() -> None:
     simple = parse_fs_conf(render_fs_conf(conf_for(4, distribution={"stripSize": 1048576})))
     assert simple.distribution == {"name": "simple_stripe", "params": {"strip_size": 1048576}}

@@ -46,7 +46,8 @@ def build(*, name: str | None, namespace: str | None, servers: int | None, servi
           distribution: str | None, strip_size: int | None, num_groups: int | None,
           group_strip_factor: int | None, num_datafiles: int | None, cluster_domain: str,
           addresses: list[str] | None, storage_root: str | None, manifest: str | None,
-          file_stuffing: bool | None = None, log_file: str | None = None) -> FsConf:
+          file_stuffing: bool | None = None, log_file: str | None = None,
+          sync_data: bool | None = None) -> FsConf:
     raw: dict[str, Any] = {}
     if manifest:
         m_name, m_ns, raw = _from_manifest(manifest)
@@ -70,6 +71,8 @@ def build(*, name: str | None, namespace: str | None, servers: int | None, servi
         fs["id"] = fs_id
     if file_stuffing is not None:
         fs["fileStuffing"] = file_stuffing
+    if sync_data is not None:
+        fs["syncData"] = sync_data
     raw["fs"] = fs
     if port is not None:
         raw["ports"] = {**(raw.get("ports") or {}), "tcp": port}
@@ -118,6 +121,8 @@ def fs_conf(
         help="pvfs2tab mount point (in --json)")] = DEFAULT_MOUNT_PATH,
     file_stuffing: Annotated[bool | None, typer.Option("--file-stuffing/--no-file-stuffing",
         help="FileStuffing (default: on when every server holds metadata)")] = None,
+    sync_data: Annotated[bool | None, typer.Option("--sync-data/--no-sync-data",
+        help="TroveSyncData (default on: off loses acknowledged writes when a server is killed)")] = None,
     log_file: Annotated[str | None, typer.Option("--log-file",
         help="LogFile of every server (default /dev/null: servers in the foreground log to stderr)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
@@ -128,11 +133,12 @@ def fs_conf(
                  distribution=distribution, strip_size=strip_size, num_groups=num_groups,
                  group_strip_factor=group_strip_factor, num_datafiles=num_datafiles,
                  cluster_domain=cluster_domain, addresses=address, storage_root=storage_root, manifest=manifest,
-                 file_stuffing=file_stuffing, log_file=log_file)
+                 file_stuffing=file_stuffing, log_file=log_file, sync_data=sync_data)
     text = render_fs_conf(conf)
     if as_json:
         print_json({
             "fsName": conf.name, "fsId": conf.fs_id, "fileStuffing": conf.file_stuffing,
+            "syncData": conf.sync_data,
             "servers": [{"ordinal": s.ordinal, "alias": s.alias, "url": s.url, "metadata": s.metadata}
                         for s in conf.servers],
             "pvfs2tab": render_pvfs2tab(conf, mount_path),

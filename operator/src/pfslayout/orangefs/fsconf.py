@@ -93,6 +93,12 @@ class FsConf:
     meta_storage: str = DEFAULT_META_STORAGE
     log_file: str = DEFAULT_LOG_FILE
     stuffing: bool | None = None  # FileStuffing; None: genconfig's rule (see file_stuffing)
+    # TroveSyncData. Off, a write is acknowledged before its datafile's new size reaches the server's
+    # database on disk (dbpf-bstream.c syncs that size only for TROVE_SYNC writes): a server killed then
+    # serves the datafile as empty after its restart and the acknowledged strips read back as zeros
+    # (measured on loopback servers and on a kind node stopped, docs/reliability.md). On is OrangeFS's
+    # own default; off only where the data is throwaway and write speed is measured (the performance lab).
+    sync_data: bool = True
 
     @property
     def file_stuffing(self) -> bool:
@@ -230,7 +236,7 @@ def render_fs_conf(conf: FsConf) -> str:
         "\t</DataHandleRanges>",
         "\t<StorageHints>",
         "\t\tTroveSyncMeta yes",
-        "\t\tTroveSyncData no",
+        f"\t\tTroveSyncData {'yes' if conf.sync_data else 'no'}",
         "\t\tTroveMethod alt-aio",
         "\t</StorageHints>",
         "\t<Distribution>",

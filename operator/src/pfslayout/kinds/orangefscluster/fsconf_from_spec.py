@@ -85,5 +85,6 @@ def fs_conf_for(spec: OrangeFSClusterSpec, name: str, namespace: str, topology: 
                                   group_strip_factor=d.group_strip_factor),
         default_num_dfiles=d.num_datafiles,
         stuffing=spec.fs.file_stuffing,
+        sync_data=spec.fs.sync_data,
         **({"log_file": log_file} if log_file else {}),
     )

@@ -65,6 +65,7 @@ class FsIdentity(_Model):
     name: str = Field("orangefs", min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_-]*$")
     id: int | None = Field(None, ge=1, le=2**31 - 1)
     file_stuffing: bool | None = Field(None, alias="fileStuffing")
+    sync_data: bool = Field(True, alias="syncData")
 
 
 class Ports(_Model):
