@@ -50,7 +50,7 @@ def test_defaults_are_filled_in_by_the_api_server(cluster, ns: str) -> None:  # 
     spec = cluster.kubectl_json("get", "ofs", "minimal", "-n", ns)["spec"]
     assert spec["servers"] == {"count": 4, "spread": "Auto"}
     assert spec["storage"] == {"type": "emptyDir"}
-    assert spec["fs"] == {"name": "orangefs"}
+    assert spec["fs"] == {"name": "orangefs", "syncData": True}
     assert spec["ports"] == {"tcp": 3334}
     assert spec["distribution"] == {"name": "simple_stripe", "stripSize": 65536, "numDatafiles": 0}
     assert spec["reclaimPolicy"] == "Retain"

