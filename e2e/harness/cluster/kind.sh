@@ -110,20 +110,17 @@ host_up() {
 # The project's images (built when changed), pushed to the registry as on the local cluster; the references
 # are recorded for the tests (real.pushed_images). The nodes pull a pushed tag again once its digest changed.
 push_images() {
-  local pushed=$STATE_DIR/node/images.pushed node listing name ref
+  local pushed=$STATE_DIR/node/images.pushed node name digest
   mkdir -p "$STATE_DIR/node"
   PFSLAYOUT_REGISTRY_INSECURE=1 "$REPO_ROOT/images/build.sh" --push "$REGISTRY_ADDR" operator orangefs mpi \
     > "$pushed" || die "images/build.sh --push $REGISTRY_ADDR failed (see above)"
   # The tags stay `dev` and pods pull IfNotPresent: a node holding a tag at another digest than the one
   # pushed (an older build) drops it, so its next pod pulls the new one (node.sh does the same).
   for node in $("$KIND" get nodes --name "$CLUSTER_NAME"); do
-    listing=$("$ENGINE" exec "$node" ctr -n k8s.io images ls -q)
-    while read -r name ref; do
-      if grep -qx "$name" <<<"$listing" && ! grep -qx "${name%:*}@${ref##*@}" <<<"$listing"; then
-        log "dropping $name from $node: not the pushed ${ref##*@}"
-        "$ENGINE" exec "$node" ctr -n k8s.io images rm "$name" >/dev/null
-      fi
-    done < "$pushed"
+    while read -r name digest; do
+      log "dropping $name from $node: not the pushed $digest"
+      "$ENGINE" exec "$node" ctr -n k8s.io images rm "$name" >/dev/null
+    done < <(registry_stale_tags "$("$ENGINE" exec "$node" ctr -n k8s.io images ls -q)" "$pushed")
   done
 }
 

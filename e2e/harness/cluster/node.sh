@@ -319,7 +319,7 @@ YAML
 # from containerd, so the next pod pulls it. The pushed references are recorded in $NODE_DIR/images.pushed
 # (`<name> <registry>/<repository>:<tag>@<digest>`), which the e2e tests read.
 node_import_images() {
-  local list=$NODE_DIR/images.list pushed=$NODE_DIR/images.pushed name archive stamp ref
+  local list=$NODE_DIR/images.list pushed=$NODE_DIR/images.pushed name archive stamp
   local names=() n
   # PFSLAYOUT_E2E_IMAGES narrows what is built (e.g. `pause` for a bare node).
   # shellcheck disable=SC2086  # a list of image names
@@ -343,16 +343,11 @@ node_import_images() {
   : > "$pushed"
   [ ${#names[@]} -gt 0 ] || return 0
   "$REPO_ROOT/images/build.sh" --push "$REGISTRY_ADDR" "${names[@]}" > "$pushed" || die "images/build.sh --push $REGISTRY_ADDR failed (see above)"
-  local listing
-  listing=$(ctr_ images ls -q)
-  while read -r name ref; do
-    # A pull leaves `<repository>@<digest>` beside the tag; without it for the pushed digest the tag is an
-    # imported copy (from before the registry) or an older build: dropped, so the next pod pulls.
-    if grep -qx "$name" <<<"$listing" && ! grep -qx "${name%:*}@${ref##*@}" <<<"$listing"; then
-      log "dropping $name from containerd: not pulled from the registry at ${ref##*@}"
-      ctr_ images rm "$name" >/dev/null
-    fi
-  done < "$pushed"
+  local digest
+  while read -r name digest; do
+    log "dropping $name from containerd: not pulled from the registry at $digest"
+    ctr_ images rm "$name" >/dev/null
+  done < <(registry_stale_tags "$(ctr_ images ls -q)" "$pushed")
 }
 
 node_ready() {

@@ -33,6 +33,19 @@ registry_up() {
   wait_for "the image registry at $REGISTRY_ADDR" registry curl -fsS "http://$REGISTRY_ADDR/v2/"
 }
 
+# The tags of PUSHED (`<name> <registry>/<repository>:<tag>@<digest>` lines, images/build.sh --push) that a
+# containerd holds (LISTING: `ctr images ls -q`) but not at the pushed digest -- an imported copy or an
+# older build: the caller drops them, so the next pod pulls. A pull leaves `<repository>@<digest>` beside
+# the tag, which is what tells a pulled tag from another.
+registry_stale_tags() {
+  local listing=$1 pushed=$2 name ref
+  while read -r name ref; do
+    if grep -qx "$name" <<<"$listing" && ! grep -qx "${name%:*}@${ref##*@}" <<<"$listing"; then
+      echo "$name ${ref##*@}"
+    fi
+  done < "$pushed"
+}
+
 # containerd's registry hosts (its CRI `config_path`): the images' default registry, docker.io — their
 # names carry no registry (pfslayout.images) — and the registry's own address, both served by ours over
 # plain HTTP and never by anything outside.
