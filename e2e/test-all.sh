@@ -8,14 +8,16 @@
 # own builds are done (one worker per core), in the background — beside the Kubernetes build on a cold
 # machine, at equal priority, and from the start of the e2e session at the lowest CPU and I/O priority
 # (nice 19, ionice idle), so on a warm machine they run beside the e2e lanes taking what those leave;
-# and the e2e lanes on the cluster (PFSLAYOUT_E2E_WORKERS, default 3: three lanes side by side, then the
-# serial lane alone — on 2 cores 19 min against 27 with 2 and 38 one after another; 22 min with the other
-# tiers beside them, the CPUs 87 % busy). The other tiers' output is printed once they are done. At equal priority the two sessions were
-# tried once (2026-11): the other tiers' compilers and mpirun starved the API server and ten e2e tests
-# missed their deadlines; at the lowest priority they only take what the e2e lanes leave (docs/test-cluster.md).
-# The multinode tier runs last, on a kind cluster of four real nodes (docs/kind.md): kind and its node image
-# are built beside the e2e session (lowest priority), the local cluster is stopped, kind comes up, its tests
-# run in one process, and kind goes down.
+# and the e2e lanes on the clusters (PFSLAYOUT_E2E_WORKERS, default 3: three lanes side by side, then the
+# serial lane alone). At equal priority the two sessions were tried once (2026-11): the other tiers'
+# compilers and mpirun starved the API server and ten e2e tests missed their deadlines; at the lowest
+# priority they only take what the e2e lanes leave (docs/test-cluster.md).
+# The e2e tier runs on two clusters, one after the other: first its tests marked `local_cluster` (they
+# need the local control plane's own parts on this machine: its API server and etcd processes, the real
+# node's directories and containers, kwok's pod Stages) on the local cluster, while kind and its node image
+# are built beside them (lowest priority); then the local cluster is stopped, a kind cluster of one
+# control plane and three workers comes up (docs/kind.md), the rest of the e2e tier runs on its workers,
+# then the multinode tier in one process, and kind goes down.
 # Extra arguments go to pytest: `-m unit` (a tier expression) or test paths run just those and build
 # only what they need. An unknown tier or a missing path fails at once, before anything is installed.
 # Sources of OrangeFS/IOR: upstream by default, or PFSLAYOUT_SOURCE_MIRROR (docs/images.md).
@@ -27,10 +29,10 @@ step() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)" >&2; }
 
 # The arguments first: plain Python, nothing installed yet.
 plan=$(PYTHONPATH="$root/e2e/testkit" python3 -m pfstestkit.tiers plan "$@") || exit 2
-eval "$plan"   # TIERS, STEPS, OTHER_TIERS, E2E_TIERS, KIND_TIERS, REST
+eval "$plan"   # TIERS, STEPS, OTHER_TIERS, LOCAL_E2E, KIND_E2E, KIND_TIERS, REST
 needs() { [[ " $STEPS " == *" $1 "* ]]; }
 has_tier() { [[ " $TIERS " == *" $1 "* ]]; }
-# a tier that runs without a cluster (the e2e tier runs on the local one, multinode on kind)
+# a tier that runs without a cluster (the e2e tier runs on the local one and kind, multinode on kind)
 has_others() { local t; for t in $TIERS; do case $t in e2e|multinode) ;; *) return 0 ;; esac; done; return 1; }
 
 step "host packages"
@@ -52,14 +54,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/pfslayout-test-all.XXXXXX")
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=$work/pycache
 build_pid='' other_pid='' kind_build_pid='' stop_cluster=0 stop_kind=0
-# The multinode tier's kind cluster: a state directory of its own beside the local cluster's.
-kind_cluster() { PFSLAYOUT_E2E_MODE=kind PFSLAYOUT_E2E_STATE="$root/e2e/.state-kind" e2e/harness/cluster.sh "$@"; }
+# The two clusters, one after the other: the local control plane (the default state directory) and kind
+# (a state directory of its own). Each is named explicitly: with a container engine the default is kind.
+local_cluster() { PFSLAYOUT_E2E_MODE=local e2e/harness/cluster.sh "$@"; }
+kind_env() { PFSLAYOUT_E2E_MODE=kind PFSLAYOUT_E2E_STATE="$root/e2e/.state-kind" "$@"; }
+kind_cluster() { kind_env e2e/harness/cluster.sh "$@"; }
 # shellcheck disable=SC2329  # run by the EXIT trap
 finish() {
   [ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null || true
   [ -z "$kind_build_pid" ] || kill "$kind_build_pid" 2>/dev/null || true
   [ -z "$other_pid" ] || kill -- "-$other_pid" 2>/dev/null || true
-  if [ "$stop_cluster" = 1 ]; then step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true; fi
+  if [ "$stop_cluster" = 1 ]; then step "test cluster down"; local_cluster down >/dev/null || true; fi
   if [ "$stop_kind" = 1 ]; then step "kind cluster down"; kind_cluster down >/dev/null || true; fi
   rm -rf "$work"
 }
@@ -70,7 +75,7 @@ if needs cluster; then
   # then the images, which wait for the OrangeFS and MPICH trees below through their build lock): in the
   # background, from the start. The tiers below that run Helm ask for it (step "Helm").
   step "The Kubernetes binaries, Helm and the real node's images, in the background (log: $work/cluster-build.log)"
-  e2e/harness/cluster.sh build >"$work/cluster-build.log" 2>&1 &
+  local_cluster build >"$work/cluster-build.log" 2>&1 &
   build_pid=$!
 fi
 
@@ -104,7 +109,7 @@ if needs helm; then
   # Built by the background build above when there is one (this waits for that component only, built
   # after Kubernetes: the other tiers then start once the cluster build is well on), here otherwise.
   step "Helm"
-  e2e/harness/cluster.sh build helm
+  local_cluster build helm
 fi
 
 # pytest's exit 5 (no test selected) is no failure of a session whose filter selects nothing.
@@ -128,7 +133,7 @@ if [ -n "$build_pid" ] && has_others; then
   set +m
 fi
 
-e2e_rc=0 kind_rc=0 cluster_ready=0
+e2e_rc=0 kind_e2e_rc=0 kind_rc=0 cluster_ready=0
 if [ -n "$build_pid" ]; then
   if ! wait "$build_pid"; then
     build_pid=
@@ -144,31 +149,49 @@ if [ -n "$build_pid" ]; then
   build_pid='' cluster_ready=1
 fi
 if needs kind; then
-  # kind and its node image (cold: ~6 min, mostly Go and mmdebstrap) beside the e2e session, at the lowest
-  # priority like the other tiers: the kind cluster comes after them.
+  # kind and its node image (cold: ~6 min, mostly Go and mmdebstrap) beside the local cluster's session, at
+  # the lowest priority like the other tiers: the kind cluster comes after it.
   step "kind and its node image, in the background (log: $work/kind-build.log)"
   PFSLAYOUT_E2E_MODE=kind nice -n 19 ionice -c 3 e2e/harness/cluster.sh build >"$work/kind-build.log" 2>&1 &
   kind_build_pid=$!
 fi
-if [ "$cluster_ready" = 1 ] && has_tier e2e; then
-  step "test cluster up"
+workers=${PFSLAYOUT_E2E_WORKERS:-3}
+lower_others() {
+  # Beside the builds the other tiers ran at equal priority; beside the e2e lanes they take only what
+  # the lanes leave (what they start from now on inherits it). A cold run with them at the lowest
+  # priority from the start left most of them for the e2e lanes, which stretched 19 -> 27 min.
+  [ -n "$other_pid" ] || return 0
+  renice -n 19 -g "$other_pid" >/dev/null 2>&1 || true
+  ionice -c 3 -P "$other_pid" 2>/dev/null || true
+}
+# How many tests a tier expression selects (the local cluster is brought up only for some).
+# A collection that fails stops the run here (it would fail the session anyway, but must not read as none).
+selected() {
+  local out rc=0
+  out=$(python -m pytest --collect-only -q -p no:cacheprovider -m "$1" "${REST[@]}" 2>&1) || rc=$?
+  if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then
+    printf '%s\n' "$out" | tail -n 30 >&2
+    echo "test-all: collecting -m '$1' failed (above)" >&2
+    exit 1
+  fi
+  printf '%s\n' "$out" | grep -c '::' || true
+}
+local_tests=0
+if [ "$cluster_ready" = 1 ] && has_tier e2e; then local_tests=$(selected "$LOCAL_E2E"); fi
+if [ "$local_tests" -gt 0 ]; then
+  step "test cluster up (local control plane)"
   # Brought up once for every worker (they join it; the last one out leaves it to us) and stopped when the
   # run ends, unless it was running before.
-  if [ "$(e2e/harness/cluster.sh up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then stop_cluster=1; fi
+  if [ "$(local_cluster up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then stop_cluster=1; fi
   # One scanner of the real node's containers for all workers; the hardening test reads its record here.
   export PFSLAYOUT_E2E_AUDIT_DIR=$work/audit
-  workers=${PFSLAYOUT_E2E_WORKERS:-3}
-  if [ -n "$other_pid" ]; then
-    # Beside the builds the other tiers ran at equal priority; beside the e2e lanes they take only what
-    # the lanes leave (what they start from now on inherits it). A cold run with them at the lowest
-    # priority from the start left most of them for the e2e lanes, which stretched 19 -> 27 min.
-    renice -n 19 -g "$other_pid" >/dev/null 2>&1 || true
-    ionice -c 3 -P "$other_pid" 2>/dev/null || true
-  fi
-  step "pytest: e2e ($workers lane(s) at a time)"
+  lower_others
+  step "pytest: the e2e tests that need the local cluster ($workers lane(s) at a time)"
   # Always with the tier expression: REST holds the paths and options, never the -m (a run of
   # `-m e2e --durations=0` once collected every tier here).
-  pytest_session -n "$workers" --dist loadgroup "${durations[@]}" -m "$E2E_TIERS" "${REST[@]}" || e2e_rc=$?
+  PFSLAYOUT_E2E_MODE=local pytest_session -n "$workers" --dist loadgroup "${durations[@]}" -m "$LOCAL_E2E" \
+    "${REST[@]}" || e2e_rc=$?
+  unset PFSLAYOUT_E2E_AUDIT_DIR
 elif [ -z "$other_pid" ] && has_others; then
   step "pytest: ${TIERS// /, }"
   # No cluster session: the tier expression narrows the session (REST never holds the -m: without it
@@ -176,16 +199,11 @@ elif [ -z "$other_pid" ] && has_others; then
   pytest_session -n "$cores" --dist loadgroup "${durations[@]}" -m "$OTHER_TIERS" "${REST[@]}" || other_rc=$?
 fi
 
-if [ -n "$other_pid" ]; then
-  wait "$other_pid" || other_rc=$?
-  other_pid=
-  step "pytest, the tiers without a cluster: their session's output"
-  cat "$work/other-tiers.log"
-fi
-
-if has_tier multinode; then
+kind_tests=0
+if has_tier e2e; then kind_tests=$(selected "$KIND_E2E"); fi
+if [ "$kind_tests" -gt 0 ] || has_tier multinode; then
   # One cluster at a time on the machine: the local one goes first.
-  if [ "$stop_cluster" = 1 ]; then step "test cluster down"; e2e/harness/cluster.sh down >/dev/null || true; stop_cluster=0; fi
+  if [ "$stop_cluster" = 1 ]; then step "test cluster down"; local_cluster down >/dev/null || true; stop_cluster=0; fi
   step "kind and its node image: waiting for their build"
   if ! wait "$kind_build_pid"; then
     kind_build_pid=
@@ -196,11 +214,26 @@ if has_tier multinode; then
   kind_build_pid=
   step "kind cluster up"
   if [ "$(kind_cluster up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then stop_kind=1; fi
-  step "pytest: multinode, on the kind cluster"
-  # One process: the tier's modules share the cluster's three workers, each test needing all of them.
-  PFSLAYOUT_E2E_MODE=kind PFSLAYOUT_E2E_STATE="$root/e2e/.state-kind" \
-    pytest_session -n 0 "${durations[@]}" -m "$KIND_TIERS" "${REST[@]}" || kind_rc=$?
+  lower_others
+  if [ "$kind_tests" -gt 0 ]; then
+    step "pytest: the rest of the e2e tier, on the kind cluster's workers ($workers lane(s) at a time)"
+    kind_env pytest_session -n "$workers" --dist loadgroup "${durations[@]}" -m "$KIND_E2E" "${REST[@]}" \
+      || kind_e2e_rc=$?
+  fi
+  if has_tier multinode; then
+    step "pytest: multinode, on the kind cluster"
+    # One process: the tier's modules share the cluster's three workers, each test needing all of them.
+    kind_env pytest_session -n 0 "${durations[@]}" -m "$KIND_TIERS" "${REST[@]}" || kind_rc=$?
+  fi
 fi
 
-echo "test-all: e2e session exit $e2e_rc, multinode session exit $kind_rc, other tiers' session exit $other_rc" >&2
-[ "$e2e_rc" = 0 ] && [ "$kind_rc" = 0 ] && [ "$other_rc" = 0 ]
+if [ -n "$other_pid" ]; then
+  wait "$other_pid" || other_rc=$?
+  other_pid=
+  step "pytest, the tiers without a cluster: their session's output"
+  cat "$work/other-tiers.log"
+fi
+
+echo "test-all: e2e sessions exit $e2e_rc (local cluster) and $kind_e2e_rc (kind), multinode session exit" \
+  "$kind_rc, other tiers' session exit $other_rc" >&2
+[ "$e2e_rc" = 0 ] && [ "$kind_e2e_rc" = 0 ] && [ "$kind_rc" = 0 ] && [ "$other_rc" = 0 ]

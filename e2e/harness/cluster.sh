@@ -12,10 +12,9 @@
 #                           again with the same arguments (the fault tests of issue 14)
 #   e2e/harness/cluster.sh leftovers  what a stopped cluster's real node left behind (processes, mounts,
 #                           cgroups, the bridge, iptables chains, changed sysctls), one line each
-# With a working Docker engine the cluster is kind (e2e/harness/kind/config.yaml, images from images/ built
-# and loaded); without one it is a local control plane with kwok nodes (docs/test-cluster.md).
-# PFSLAYOUT_E2E_MODE=kind with podman instead of Docker: kind's podman provider and a node image built
-# here (docs/kind.md).
+# Where a container engine answers (Docker, or podman: kind's podman provider and a node image built here)
+# the cluster is kind, one control plane and three workers (e2e/harness/kind/config.yaml, docs/kind.md);
+# without one it is a local control plane with a real node and kwok nodes (docs/test-cluster.md).
 # PFSLAYOUT_E2E_MODE=local|kind forces one. PFSLAYOUT_E2E_STATE and PFSLAYOUT_E2E_PORT_BASE select an
 # independent cluster (state directory, 10 consecutive ports on 127.0.0.1).
 set -euo pipefail
@@ -23,14 +22,27 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/cluster/lib.sh"
 
 mode=${PFSLAYOUT_E2E_MODE:-}
-if [ -n "$mode" ] && [ -f "$STATE_DIR/mode" ] && [ "$(cat "$STATE_DIR/mode")" != "$mode" ]; then
+# `build` touches no cluster: any mode may build beside a running one.
+if [ "${1:-}" != build ] && [ -n "$mode" ] && [ -f "$STATE_DIR/mode" ] && [ "$(cat "$STATE_DIR/mode")" != "$mode" ]; then
   die "$STATE_DIR holds a $(cat "$STATE_DIR/mode") cluster, not $mode: stop it first (e2e/harness/cluster.sh down) or set PFSLAYOUT_E2E_STATE to another directory"
 fi
+engine_answers() {
+  { command -v docker >/dev/null && timeout 20 docker info >/dev/null 2>&1; } \
+    || { command -v podman >/dev/null && timeout 20 podman info >/dev/null 2>&1; }
+}
 if [ -z "$mode" ]; then
-  # A state directory remembers which kind of cluster it holds, so `down` never guesses.
+  # A state directory remembers which kind of cluster it holds, so `down` never guesses. Otherwise kind
+  # wherever a container engine answers (Docker, or podman: kind's podman provider), the local control
+  # plane elsewhere.
   if [ -f "$STATE_DIR/mode" ]; then mode=$(cat "$STATE_DIR/mode")
-  elif command -v docker >/dev/null && timeout 20 docker info >/dev/null 2>&1; then mode=kind
-  else mode=local; fi
+  elif engine_answers; then mode=kind
+  else
+    mode=local
+    # The local cluster's real node is containerd, a kubelet and a bridge on this machine: root only.
+    if [ "${1:-}" = up ] && [ "$(id -u)" -ne 0 ] && [ "${PFSLAYOUT_E2E_REAL_NODE:-1}" = 1 ]; then
+      die "no container engine answers (docker info, podman info) for a kind cluster, and the local cluster's real node needs root: install podman (apt-get install podman netavark aardvark-dns) or Docker, or run as root"
+    fi
+  fi
 fi
 case $mode in local|kind) ;; *) die "PFSLAYOUT_E2E_MODE must be local or kind, not '$mode'" ;; esac
 

@@ -63,6 +63,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                    timeout=UP_TIMEOUT_S, check=False)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A `local_cluster` test on another cluster skips before any of its fixtures runs (the test command
+    runs those tests on the local cluster and the others on kind: pfstestkit.tiers)."""
+    if item.get_closest_marker("local_cluster") is None:
+        return
+    mode_file = cluster_state_dir() / "mode"
+    mode = os.environ.get("PFSLAYOUT_E2E_MODE") or (mode_file.read_text().strip() if mode_file.exists() else "")
+    if mode and mode != "local":
+        pytest.skip(f"needs the local control plane (marked local_cluster), not this {mode} cluster: "
+                    "PFSLAYOUT_E2E_MODE=local e2e/test-all.sh runs it")
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Each e2e test joins its lane's xdist group as it is collected — before pytest-xdist turns groups into
     work units in its own collection hook. A test that restarts, stops or audits what everything shares is
@@ -151,6 +163,6 @@ def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
                                      "image.tag=dev", "--timeout", "300s")
         yield in_cluster_operator(cluster, kubeconfig)
         return
-    kubeconfig = install_release(cluster)
+    kubeconfig = install_release(cluster, host_operator=True)
     with local_operator(cluster, kubeconfig, tmp_path_factory.mktemp("operator")) as op:
         yield op

@@ -135,6 +135,7 @@ def test_up_refuses_a_taken_port_and_starts_nothing(cluster: object, tmp_path: P
     assert not list(state.glob("pids/*.pid"))
 
 
+@pytest.mark.local_cluster
 @pytest.mark.parametrize("owner", ["none", "live", "gone"])
 def test_up_reclaims_only_a_bridge_its_crashed_run_left(cluster: Any, tmp_path: Path, owner: str) -> None:
     """A bridge of the real node's name is taken back only when this harness made it (its alias names the

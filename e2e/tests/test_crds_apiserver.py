@@ -22,7 +22,7 @@ def crds(cluster) -> None:  # noqa: ANN001 - the `cluster` fixture of e2e/tests/
 
 @pytest.fixture(scope="module")
 def ns(cluster, crds) -> Iterator[str]:  # noqa: ANN001
-    with crd_namespace(cluster, "crds") as name:
+    with crd_namespace(cluster, "crds", served=False) as name:
         yield name
 
 

@@ -64,6 +64,7 @@ def restart(cluster: Any, component: str) -> float:
 
 
 @pytest.mark.restarts_control_plane
+@pytest.mark.local_cluster
 def test_api_server_and_etcd_restarts_mid_reconcile_converge(cluster, identity: Path, namespace: str,  # noqa: ANN001
                                                              tmp_path: Path) -> None:
     rng = random.Random(int(os.environ.get("PFSLAYOUT_E2E_SEED", "14")))

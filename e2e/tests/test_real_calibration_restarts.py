@@ -25,10 +25,9 @@ from pfstestkit.real import place
 CC = "costcalibrations.pfslayout.io"
 
 
+@pytest.mark.local_cluster
 def test_killing_the_operator_ten_times_loses_and_duplicates_nothing(cluster, operator, namespace: str,  # noqa: ANN001
                                                                      tmp_path) -> None:  # noqa: ANN001
-    if cluster.mode != "local":
-        pytest.skip("kills the operator process: the local control plane runs it on the host")
     docs = list(yaml.safe_load_all((REPO / "policies" / "costcalibration.yaml").read_text()))
     ofs = place(next(d for d in docs if d["kind"] == "OrangeFSCluster"), cluster.mode)
     ofs["spec"]["reclaimPolicy"] = "Delete"

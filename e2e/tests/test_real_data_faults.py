@@ -84,8 +84,6 @@ def served(cluster: Any, operator: Any, namespace: str) -> Iterator[str]:
 def host_root(cluster: Any, served: str) -> Iterator[Path]:
     """A fresh directory on the real node for the servers' hostPath storage, removed once the test's
     clusters are gone (the operator's wipe Jobs need it until then)."""
-    if cluster.mode != "local":
-        pytest.skip("reads the servers' hostPath directories: the node must be this machine")
     root = Path("/var/tmp") / f"pfslayout-{served}"
     root.mkdir(parents=True)
     try:
@@ -101,6 +99,7 @@ def delete_cluster(cluster: Any, ns: str, name: str) -> None:
                        f"the pods of {ns}/{name} to be gone", timeout=180, interval=1)
 
 
+@pytest.mark.local_cluster
 def test_retain_keeps_every_byte_through_delete_and_recreate(cluster: Any, served: str, host_root: Path) -> None:
     namespace = served
     doc = place(cluster_doc("keep", host_root, "Retain"), cluster.mode)
@@ -173,6 +172,7 @@ def with_a_file(cluster: Any, namespace: str, name: str, host_root: Path) -> tup
     return tool, before
 
 
+@pytest.mark.local_cluster
 def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, served: str, host_root: Path) -> None:
     namespace = served
     tool, before = with_a_file(cluster, namespace, "crash", host_root)
@@ -238,6 +238,7 @@ def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, serv
           f"({failed[0][:160] if failed else 'none: the client retried through the outage'})")
 
 
+@pytest.mark.local_cluster
 def test_a_server_kept_down_past_the_retry_budget_fails_the_write_and_loses_nothing(
         cluster: Any, served: str, host_root: Path) -> None:
     """The outage the kill above does not reach: server 0's pod deleted with its node cordoned, so no new
@@ -372,6 +373,7 @@ def restarts(cluster: Any, ns: str, name: str) -> dict[str, int]:
             for p in server_pods(cluster, ns, name)}
 
 
+@pytest.mark.local_cluster
 def test_a_full_server_volume_fails_the_job_with_enospc_and_breaks_nothing(
         cluster: Any, served: str, small_volume: Path) -> None:
     namespace = served

@@ -16,7 +16,7 @@ import yaml
 
 from pfstestkit import REPO
 from pfstestkit.kinds import MOUNT
-from pfstestkit.mpijobs import finished, launcher_log
+from pfstestkit.mpijobs import finished, launcher_log, spread_workers, worker_nodes
 from pfstestkit.ofs_pods import sh, toolbox, wait_ofs_ready
 from pfstestkit.policies import cond, lp_status, read_hint, reasons
 from pfstestkit.real import place
@@ -94,8 +94,17 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
     assert json.loads(shim)["trace"]["dir"] == f"pvfs2:{traces}"
 
     # Run 1: IOR, one shared file, 1 MiB transfers; every rank traces onto OrangeFS.
-    cluster.apply(job, namespace=namespace)
+    def submit(j: dict[str, Any]) -> None:
+        if cluster.mode == "kind":  # several real nodes: each job's ranks on two of them (issue 32, item 4)
+            spread_workers(j)
+        cluster.apply(j, namespace=namespace)
+
+    submit(job)
     mpijob_done(cluster, lp_operator, namespace, "ior-shared")
+    if cluster.mode == "kind":
+        workers = worker_nodes(cluster, namespace, "ior-shared")
+        assert len(set(workers)) == len(workers) == 2, f"the traced job's workers ran on {workers}"
+        print(f"the traced job's workers ran on {workers}")
     tool = toolbox(cluster, namespace, ofs["metadata"]["name"])
     listing = sh(cluster, namespace, tool, f"pvfs2-ls {traces}")
     assert sorted(x for x in listing.split() if x.startswith("ior-shared.rank-")) == [
@@ -128,8 +137,7 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
     # Run 2: the same application shape changed (file per process, 64 KiB transfers, each rank reading
     # its own file back: without -C, which would make every file shared by two ranks): learned again; the
     # history says whether it switched, and it did exactly when the gain beat the threshold.
-    cluster.apply(with_command(job, "ior-fpp", "ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/fpp -F -t 64k -b 1m "
-                                               "-w -r -k"), namespace=namespace)
+    submit(with_command(job, "ior-fpp", "ior -a MPIIO -o pvfs2:/mnt/orangefs/ior/fpp -F -t 64k -b 1m -w -r -k"))
     mpijob_done(cluster, lp_operator, namespace, "ior-fpp")
     st = learned("ior-fpp", 2)
     rule = st["rules"][0]
@@ -143,7 +151,7 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
 
     # A selected job that ran without the shim leaves no trace: a Warning naming the rule, the field and
     # the fix; the learned layout stays applied.
-    cluster.apply(with_command(job, "no-shim", None), namespace=namespace)
+    submit(with_command(job, "no-shim", None))
     mpijob_done(cluster, lp_operator, namespace, "no-shim")
 
     def refused() -> dict[str, Any] | None:

@@ -11,12 +11,10 @@ import pytest
 
 from pfstestkit import CLUSTER_SH
 
-pytestmark = pytest.mark.stops_cluster
+pytestmark = [pytest.mark.stops_cluster, pytest.mark.local_cluster]
 
 
 def test_down_leaves_nothing_of_the_real_node_behind(cluster) -> None:  # noqa: ANN001
-    if cluster.mode != "local":
-        pytest.skip("kind owns its nodes; only the local cluster runs a real node on this machine")
     recorded = (cluster.state_dir / "cluster.env").read_text()
     if "REAL_NODE=1" not in recorded:
         pytest.skip("this cluster was started without a real node (PFSLAYOUT_E2E_REAL_NODE=0)")

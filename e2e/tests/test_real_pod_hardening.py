@@ -18,7 +18,7 @@ import pytest
 from pfstestkit.cluster import pod_labels
 from pfstestkit.node_audit import NodeAudit, Seen, record
 
-pytestmark = pytest.mark.node_audit
+pytestmark = [pytest.mark.node_audit, pytest.mark.local_cluster]
 
 PROJECT = "pfs-layout-operator"
 INJECTED = "pfslayout-shim"  # the container the admission webhook adds to a user's MPIJob pods

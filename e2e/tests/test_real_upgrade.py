@@ -31,7 +31,7 @@ from pfstestkit.node_audit import note_released
 from pfstestkit.real import place
 from pfstestkit.watches import Watches
 
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.local_cluster]
 
 CC = "costcalibrations.pfslayout.io"
 CUSTOM = ("orangefsclusters.pfslayout.io", "layoutpolicies.pfslayout.io", CC)
@@ -92,8 +92,6 @@ def released_code(commit: str, into: Path) -> Path:
 
 
 def test_upgrade_from_the_last_release_recreates_nothing(cluster, namespace: str, tmp_path: Path) -> None:  # noqa: ANN001
-    if cluster.mode != "local":
-        pytest.skip("runs the released operator's code as a local process: the local control plane")
     version, commit = last_release()
     if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"],
                       capture_output=True, check=False).returncode != 0:

@@ -69,8 +69,6 @@ def secret_data(cluster: Cluster) -> dict[str, bytes]:
 def webhook_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
     """The chart with its defaults (webhook on, operator certificates, managed scope), the operator pod
     on the real node, a 2 s upkeep period; uninstalled afterwards."""
-    if cluster.mode != "local":
-        pytest.skip("the real-node placement and the host's route to Service IPs are the local cluster's")
     cluster.helm("upgrade", "--install", RELEASE, *chart_source(cluster), "-n", RELEASE_NS,
                  "--create-namespace",
                  "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
@@ -136,6 +134,7 @@ def presented_certificate(cluster: Cluster) -> bytes:
         return b""
 
 
+@pytest.mark.local_cluster
 def test_the_operator_issues_renews_and_replaces_its_certificate(cluster: Cluster, webhook_operator: dict[str, Any],
                                                                   namespace: str) -> None:
     data = secret_data(cluster)
@@ -266,6 +265,7 @@ def read_file(cluster: Cluster, ns: str, tool: str, path: str) -> str:
     return sh(cluster, ns, tool, f"pvfs2-cp {path} /tmp/read.$$ >/dev/null && cat /tmp/read.$$; rm -f /tmp/read.$$")
 
 
+@pytest.mark.local_cluster
 def test_kubectl_apply_gets_the_shim_at_admission(cluster: Cluster, webhook_operator: dict[str, Any], namespace: str,
                                                    countio: Path) -> None:
     cluster.apply(place(ofs(), cluster.mode), namespace=namespace)
@@ -407,6 +407,7 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster: Cluster, webhook_oper
     assert get_job(cluster, namespace, "plain")["spec"]["mpiReplicaSpecs"] == plain["spec"]["mpiReplicaSpecs"]
 
 
+@pytest.mark.local_cluster
 def test_with_the_operator_stopped_only_policy_namespaces_refuse_mpijobs(
         cluster: Cluster, webhook_operator: dict[str, Any], namespace: str) -> None:
     cluster.apply(policy("down", {"matchLabels": SELECTED}, cluster_name="absent"), namespace=namespace)
@@ -438,6 +439,7 @@ def test_with_the_operator_stopped_only_policy_namespaces_refuse_mpijobs(
 
 
 @pytest.mark.restarts_control_plane
+@pytest.mark.local_cluster
 def test_admission_across_an_api_server_restart_answers_from_the_operators_cache(
         cluster: Cluster, webhook_operator: dict[str, Any], namespace: str) -> None:
     """While the API server is away nothing is admitted (it is the one calling the webhook). Once it

@@ -62,6 +62,7 @@ def test_hpc_nodes_are_ready(cluster: Cluster) -> None:
         assert not [t for t in node["spec"].get("taints", []) if t["key"].startswith("node.kubernetes.io/")]
 
 
+@pytest.mark.local_cluster
 def test_deployment_pod_becomes_ready(cluster: Cluster, namespace: str) -> None:
     cluster.kubectl("-n", namespace, "create", "deployment", "web", f"--image={PAUSE}", "--replicas=2")
     cluster.kubectl("-n", namespace, "rollout", "status", "deployment/web", "--timeout=60s", timeout=90)
@@ -76,6 +77,7 @@ def test_deployment_pod_becomes_ready(cluster: Cluster, namespace: str) -> None:
         assert conditions["Ready"] == "True"
 
 
+@pytest.mark.local_cluster
 def test_statefulset_claims_bind_through_the_kwok_storage_class(cluster: Cluster, namespace: str) -> None:
     if not cluster.kwok:
         pytest.skip(kwok_only)
@@ -102,6 +104,7 @@ def test_statefulset_claims_bind_through_the_kwok_storage_class(cluster: Cluster
         assert pv["spec"]["capacity"]["storage"] == "1Gi"
 
 
+@pytest.mark.local_cluster
 def test_job_succeeds(cluster: Cluster, namespace: str) -> None:
     cluster.apply({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "work"},
@@ -117,6 +120,7 @@ def test_job_succeeds(cluster: Cluster, namespace: str) -> None:
         assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "False"
 
 
+@pytest.mark.local_cluster
 def test_job_whose_pods_fail_fails(cluster: Cluster, namespace: str) -> None:
     if not cluster.kwok:
         pytest.skip(kwok_only)
@@ -131,6 +135,7 @@ def test_job_whose_pods_fail_fails(cluster: Cluster, namespace: str) -> None:
     assert job["status"].get("failed") == 1 and not job["status"].get("succeeded")
 
 
+@pytest.mark.local_cluster
 def test_mpijob_succeeds_through_the_mpi_operator(cluster: Cluster, namespace: str) -> None:
     workers = 3
     cluster.apply({
@@ -212,6 +217,7 @@ def _write_chart(root: Path) -> Path:
     return chart
 
 
+@pytest.mark.local_cluster
 def test_helm_install_wait_and_helm_test(cluster: Cluster, namespace: str, tmp_path: Path) -> None:
     chart = _write_chart(tmp_path)
     extra = [] if cluster.kwok else ["--set", f"testImage={BUSYBOX}", "--set-json", 'testCommand=["true"]']
@@ -229,6 +235,7 @@ def test_helm_install_wait_and_helm_test(cluster: Cluster, namespace: str, tmp_p
     assert cluster.kubectl("-n", namespace, "get", "deployment", "demo-app", check=False).returncode != 0
 
 
+@pytest.mark.local_cluster
 def test_pods_annotated_to_fail_fail(cluster: Cluster, namespace: str) -> None:
     if not cluster.kwok:
         pytest.skip(kwok_only)

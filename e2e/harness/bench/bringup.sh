@@ -10,6 +10,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-warm}
+export PFSLAYOUT_E2E_MODE=local  # the local cluster's timings (kind has its own state and nodes)
 case $mode in warm|--cold|--relink) ;; *) echo "usage: bringup.sh [--cold|--relink]" >&2; exit 2 ;; esac
 
 work=$(mktemp -d)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pfstestkit import REPO
+from pfstestkit import REPO, real
 from pfstestkit.lanes import RELEASE, RELEASE_NS, Lane, current
 
 CHART = REPO / "charts" / "pfs-layout-operator"
@@ -105,12 +105,16 @@ def ensure_crds(cluster: Any, lock_dir: Path) -> None:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def install_release(cluster: Any, *values: str) -> Path:
+def install_release(cluster: Any, *values: str, host_operator: bool = False) -> Path:
     """The current lane's chart release installed (or upgraded to this checkout's chart): a kubeconfig with
-    its ServiceAccount's bound token, so an operator run with it has exactly the chart's RBAC."""
+    its ServiceAccount's bound token, so an operator run with it has exactly the chart's RBAC.
+    `host_operator`: the test runs the operator as a host process (local_operator), so the chart's
+    Deployment goes to a kwok node, where nothing runs — on the local cluster it lands there anyway, on
+    kind it would otherwise run for real beside the host's."""
     lane = current()
+    played = real.kwok_chart_values() if host_operator else []
     cluster.helm("upgrade", "--install", lane.release, *chart_source(cluster), "-n", lane.release_ns,
-                 "--create-namespace", *lane.chart_values, *HELM_WAIT, *values, timeout=240)
+                 "--create-namespace", *lane.chart_values, *HELM_WAIT, *played, *values, timeout=240)
     return Path(cluster.service_account_kubeconfig(lane.release_ns, lane.release))
 
 
@@ -129,11 +133,16 @@ def empty_namespace(cluster: Any, ns: str) -> None:
 
 
 @contextmanager
-def crd_namespace(cluster: Any, what: str) -> Iterator[str]:
-    """A fresh namespace ``e2e-<lane>-<what>-<random>``; on exit its CRs are deleted before the namespace."""
-    name = f"{current().prefix}{what}-{uuid.uuid4().hex[:8]}"
+def crd_namespace(cluster: Any, what: str, *, served: bool = True) -> Iterator[str]:
+    """A fresh namespace ``e2e-<lane>-<what>-<random>``; on exit its CRs are deleted before the namespace.
+    `served=False`: ``apionly-<lane>-<what>-<random>``, outside every operator's watch, for tests of the API
+    server alone (schema, CEL, status subresource) — on kind the shared release's operator runs in-cluster
+    and would otherwise reconcile their objects and rewrite the status they wrote."""
+    lane = current()
+    name = f"{lane.prefix if served else f'apionly-{lane.name}-'}{what}-{uuid.uuid4().hex[:8]}"
     cluster.kubectl("create", "namespace", name)
-    enroll(cluster, name)
+    if served:
+        enroll(cluster, name)
     try:
         yield name
     finally:

@@ -7,6 +7,7 @@ from typing import Any
 
 from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfstestkit.kinds import MOUNT
+from pfstestkit.mpijobs import spread_workers
 from pfstestkit.real import place
 
 MPI_IMAGE = DEFAULT_MPI_IMAGE
@@ -58,11 +59,7 @@ def ior_mpijob(name: str, ofs: str, workers: int, ranks: int, mode: str, *, spre
         },
     }
     if spread:
-        worker = doc["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
-        worker["metadata"] = {"labels": {"pfslayout.io/e2e-ior": name}}
-        worker["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchLabels": {"pfslayout.io/e2e-ior": name}},
-            "topologyKey": "kubernetes.io/hostname"}]}}
+        spread_workers(doc)
     return place(doc, mode)
 
 

@@ -54,7 +54,7 @@ MODULES: dict[str, str] = {
     "test_real_operator_kills.py": "c",
     "test_real_api_faults.py": "c",  # its restart test is marked restarts_control_plane: the serial lane
     "test_real_calibration.py": "d",
-    "test_generated_specs.py": "d",
+    "test_generated_specs.py": "e",
     # the serial lane: after everything else, alone
     "test_real_upgrade.py": SERIAL,
     "test_real_pod_hardening.py": SERIAL,

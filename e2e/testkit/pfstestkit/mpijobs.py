@@ -88,3 +88,22 @@ def launcher_log(cluster: Cluster, ns: str, name: str) -> str:
     pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name},"
                                 "training.kubeflow.org/job-role=launcher")["items"]
     return cluster.kubectl("logs", "-n", ns, pods[0]["metadata"]["name"], check=False).stdout if pods else ""
+
+
+def spread_workers(job: dict[str, Any]) -> None:
+    """Each of the MPIJob's workers on a node of its own (required pod anti-affinity on the hostname, by a
+    label naming the job): on kind, ranks on several real nodes."""
+    name = job["metadata"]["name"]
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    worker.setdefault("metadata", {}).setdefault("labels", {})["pfslayout.io/e2e-spread"] = name
+    term = {"labelSelector": {"matchLabels": {"pfslayout.io/e2e-spread": name}},
+            "topologyKey": "kubernetes.io/hostname"}
+    worker.setdefault("spec", {})["affinity"] = {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def worker_nodes(cluster: Cluster, ns: str, name: str) -> list[str]:
+    """The nodes the MPIJob's worker pods ran on, one entry per worker."""
+    pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", f"training.kubeflow.org/job-name={name},"
+                                "training.kubeflow.org/job-role=worker")["items"]
+    return sorted(p["spec"].get("nodeName") or "" for p in pods)

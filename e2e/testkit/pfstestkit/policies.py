@@ -21,9 +21,7 @@ RECHECK_S = 20
 @pytest.fixture(scope="module")
 def lp_operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     """The operator as a local process with the chart's identity and a short drift-check period."""
-    if cluster.mode != "local":
-        pytest.skip("the drift period is set on the local operator process")
-    kubeconfig = install_release(cluster)
+    kubeconfig = install_release(cluster, host_operator=True)
     with environment(PFSLAYOUT_LAYOUT_RECHECK_SECONDS=str(RECHECK_S)), \
             local_operator(cluster, kubeconfig, tmp_path_factory.mktemp("lp-operator")) as op:
         yield op

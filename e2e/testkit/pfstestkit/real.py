@@ -26,6 +26,8 @@ REAL_NODE_PLACEMENT: dict[str, Any] = {
     "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
 }
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+# The taint of kind's kwok nodes (e2e/harness/cluster/kwok/nodes.sh): a pod tolerating it may land on a fake node.
+KWOK_TOLERATION: dict[str, Any] = {"key": "pfslayout.io/fake-node", "operator": "Exists", "effect": "NoSchedule"}
 
 
 def placement(mode: str) -> dict[str, Any]:
@@ -57,6 +59,14 @@ def place(doc: dict[str, Any], mode: str) -> dict[str, Any]:
             if t not in tolerations:
                 tolerations.append(t)
     return doc
+
+
+def kwok_chart_values() -> list[str]:
+    """`helm --set-json` arguments placing the chart's pods on a kwok node, where kwok plays them and no
+    process starts (any cluster: the kwok nodes are labelled `type: kwok`; on kind they carry a taint only
+    such pods tolerate, e2e/harness/cluster/kwok/nodes.sh)."""
+    return ["--set-json", f"nodeSelector={json.dumps({'type': 'kwok'})}",
+            "--set-json", f"tolerations={json.dumps([KWOK_TOLERATION])}"]
 
 
 def chart_values(mode: str) -> list[str]:

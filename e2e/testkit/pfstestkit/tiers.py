@@ -51,7 +51,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "unit": (),
     "integration": ("orangefs", "shim", "helm"),
     "orangefs": ("orangefs", "shim"),
-    "e2e": ("orangefs", "shim", "cluster"),
+    "e2e": ("orangefs", "shim", "cluster", "kind"),
     "lab": ("orangefs", "shim"),
     "multinode": ("cluster", "kind"),
 }
@@ -115,14 +115,17 @@ def tiers_of_expression(expr: str) -> set[str]:
     return selected
 
 
-# Markers that order or group tests inside a tier (not tiers; `-m` may name them too).
-ORDERING_MARKERS = frozenset({"serial", "stops_cluster", "node_audit", "restarts_control_plane"})
+# Markers that order, group or place tests inside a tier (not tiers; `-m` may name them too).
+ORDERING_MARKERS = frozenset({"serial", "stops_cluster", "node_audit", "restarts_control_plane", "local_cluster"})
 MARKERS: dict[str, str] = {
     **TIERS,
     "serial": "restarts, kills or reconfigures a part every test shares: runs alone, after the parallel tests",
     "stops_cluster": "stops the shared test cluster, so it runs after every other test",
     "node_audit": "checks what the session's pods ran with on the real node, so it runs after the tests that run them",
     "restarts_control_plane": "restarts the shared API server or etcd, so it runs after the other pod-running tests",
+    "local_cluster": "needs the local control plane's own parts on this machine (its API server and etcd "
+                     "processes, the real node's directories and containers, kwok's pod Stages, the host's route "
+                     "to Service IPs): the test command runs these e2e tests there, the others on kind",
 }
 
 
@@ -224,10 +227,11 @@ def main(argv: Iterable[str]) -> int:
     # shell-readable: eval "$(python -m pfstestkit.tiers plan "$@")"
     print(f"TIERS={shlex.quote(' '.join(sorted(p.tiers)))}")
     print(f"STEPS={shlex.quote(' '.join(p.steps))}")
-    # The three sessions a run splits into (e2e/test-all.sh): the tiers without a cluster, the e2e tier on
-    # the local cluster, the multinode tier on kind.
+    # The four sessions a run splits into (e2e/test-all.sh): the tiers without a cluster; on the local
+    # cluster the e2e tests that need it; on kind the rest of the e2e tier, then the multinode tier.
     print(f"OTHER_TIERS={shlex.quote(split_session(p, 'not e2e and not multinode'))}")
-    print(f"E2E_TIERS={shlex.quote(split_session(p, 'e2e'))}")
+    print(f"LOCAL_E2E={shlex.quote(split_session(p, 'e2e and local_cluster'))}")
+    print(f"KIND_E2E={shlex.quote(split_session(p, 'e2e and not local_cluster'))}")
     print(f"KIND_TIERS={shlex.quote(split_session(p, 'multinode'))}")
     print(f"REST=({' '.join(shlex.quote(a) for a in p.rest)})")
     return 0

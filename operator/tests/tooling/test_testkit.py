@@ -82,7 +82,8 @@ def test_lanes_own_disjoint_namespaces_and_releases() -> None:
     (["lab/tests"], {"unit", "lab"}, ("orangefs", "shim")),
     (["-k", "e2e/tests", "shim/tests"], {"integration", "orangefs"}, ("orangefs", "shim", "helm")),
     ([], set(tiers.TIERS), ("orangefs", "shim", "helm", "cluster", "kind")),
-    (["-m", "e2e and not serial"], {"e2e"}, ("orangefs", "shim", "cluster")),
+    (["-m", "e2e and not serial"], {"e2e"}, ("orangefs", "shim", "cluster", "kind")),
+    (["-m", "e2e and local_cluster"], {"e2e"}, ("orangefs", "shim", "cluster", "kind")),
 ])
 def test_the_plan_builds_what_the_selected_tiers_need(args: list[str], tiers_: set[str],
                                                        steps: tuple[str, ...]) -> None:
@@ -97,6 +98,16 @@ def test_a_run_with_the_e2e_tier_splits_into_two_sessions_that_keep_the_argument
     assert tiers.split_session(plan, "e2e") == "(unit or e2e) and (e2e)"
     assert plan.rest == ("-x", "-k", "real")
     assert tiers.split_session(tiers.plan([]), "e2e") == "e2e"
+
+
+def test_the_e2e_tier_splits_between_the_local_cluster_and_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every e2e test runs on exactly one of the two clusters: the `local_cluster` ones on the local
+    control plane, the rest on kind (e2e/test-all.sh evaluates these lines)."""
+    assert tiers.main(["plan", "-m", "not lab"]) == 0
+    lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert lines["LOCAL_E2E"] == "'(not lab) and (e2e and local_cluster)'"
+    assert lines["KIND_E2E"] == "'(not lab) and (e2e and not local_cluster)'"
+    assert lines["KIND_TIERS"] == "'(not lab) and (multinode)'"
 
 
 @pytest.mark.parametrize(("args", "message"), [
