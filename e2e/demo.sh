@@ -34,12 +34,9 @@ if [ "$mode" = local ] && ! grep -q '^REAL_NODE=1$' "$STATE_DIR/cluster.env"; th
 fi
 k() { "$KUBECTL" --request-timeout=30s "$@"; }
 place() { "$venv/bin/python" -m pfstestkit.real place "$mode"; }
-mapfile -t placement < <("$venv/bin/python" -c 'import sys; from pfstestkit import real; print("\n".join(real.chart_values(sys.argv[1])))' "$mode")
-
-# The image's tag stays `dev` when it is rebuilt: its build key as a pod annotation rolls the operator.
-build_key=$(awk '$1 ~ /operator:dev$/ {n = split($2, p, "/"); sub(/\.tar$/, "", p[n]); print p[n]}' \
-  "$STATE_DIR/node/images.list" 2>/dev/null || true)
-[ -n "$build_key" ] && placement+=(--set-string "podAnnotations.pfslayout\.io/image-build=$build_key")
+# The operator's pods on a node that runs them, and its image's build key as a pod annotation (the tag
+# stays `dev` when the image is rebuilt: the annotation rolls the operator).
+mapfile -t placement < <("$venv/bin/python" -m pfstestkit.real chart-values "$mode" "$STATE_DIR")
 
 chart=charts/pfs-layout-operator
 # The operator serves the demo's namespace only (docs/rbac.md): the chart binds its rights there, so

@@ -223,7 +223,9 @@ if [ "$kind_tests" -gt 0 ] || has_tier multinode; then
   if has_tier multinode; then
     step "pytest: multinode, on the kind cluster"
     # One process: the tier's modules share the cluster's three workers, each test needing all of them.
-    kind_env pytest_session -n 0 "${durations[@]}" -m "$KIND_TIERS" "${REST[@]}" || kind_rc=$?
+    # The last session on kind: its test of `down` need not start the cluster again (we stop it next).
+    PFSLAYOUT_E2E_LAST_SESSION=1 kind_env pytest_session -n 0 "${durations[@]}" -m "$KIND_TIERS" "${REST[@]}" \
+      || kind_rc=$?
   fi
 fi
 

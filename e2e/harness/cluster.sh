@@ -10,7 +10,8 @@
 #   e2e/harness/cluster.sh images   rebuild what changed under images/ and push it to the running cluster's registry
 #   e2e/harness/cluster.sh restart etcd|kube-apiserver   kill one control-plane process by PID (SIGKILL, a crash) and start it
 #                           again with the same arguments (the fault tests of issue 14)
-#   e2e/harness/cluster.sh leftovers  what a stopped cluster's real node left behind (processes, mounts,
+#   e2e/harness/cluster.sh leftovers  what a stopped cluster left behind, one line each: kind's node containers,
+#                           network, loaded node image and host processes; or the local real node's (processes, mounts,
 #                           cgroups, the bridge, iptables chains, changed sysctls), one line each
 # Where a container engine answers (Docker, or podman: kind's podman provider and a node image built here)
 # the cluster is kind, one control plane and three workers (e2e/harness/kind/config.yaml, docs/kind.md);
@@ -92,9 +93,7 @@ case $cmd in
   status|env)
     if [ "$mode" = local ]; then "$here/cluster/local.sh" "$cmd"; else "$here/cluster/kind.sh" "$cmd"; fi ;;
   images) "$here/cluster/$mode.sh" images ;;
-  leftovers)
-    [ "$mode" = local ] || die "$cmd: only the local cluster has a real node of its own"
-    "$here/cluster/local.sh" "$cmd" ;;
+  leftovers) "$here/cluster/$mode.sh" leftovers ;;
   restart)
     [ "$mode" = local ] || die "restart: only the local control plane's processes can be restarted"
     "$here/cluster/local.sh" restart "$@" ;;

@@ -5,8 +5,10 @@ session's shared cluster is never touched: `up` from nothing, `up` again returns
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -188,3 +190,32 @@ def test_bad_arguments_fail_with_one_clear_line(tmp_path: Path, args: tuple[str,
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"cluster: error: {expected}"), proc.stderr
+
+
+def test_up_without_an_engine_or_root_says_what_is_missing_in_one_line() -> None:
+    """Neither kind (no container engine answers) nor the local cluster (its real node needs root): `up`
+    names both and the fixes, in one line, before it builds or starts anything. Played as an unprivileged
+    user whose `docker` and `podman` fail, as they do where no engine runs."""
+    if os.geteuid() != 0:
+        pytest.skip("plays an unprivileged user with setpriv: needs root")
+    # Outside pytest's tmp_path (root-only): the unprivileged user runs the fakes and writes state here.
+    root = Path(tempfile.mkdtemp(prefix="pfslayout-noengine-"))
+    try:
+        root.chmod(0o755)
+        (root / "bin").mkdir()
+        for engine in ("docker", "podman"):
+            fake = root / "bin" / engine
+            fake.write_text("#!/bin/sh\nexit 125\n")
+            fake.chmod(0o755)
+        env = dict(os.environ, PATH=f"{root / 'bin'}:/usr/bin:/bin", HOME=str(root),
+                   PFSLAYOUT_E2E_STATE=str(root / "state"))
+        env.pop("PFSLAYOUT_E2E_MODE", None)
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(CLUSTER_SH), "up"],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "no container engine answers" in lines[0] and "needs root" in lines[0] \
+            and "podman" in lines[0], proc.stderr
+        assert not (root / "state").exists() or not list((root / "state").rglob("*.pid"))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -237,6 +237,23 @@ down() {
   log "down: kind cluster $CLUSTER_NAME deleted"
 }
 
+# What `down` must not leave, one line each (nothing when clean): the cluster's node containers, kind's
+# network with none of anyone's containers left on it, the node image loaded into the engine, a host
+# process. The node image's archive in the cache is kept on purpose (node-image.sh).
+leftovers() {
+  local c
+  "$ENGINE" ps -a --format '{{.Names}}' | grep "^$CLUSTER_NAME-" | sed 's/^/container: /' || true
+  if "$ENGINE" network inspect kind >/dev/null 2>&1 && [ -z "$("$ENGINE" ps -aq --filter network=kind 2>/dev/null)" ]; then
+    echo "network: kind"
+  fi
+  if [ "$ENGINE" = podman ]; then
+    podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/pfslayout/kind-node:' | sed 's/^/image: /' || true
+  fi
+  for c in "${HOST_COMPONENTS[@]}"; do
+    if pid_of "$c" >/dev/null; then echo "process: $c (pid $(pid_of "$c"))"; fi
+  done
+}
+
 status() {
   running || { echo "kind cluster $CLUSTER_NAME: absent"; return 3; }
   kubectl get --raw /readyz >/dev/null || return 3
@@ -268,8 +285,9 @@ case ${1:-} in
   up) up ;;
   down) down ;;
   status) status ;;
+  leftovers) [ "$ENGINE" = podman ] && [ ! -f "$CONTAINERS_CONF" ] && podman_conf; leftovers ;;
   env) env_lines ;;
   images) [ -f "$STATE_DIR/registry.addr" ] || die "images: no kind cluster is up (e2e/harness/cluster.sh up)"
           push_images ;;
-  *) die "usage: kind.sh build|up|down|status|env|images" ;;
+  *) die "usage: kind.sh build|up|down|status|leftovers|env|images" ;;
 esac

@@ -23,6 +23,9 @@ PROXY_PACKAGES=iptables,nftables,conntrack,ipset,kmod
 log() { printf 'kind cp-images: %s\n' "$*" >&2; }
 die() { printf 'kind cp-images: error: %s\n' "$*" >&2; exit 1; }
 key() { sha256sum | cut -c1-16; }
+# The contents of files, without their paths: a key must not change with the checkout's location (with
+# `sha256sum FILE` every clone rebuilt every image, and the node image over them).
+content() { local f; for f in "$@"; do sha256sum < "$f"; done; }
 fresh() { [ -f "$1" ] && [ -f "$1.key" ] && [ "$(cat "$1.key")" = "$2" ]; }
 
 for t in go jq mmdebstrap python3 gcc file flock; do  # mmdebstrap: base.sh --rootfs
@@ -120,7 +123,7 @@ static_image() {
   local short=$1 bin=$2 dest=$3 entry=$4 k stage rootfs ftype
   ftype=$(file -b "$bin")
   case $ftype in *"statically linked"*) ;; *) die "$bin is not static ($ftype)" ;; esac
-  k=$( { echo "${NAME[$short]} $dest $entry"; sha256sum "$bin" "$OCI"; declare -f static_image; } | key)
+  k=$( { echo "${NAME[$short]} $dest $entry"; content "$bin" "$OCI"; declare -f static_image; } | key)
   if fresh "$CP/images/$short.tar" "$k"; then log "$short image is up to date"; return 0; fi
   log "image ${NAME[$short]}"
   stage=$CP/build/$short
@@ -150,7 +153,7 @@ static_image etcd "$K8S_BIN/etcd" /usr/local/bin/etcd '["/usr/local/bin/etcd"]'
 static_image coredns "$COREDNS" /coredns '["/coredns"]'
 
 # ---- pause -------------------------------------------------------------------------------------------
-pause_key=$( { echo "${NAME[pause]}"; sha256sum "$pause_c" "$OCI" "$REPO/images/build/pause.sh"; } | key)
+pause_key=$( { echo "${NAME[pause]}"; content "$pause_c" "$OCI" "$REPO/images/build/pause.sh"; } | key)
 if fresh "$CP/images/pause.tar" "$pause_key"; then
   log "pause image is up to date"
 else
@@ -193,7 +196,7 @@ mapfile -t sources < <("$REPO/images/build/base.sh" --sources)
 [ ${#sources[@]} -gt 0 ] || die "base.sh --sources lists no apt sources file for bookworm"
 proxy_key=$( { echo "${NAME[kube-proxy]} $PROXY_PACKAGES $(mmdebstrap --version)"
                cat "${sources[@]}" "$wrapper_sh" "$REPO/images/build/base.sh";
-               sha256sum "$K8S_BIN/kube-proxy" "$OCI"; } | key)
+               content "$K8S_BIN/kube-proxy" "$OCI"; } | key)
 if fresh "$CP/images/kube-proxy.tar" "$proxy_key"; then
   log "kube-proxy image is up to date"
 else

@@ -40,6 +40,7 @@ MODULES: dict[str, str] = {
     "test_kind_nodes.py": "r",
     "test_multinode_orangefs.py": "r",
     "test_multinode_node_lost.py": "r",  # marked serial: it runs last in its session
+    "test_kind_down.py": "r",  # marked stops_cluster: after that
     # lanes of their own: an operator (local, or in-cluster for calibration) with a release of its own
     "test_test_cluster.py": "a",
     "test_cluster_sh_lifecycle.py": "a",

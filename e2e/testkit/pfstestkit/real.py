@@ -16,6 +16,7 @@ import copy
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import yaml
@@ -123,14 +124,31 @@ def assert_real_pods(cluster: Any, pods: list[dict[str, Any]]) -> None:
                               f"{node!r}, which kwok plays (real nodes: {sorted(real)}): it did not really run")
 
 
+def operator_chart_values(mode: str, state_dir: str | Path) -> list[str]:
+    """Helm arguments for the chart's in-cluster operator on the test cluster: its pods on a node that runs
+    them, and the operator image's build key as a pod annotation (a rebuilt `dev` image rolls the pod)."""
+    values = chart_values(mode)
+    key = image_build(SimpleNamespace(state_dir=state_dir), "operator:dev")
+    if key:
+        values += ["--set-string", f"podAnnotations.pfslayout\\.io/image-build={key}"]
+    return values
+
+
+USAGE = "usage: real.py place [local|kind] < manifests.yaml | real.py chart-values local|kind STATE_DIR"
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[1] != "place":
-        print("usage: real.py place [local|kind] < manifests.yaml", file=sys.stderr)
-        return 2
-    mode = argv[2] if len(argv) > 2 else "local"
-    docs = [place(d, mode) for d in yaml.safe_load_all(sys.stdin) if d]
-    yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
-    return 0
+    if len(argv) >= 2 and argv[1] == "place":
+        mode = argv[2] if len(argv) > 2 else "local"
+        docs = [place(d, mode) for d in yaml.safe_load_all(sys.stdin) if d]
+        yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
+        return 0
+    if len(argv) == 4 and argv[1] == "chart-values":
+        # one argument per line, nothing at all when there are none (bash: mapfile -t)
+        sys.stdout.write("".join(f"{a}\n" for a in operator_chart_values(argv[2], argv[3])))
+        return 0
+    print(USAGE, file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

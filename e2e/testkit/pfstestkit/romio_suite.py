@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -24,7 +23,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pfstestkit import REPO
+from pfstestkit import REPO, cache_root
 from pfstestkit.ofs_loopback import OrangeFS
 from pfstestkit.romio import Mpich
 
@@ -93,10 +92,6 @@ EXCLUDED = {
 }
 
 _TREE = re.compile(r"mpich-[^-/]+-([0-9a-f]{16})")
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("PFSLAYOUT_CACHE") or Path.home() / ".cache" / "pfs-layout-operator")
 
 
 def tree_key(mpich: Mpich) -> str:
