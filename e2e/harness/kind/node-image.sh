@@ -125,4 +125,9 @@ python3 "$REPO_ROOT/images/build/oci.py" rootfs "$stage/rootfs.tar" "$stage/node
   --stop-signal SIGRTMIN+3 --history "e2e/harness/kind/node-image.sh (kind $KIND_VERSION, Kubernetes $K8S_VERSION)"
 mv "$stage/node.tar" "$archive"
 log "built $archive"
+# One node image kept per Kubernetes version: the archives of earlier keys (≈ 1.4 GiB each) go. A checkout
+# at another key builds its own again (~2 min); left alone they filled 11 GiB here in a day.
+for old in "$CACHE_ROOT/kind-node-$K8S_VERSION"-*.tar; do
+  [ "$old" = "$archive" ] || [ ! -f "$old" ] || { rm -f "$old"; log "removed the earlier node image $old"; }
+done
 echo "$archive $name"
