@@ -16,8 +16,8 @@
 # need the local control plane's own parts on this machine: its API server and etcd processes, the real
 # node's directories and containers, kwok's pod Stages) on the local cluster, while kind and its node image
 # are built beside them (lowest priority); then the local cluster is stopped, a kind cluster of one
-# control plane and three workers comes up (docs/kind.md), the rest of the e2e tier runs on its workers,
-# then the multinode tier in one process, and kind goes down.
+# control plane and three workers comes up (docs/kind.md), the rest of the e2e tier and the multinode
+# tier run on its workers in one session (their node-lost and `down` tests last, alone), and kind goes down.
 # Extra arguments go to pytest: `-m unit` (a tier expression) or test paths run just those and build
 # only what they need. An unknown tier or a missing path fails at once, before anything is installed.
 # Sources of OrangeFS/IOR: upstream by default, or PFSLAYOUT_SOURCE_MIRROR (docs/images.md).
@@ -29,7 +29,7 @@ step() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)" >&2; }
 
 # The arguments first: plain Python, nothing installed yet.
 plan=$(PYTHONPATH="$root/e2e/testkit" python3 -m pfstestkit.tiers plan "$@") || exit 2
-eval "$plan"   # TIERS, STEPS, OTHER_TIERS, LOCAL_E2E, KIND_E2E, KIND_TIERS, REST
+eval "$plan"   # TIERS, STEPS, OTHER_TIERS, LOCAL_E2E, KIND_E2E, REST
 needs() { [[ " $STEPS " == *" $1 "* ]]; }
 has_tier() { [[ " $TIERS " == *" $1 "* ]]; }
 # a tier that runs without a cluster (the e2e tier runs on the local one and kind, multinode on kind)
@@ -133,7 +133,7 @@ if [ -n "$build_pid" ] && has_others; then
   set +m
 fi
 
-e2e_rc=0 kind_e2e_rc=0 kind_rc=0 cluster_ready=0
+e2e_rc=0 kind_rc=0 cluster_ready=0
 if [ -n "$build_pid" ]; then
   if ! wait "$build_pid"; then
     build_pid=
@@ -200,8 +200,8 @@ elif [ -z "$other_pid" ] && has_others; then
 fi
 
 kind_tests=0
-if has_tier e2e; then kind_tests=$(selected "$KIND_E2E"); fi
-if [ "$kind_tests" -gt 0 ] || has_tier multinode; then
+if has_tier e2e || has_tier multinode; then kind_tests=$(selected "$KIND_E2E"); fi
+if [ "$kind_tests" -gt 0 ]; then
   # One cluster at a time on the machine: the local one goes first.
   if [ "$stop_cluster" = 1 ]; then step "test cluster down"; local_cluster down >/dev/null || true; stop_cluster=0; fi
   step "kind and its node image: waiting for their build"
@@ -215,18 +215,11 @@ if [ "$kind_tests" -gt 0 ] || has_tier multinode; then
   step "kind cluster up"
   if [ "$(kind_cluster up)" = started ] && [ "${PFSLAYOUT_E2E_KEEP:-}" != 1 ]; then stop_kind=1; fi
   lower_others
-  if [ "$kind_tests" -gt 0 ]; then
-    step "pytest: the rest of the e2e tier, on the kind cluster's workers ($workers lane(s) at a time)"
-    kind_env pytest_session -n "$workers" --dist loadgroup "${durations[@]}" -m "$KIND_E2E" "${REST[@]}" \
-      || kind_e2e_rc=$?
-  fi
-  if has_tier multinode; then
-    step "pytest: multinode, on the kind cluster"
-    # One process: the tier's modules share the cluster's three workers, each test needing all of them.
-    # The last session on kind: its test of `down` need not start the cluster again (we stop it next).
-    PFSLAYOUT_E2E_LAST_SESSION=1 kind_env pytest_session -n 0 "${durations[@]}" -m "$KIND_TIERS" "${REST[@]}" \
-      || kind_rc=$?
-  fi
+  step "pytest: the rest of the e2e tier and the multinode tier, on the kind cluster's workers ($workers lane(s) at a time)"
+  # One session: the multinode tests join the lanes (the release lane), their node-lost and `down` tests
+  # the serial lane at the end. The last session on kind: its test of `down` need not start it again.
+  PFSLAYOUT_E2E_LAST_SESSION=1 kind_env pytest_session -n "$workers" --dist loadgroup "${durations[@]}" \
+    -m "$KIND_E2E" "${REST[@]}" || kind_rc=$?
 fi
 
 if [ -n "$other_pid" ]; then
@@ -236,6 +229,6 @@ if [ -n "$other_pid" ]; then
   cat "$work/other-tiers.log"
 fi
 
-echo "test-all: e2e sessions exit $e2e_rc (local cluster) and $kind_e2e_rc (kind), multinode session exit" \
-  "$kind_rc, other tiers' session exit $other_rc" >&2
-[ "$e2e_rc" = 0 ] && [ "$kind_e2e_rc" = 0 ] && [ "$kind_rc" = 0 ] && [ "$other_rc" = 0 ]
+echo "test-all: e2e session exit $e2e_rc on the local cluster, e2e and multinode session exit $kind_rc on kind," \
+  "other tiers' session exit $other_rc" >&2
+[ "$e2e_rc" = 0 ] && [ "$kind_rc" = 0 ] && [ "$other_rc" = 0 ]

@@ -29,6 +29,7 @@ from pfstestkit.cluster import (
     users_lock,
 )
 from pfstestkit.crd_release import ensure_crds, install_release, served_namespace
+from pfstestkit.data_faults import host_root, served  # noqa: F401  (fixtures of the data-fault modules)
 from pfstestkit.faults import identity  # noqa: F401  (a fixture of the fault modules)
 from pfstestkit.lanes import SERIAL, Lane, current, enter, lane_of
 from pfstestkit.local_operator import Operator, in_cluster_operator, local_operator
@@ -78,10 +79,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Each e2e test joins its lane's xdist group as it is collected — before pytest-xdist turns groups into
     work units in its own collection hook. A test that restarts, stops or audits what everything shares is
-    in the serial lane whatever its module."""
-    if item.path.parent != Path(__file__).parent:
+    in the serial lane whatever its module. The multinode tier's tests join lanes the same way: on kind
+    they share a session with the e2e tier's (their node-lost and `down` tests in the serial lane)."""
+    here = Path(__file__).parent
+    if item.path.parent not in (here, here / "multinode"):
         return
-    shared_part = any(item.get_closest_marker(m) for m in ("restarts_control_plane", "stops_cluster", "node_audit"))
+    shared_part = any(item.get_closest_marker(m)
+                      for m in ("serial", "restarts_control_plane", "stops_cluster", "node_audit"))
     lane = SERIAL if shared_part else lane_of(item.path)
     join_group(item, lane)
     if lane == SERIAL:

@@ -50,6 +50,7 @@ MODULES: dict[str, str] = {
     "test_real_layoutpolicy.py": "f",
     "test_real_learning.py": "f",
     "test_real_data_faults.py": "b",
+    "test_real_server_outages.py": "g",
     "test_real_calibration_restarts.py": "e",
     "test_real_registry.py": "e",
     "test_real_operator_kills.py": "c",
@@ -62,10 +63,11 @@ MODULES: dict[str, str] = {
     "test_real_node_stop.py": SERIAL,
 }
 
-# Each lane's run time in minutes on the 2-core machine, three lanes side by side: the `lane minutes` line of
-# `PFSLAYOUT_E2E_WORKERS=3 e2e/test-all.sh -m e2e` (d98d3ea, 2026-11-28, 19 min 13 s; docs/test-cluster.md
-# Timings). The scheduler starts the longest first; these seven split into three workers' 11.5-13.4 minutes.
-MINUTES: dict[str, float] = {"c": 8.1, "d": 8.0, "b": 6.3, "r": 5.5, "f": 3.6, "a": 3.4, "e": 1.9}
+# Each lane's run time in minutes on the 2-core machine, three lanes side by side: the `lane minutes` lines of
+# a cold `.ci/run` (2026-11-29, 1317daa; docs/test-cluster.md Timings): on kind d 14.3, f 9.6, a 7.5, c 6.6,
+# r 4.5 (+ the multinode tier's ≈ 4.5 since), e 3.0, b 1.9; on the local cluster b 7.4 (now b ≈ 2.5 and
+# g ≈ 5), r 2.2, e 1.7, a 0.5. The scheduler starts the longest first.
+MINUTES: dict[str, float] = {"d": 14.3, "f": 9.6, "r": 9.0, "a": 7.5, "c": 6.6, "g": 5.0, "e": 3.0, "b": 2.5}
 
 
 def minutes_by_lane(reports: Iterable[Any]) -> dict[str, float]:

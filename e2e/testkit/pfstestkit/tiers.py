@@ -227,12 +227,11 @@ def main(argv: Iterable[str]) -> int:
     # shell-readable: eval "$(python -m pfstestkit.tiers plan "$@")"
     print(f"TIERS={shlex.quote(' '.join(sorted(p.tiers)))}")
     print(f"STEPS={shlex.quote(' '.join(p.steps))}")
-    # The four sessions a run splits into (e2e/test-all.sh): the tiers without a cluster; on the local
-    # cluster the e2e tests that need it; on kind the rest of the e2e tier, then the multinode tier.
+    # The three sessions a run splits into (e2e/test-all.sh): the tiers without a cluster; on the local
+    # cluster the e2e tests that need it; on kind the rest of the e2e tier with the multinode tier.
     print(f"OTHER_TIERS={shlex.quote(split_session(p, 'not e2e and not multinode'))}")
     print(f"LOCAL_E2E={shlex.quote(split_session(p, 'e2e and local_cluster'))}")
-    print(f"KIND_E2E={shlex.quote(split_session(p, 'e2e and not local_cluster'))}")
-    print(f"KIND_TIERS={shlex.quote(split_session(p, 'multinode'))}")
+    print(f"KIND_E2E={shlex.quote(split_session(p, '(e2e and not local_cluster) or multinode'))}")
     print(f"REST=({' '.join(shlex.quote(a) for a in p.rest)})")
     return 0
 
