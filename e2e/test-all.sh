@@ -203,7 +203,14 @@ kind_tests=0
 if has_tier e2e || has_tier multinode; then kind_tests=$(selected "$KIND_E2E"); fi
 if [ "$kind_tests" -gt 0 ]; then
   # One cluster at a time on the machine: the local one goes first.
-  if [ "$stop_cluster" = 1 ]; then step "test cluster down"; local_cluster down >/dev/null || true; stop_cluster=0; fi
+  if [ "$stop_cluster" = 1 ]; then
+    step "test cluster down"
+    local_cluster down >/dev/null || true
+    stop_cluster=0
+    # Whatever it left behind would run beside every kind test: said here, where it happened.
+    left=$(local_cluster leftovers 2>&1 || true)
+    [ -z "$left" ] || printf 'test-all: the local cluster left behind:\n%s\n' "$left" >&2
+  fi
   step "kind and its node image: waiting for their build"
   if ! wait "$kind_build_pid"; then
     kind_build_pid=

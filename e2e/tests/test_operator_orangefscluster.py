@@ -23,10 +23,10 @@ from pfstestkit.crd_release import enroll, served_namespace
 from pfstestkit.kinds import OFS
 from pfstestkit.lanes import current
 from pfstestkit.local_operator import Operator, local_operator
+from pfstestkit.ofs_pods import READY_TIMEOUT, why_not_ready
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "policies" / "orangefs-small.yaml"
-READY_TIMEOUT = 90
 
 
 def get_ofs(cluster, ns: str, name: str) -> dict[str, Any]:  # noqa: ANN001
@@ -53,7 +53,7 @@ def wait_ready(cluster, op: Operator, ns: str, name: str, servers: int) -> dict[
         return cluster.wait_until(probe, f"{ns}/{name} Ready with {servers} servers", timeout=READY_TIMEOUT)
     except AssertionError as err:
         raise AssertionError(f"{err}\nstatus: {json.dumps(get_ofs(cluster, ns, name).get('status'))}\n"
-                             f"operator log:\n{op.log_tail()}") from None
+                             f"{why_not_ready(cluster, ns, name)}\noperator log:\n{op.log_tail()}") from None
 
 
 def render(*args: str) -> str:

@@ -79,8 +79,23 @@ def wait_ofs_ready(cluster: Cluster, ns: str, name: str, servers: int) -> dict[s
                                                        timeout=READY_TIMEOUT, interval=1)
         return ready_obj
     except AssertionError as err:
-        pods = cluster.kubectl("get", "pods", "-n", ns, "-o", "wide", check=False).stdout
-        raise AssertionError(f"{err}\npods:\n{pods}\noperator log:\n{operator_log(cluster)}") from None
+        raise AssertionError(f"{err}\n{why_not_ready(cluster, ns, name)}\noperator log:\n{operator_log(cluster)}"
+                             ) from None
+
+
+def why_not_ready(cluster: Cluster, ns: str, name: str) -> str:
+    """What explains servers that are not Ready: the namespace's pods and recent events (a failing readiness
+    probe, a slow pull, a pending claim) and the last lines of each not-Ready server's log."""
+    pods = cluster.kubectl("get", "pods", "-n", ns, "-o", "wide", check=False).stdout
+    events = cluster.kubectl("get", "events", "-n", ns, "--sort-by=.lastTimestamp", check=False).stdout
+    logs = []
+    for pod in deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name},app.kubernetes.io/component=server"):
+        if not pod_ready(pod):
+            pod_name = pod["metadata"]["name"]
+            tail = cluster.kubectl("logs", "-n", ns, pod_name, "-c", "server", "--tail=15", check=False)
+            logs.append(f"{pod_name}:\n{tail.stdout}{tail.stderr}")
+    return (f"pods:\n{pods}\nevents (last 30):\n" + "\n".join(events.splitlines()[-30:]) +
+            "\nnot-Ready servers' logs:\n" + "\n".join(logs))
 
 
 def toolbox(cluster: Cluster, ns: str, name: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import time
 from typing import Any
 
@@ -97,7 +98,9 @@ def test_a_node_lost_is_named_writes_fail_clearly_and_everything_comes_back(
                                check=False, timeout=900)
         took = time.monotonic() - t0
         assert proc.returncode != 0, f"the write succeeded with {lost} down:\n{proc.stdout}{proc.stderr}"
-        assert "pvfs2-cp" in proc.stderr or "Error" in proc.stderr, proc.stderr
+        # The client library's own words: a retry budget spent ("Out of retries", "msgpair ... failed") or
+        # pvfs2-cp's error; which of them ends the output depends on where the lookup was when it gave up.
+        assert re.search(r"Out of retries|failed|error", proc.stderr, re.I), proc.stderr
         print(f"write with {lost} down: exit {proc.returncode} after {took:.0f} s: {proc.stderr.strip()[-300:]}")
 
         # The operator, if it ran there, comes back on another node (nodeLossTolerationSeconds: 30).
