@@ -34,9 +34,9 @@ if [ "$mode" = local ] && ! grep -q '^REAL_NODE=1$' "$STATE_DIR/cluster.env"; th
 fi
 k() { "$KUBECTL" --request-timeout=30s "$@"; }
 place() { "$venv/bin/python" -m pfstestkit.real place "$mode"; }
-# The operator's pods on a node that runs them, and its image's build key as a pod annotation (the tag
-# stays `dev` when the image is rebuilt: the annotation rolls the operator).
-mapfile -t placement < <("$venv/bin/python" -m pfstestkit.real chart-values "$mode" "$STATE_DIR")
+# The operator's image, its pods on a node that runs them, and the image's build key as a pod annotation
+# (the tag stays `dev` when the image is rebuilt: the annotation rolls the operator).
+mapfile -t operator_values < <("$venv/bin/python" -m pfstestkit.real chart-values "$mode" "$STATE_DIR")
 
 chart=charts/pfs-layout-operator
 # The operator serves the demo's namespace only (docs/rbac.md): the chart binds its rights there, so
@@ -44,8 +44,7 @@ chart=charts/pfs-layout-operator
 k create namespace "$DEMO_NAMESPACE" --dry-run=client -o yaml | k apply -f - >/dev/null
 step "helm install $RELEASE ($chart) into $OPERATOR_NAMESPACE serving $DEMO_NAMESPACE, the operator from its image"
 "$HELM" upgrade --install "$RELEASE" "$chart" -n "$OPERATOR_NAMESPACE" --create-namespace \
-  --set image.repository=pfslayout/operator --set image.tag=dev --set image.pullPolicy=IfNotPresent \
-  --set-json "operator.watchNamespaces=[\"$DEMO_NAMESPACE\"]" "${placement[@]}" --wait --timeout 300s
+  --set-json "operator.watchNamespaces=[\"$DEMO_NAMESPACE\"]" "${operator_values[@]}" --wait --timeout 300s
 
 shopt -s nullglob
 policies=(policies/*.yaml)

@@ -20,6 +20,7 @@ from pfstestkit.cluster import (
     UP_TIMEOUT_S,
     Cluster,
     cluster_env,
+    cluster_mode,
     cluster_running,
     cluster_state_dir,
     live_users,
@@ -69,8 +70,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     runs those tests on the local cluster and the others on kind: pfstestkit.tiers)."""
     if item.get_closest_marker("local_cluster") is None:
         return
-    mode_file = cluster_state_dir() / "mode"
-    mode = os.environ.get("PFSLAYOUT_E2E_MODE") or (mode_file.read_text().strip() if mode_file.exists() else "")
+    mode = cluster_mode()
     if mode and mode != "local":
         pytest.skip(f"needs the local control plane (marked local_cluster), not this {mode} cluster: "
                     "PFSLAYOUT_E2E_MODE=local e2e/test-all.sh runs it")
@@ -124,10 +124,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         (state / "users" / me).touch()
     env = cluster_env()
     state_dir = Path(env["KUBECONFIG"]).parent
-    mode_file = state_dir / "mode"
     c = Cluster(kubeconfig=Path(env["KUBECONFIG"]), kubectl_path=env["KUBECTL"], helm_path=env["HELM"],
-                env=env, state_dir=state_dir, started_here=started_here,
-                mode=mode_file.read_text().strip() if mode_file.exists() else "local",
+                env=env, state_dir=state_dir, started_here=started_here, mode=cluster_mode(state_dir) or "local",
                 _tmp=tmp_path_factory.mktemp("cluster"))
     if c.mode == "local" and (state_dir / "node").is_dir():
         c.audit = node_audit.start(task_dir(state_dir), functools.partial(pod_labels, c))

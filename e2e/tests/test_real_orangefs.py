@@ -76,7 +76,7 @@ def test_example_runs_real_orangefs_servers(cluster, incluster_operator, namespa
     assert_real_pods(cluster, server_pods)
     # The image the servers run is the one `up` pushed to the test cluster's registry, pulled from there
     # by the real node (the registry's own tests: test_real_registry.py).
-    orangefs = pushed_images(cluster).get(f"docker.io/{DEFAULT_ORANGEFS_IMAGE}", "")
+    orangefs = pushed_images(cluster.state_dir).get(f"docker.io/{DEFAULT_ORANGEFS_IMAGE}", "")
     for pod in server_pods:
         state = pod["status"]["containerStatuses"][0]
         assert state["ready"] and "running" in state["state"], json.dumps(state)

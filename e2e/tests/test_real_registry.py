@@ -50,7 +50,7 @@ def split(ref: str) -> tuple[str, str, str]:
 
 def test_up_pushed_the_images_and_the_registry_serves_them(cluster) -> None:  # noqa: ANN001
     reg = registry(cluster)
-    pushed = pushed_images(cluster)
+    pushed = pushed_images(cluster.state_dir)
     assert set(pushed) == PUSHED, pushed
     with urllib.request.urlopen(f"http://{reg}/v2/_catalog", timeout=30) as resp:
         catalog = json.load(resp)["repositories"]
@@ -67,7 +67,7 @@ def test_a_pod_pulls_a_tag_only_the_registry_holds(cluster, namespace: str) -> N
     """A new tag of the MPI image, made in the registry alone (its manifest put under another tag: no
     blob moves), so containerd cannot hold it: the kubelet must pull it from the registry to run the pod."""
     reg = registry(cluster)
-    repository, _, digest = split(pushed_images(cluster)["docker.io/pfslayout/mpi:dev"])
+    repository, _, digest = split(pushed_images(cluster.state_dir)["docker.io/pfslayout/mpi:dev"])
     body, media_type, _ = manifest(reg, repository, digest)
     tag = f"e2e-{uuid.uuid4().hex[:10]}"
     put = urllib.request.Request(f"http://{reg}/v2/{repository}/manifests/{tag}", data=body, method="PUT",

@@ -45,7 +45,7 @@ from pfstestkit.lanes import current
 from pfstestkit.mpijobs import finished, get_job, launcher_log, mpijob
 from pfstestkit.ofs_pods import deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
 from pfstestkit.policies import cond, lp_status, reasons
-from pfstestkit.real import assert_real_pods, chart_values, image_build, place
+from pfstestkit.real import assert_real_pods, operator_chart_values, place
 
 SECRET = f"{RELEASE}-webhook-tls"
 OPERATOR = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
@@ -71,9 +71,7 @@ def webhook_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
     on the real node, a 2 s upkeep period; uninstalled afterwards."""
     cluster.helm("upgrade", "--install", RELEASE, *chart_source(cluster), "-n", RELEASE_NS,
                  "--create-namespace",
-                 "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *current().watch_values,
-                 "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",
+                 *operator_chart_values(cluster.mode, cluster.state_dir), *current().watch_values,
                  "--set", "webhook.syncSeconds=2", "--wait", "--timeout", "300s", timeout=360)
     pods = cluster.wait_until(lambda: operator_pods(cluster), "the operator pod Ready", timeout=180, interval=1)
     assert_real_pods(cluster, pods)

@@ -180,6 +180,17 @@ def cluster_state_dir() -> Path:
     return Path(os.environ.get("PFSLAYOUT_E2E_STATE") or STATE_DIR)
 
 
+def cluster_mode(state: Path | None = None) -> str | None:
+    """Which cluster a state directory stands for, "local" or "kind": PFSLAYOUT_E2E_MODE when set (what
+    cluster.sh is asked for; its `up` refuses a state directory of the other mode), else what `up` recorded
+    in the directory's `mode` file; None when neither says (cluster.sh then picks kind where a container
+    engine answers)."""
+    if os.environ.get("PFSLAYOUT_E2E_MODE"):
+        return os.environ["PFSLAYOUT_E2E_MODE"]
+    mode_file = (state or cluster_state_dir()) / "mode"
+    return mode_file.read_text().strip() if mode_file.exists() else None
+
+
 def proc_start(pid: int) -> str | None:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

@@ -16,9 +16,10 @@ from typing import Any
 import yaml
 
 from pfstestkit import REPO, STATE_DIR
+from pfstestkit.cluster import cluster_mode
 from pfstestkit.crd_release import CHART, RELEASE, RELEASE_NS
 from pfstestkit.lanes import Lane
-from pfstestkit.real import chart_values, image_build
+from pfstestkit.real import operator_chart_values
 
 __all__ = ["RELEASE", "RELEASE_NS", "REPO", "Cluster"]
 # The benches install the shared release as the release lane does (it serves their pfsbench-* namespaces).
@@ -33,7 +34,7 @@ class Cluster:
         self.kubectl = os.environ.get("KUBECTL", "kubectl")
         self.helm = os.environ.get("HELM", "helm")
         state = Path(os.environ.get("PFSLAYOUT_E2E_STATE", STATE_DIR))
-        self.mode = (state / "mode").read_text().strip() if (state / "mode").exists() else "local"
+        self.mode = cluster_mode(state) or "local"
         self.state_dir = state
 
     def fail(self, message: str) -> None:
@@ -77,7 +78,5 @@ class Cluster:
     def install_chart(self) -> None:
         """The chart in-cluster on the real node, rolled when the operator image was rebuilt."""
         self.run(self.helm, "upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(self.mode), *BENCH.watch_values,
-                 "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(self, 'operator:dev')}",
+                 *operator_chart_values(self.mode, self.state_dir), *BENCH.watch_values,
                  "--wait", "--timeout", "300s")

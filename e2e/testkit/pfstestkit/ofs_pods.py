@@ -13,7 +13,7 @@ from pfstestkit.cluster import Cluster
 from pfstestkit.crd_release import chart_source
 from pfstestkit.kinds import OFS
 from pfstestkit.lanes import current
-from pfstestkit.real import assert_real_pods, chart_values, image_build
+from pfstestkit.real import assert_real_pods, operator_chart_values
 
 READY_TIMEOUT = 240
 
@@ -35,9 +35,7 @@ def incluster_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
     lane = current()
     cluster.helm("upgrade", "--install", lane.release, *chart_source(cluster), "-n", lane.release_ns,
                  "--create-namespace",
-                 "--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
-                 "--set", "image.pullPolicy=IfNotPresent", *chart_values(cluster.mode), *lane.chart_values,
-                 "--set-string", f"podAnnotations.pfslayout\\.io/image-build={image_build(cluster, 'operator:dev')}",
+                 *operator_chart_values(cluster.mode, cluster.state_dir), *lane.chart_values,
                  "--wait", "--timeout", "300s", timeout=360)
     selector = f"app.kubernetes.io/instance={lane.release},app.kubernetes.io/component=operator"
     pods = cluster.wait_until(lambda: [p for p in deployment_pods(cluster, lane.release_ns, selector) if pod_ready(p)],

@@ -16,7 +16,6 @@ import copy
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import yaml
@@ -28,7 +27,8 @@ REAL_NODE_PLACEMENT: dict[str, Any] = {
 }
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 # The taint of kind's kwok nodes (e2e/harness/cluster/kwok/nodes.sh): a pod tolerating it may land on a fake node.
-KWOK_TOLERATION: dict[str, Any] = {"key": "pfslayout.io/fake-node", "operator": "Exists", "effect": "NoSchedule"}
+KWOK_TAINT: dict[str, Any] = {"key": "pfslayout.io/fake-node", "value": "true", "effect": "NoSchedule"}
+KWOK_TOLERATION: dict[str, Any] = {"key": KWOK_TAINT["key"], "operator": "Exists", "effect": KWOK_TAINT["effect"]}
 
 
 def placement(mode: str) -> dict[str, Any]:
@@ -79,15 +79,15 @@ def chart_values(mode: str) -> list[str]:
             "--set-json", f"tolerations={json.dumps(extra['tolerations'])}"]
 
 
-def image_build(cluster: Any, name: str) -> str:
+def image_build(state_dir: str | Path, name: str) -> str:
     """The content key of the image `name` the real node imported (its archive's name) or, on kind, of the
     digest pushed to the registry; "" when neither is known.
     A chart installed with it as a pod annotation rolls its pods when the image was rebuilt: the tag
     (`dev`) stays the same, so nothing else would."""
-    listing = Path(cluster.state_dir) / "node" / "images.list"
+    listing = Path(state_dir) / "node" / "images.list"
     if not listing.exists():
         # kind: the digest `up` (or `cluster.sh images`) pushed
-        ref = next((r for n, r in pushed_images(cluster).items() if n.endswith(name)), "")
+        ref = next((r for n, r in pushed_images(state_dir).items() if n.endswith(name)), "")
         return ref.rpartition("@sha256:")[2][:16]
     for line in listing.read_text().splitlines():
         parts = line.split()
@@ -96,11 +96,11 @@ def image_build(cluster: Any, name: str) -> str:
     return ""
 
 
-def pushed_images(cluster: Any) -> dict[str, str]:
+def pushed_images(state_dir: str | Path) -> dict[str, str]:
     """The images `up` pushed to the test cluster's registry: image name (as pods and containerd name it,
     docker.io/pfslayout/<name>:<tag>) -> the reference pushed, `<registry>/<repository>:<tag>@<digest>`
     (images/build.sh --push, recorded by e2e/harness/cluster/node.sh). Empty without a real node."""
-    listing = Path(cluster.state_dir) / "node" / "images.pushed"
+    listing = Path(state_dir) / "node" / "images.pushed"
     if not listing.exists():
         return {}
     return dict(line.split() for line in listing.read_text().splitlines() if len(line.split()) == 2)
@@ -125,10 +125,12 @@ def assert_real_pods(cluster: Any, pods: list[dict[str, Any]]) -> None:
 
 
 def operator_chart_values(mode: str, state_dir: str | Path) -> list[str]:
-    """Helm arguments for the chart's in-cluster operator on the test cluster: its pods on a node that runs
-    them, and the operator image's build key as a pod annotation (a rebuilt `dev` image rolls the pod)."""
-    values = chart_values(mode)
-    key = image_build(SimpleNamespace(state_dir=state_dir), "operator:dev")
+    """Helm arguments for the chart's in-cluster operator on the test cluster: the image the harness built
+    (`pfslayout/operator:dev`, never pulled from elsewhere), its pods on a node that runs them, and the
+    image's build key as a pod annotation (a rebuilt `dev` image rolls the pod)."""
+    values = ["--set", "image.repository=pfslayout/operator", "--set", "image.tag=dev",
+              "--set", "image.pullPolicy=IfNotPresent", *chart_values(mode)]
+    key = image_build(state_dir, "operator:dev")
     if key:
         values += ["--set-string", f"podAnnotations.pfslayout\\.io/image-build={key}"]
     return values

@@ -7,9 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pfslayout.images import DEFAULT_ORANGEFS_IMAGE
-from pfstestkit.real import KWOK_ANNOTATION, assert_real_pods, pushed_images
-
-FAKE_TAINT = {"key": "pfslayout.io/fake-node", "value": "true", "effect": "NoSchedule"}
+from pfstestkit.real import KWOK_ANNOTATION, KWOK_TAINT, assert_real_pods, pushed_images
 
 
 def _nodes(cluster: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -34,7 +32,7 @@ def test_real_nodes_and_tainted_fake_nodes(cluster) -> None:  # noqa: ANN001
     assert fake, "kwok's fake nodes are missing (the tests that need many nodes use them)"
     for node in fake:
         taints = [{k: t[k] for k in ("key", "value", "effect")} for t in node["spec"].get("taints") or []]
-        assert FAKE_TAINT in taints, node["metadata"]["name"]
+        assert KWOK_TAINT in taints, node["metadata"]["name"]
 
 
 def test_pods_without_tolerations_run_only_on_real_nodes_from_the_registry(cluster, namespace: str) -> None:  # noqa: ANN001
@@ -65,7 +63,7 @@ def test_pods_without_tolerations_run_only_on_real_nodes_from_the_registry(clust
             lambda n=name: cluster.kubectl("logs", "-n", namespace, n, check=False).stdout.strip(),
             f"{name}'s output", timeout=60)
         assert out == name, f"{name} printed {out!r}"
-    pushed = pushed_images(cluster).get(f"docker.io/{DEFAULT_ORANGEFS_IMAGE}")
+    pushed = pushed_images(cluster.state_dir).get(f"docker.io/{DEFAULT_ORANGEFS_IMAGE}")
     assert pushed, f"`up` pushed no {DEFAULT_ORANGEFS_IMAGE} (state: {cluster.state_dir}/node/images.pushed)"
     digest = pushed.split("@")[1]
     for pod in pods:
