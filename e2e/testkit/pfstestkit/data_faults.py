@@ -51,15 +51,20 @@ def served(cluster: Any, operator: Any, namespace: str) -> Iterator[str]:
 
 @pytest.fixture
 def host_root(cluster: Any, served: str) -> Iterator[Path]:
-    """A fresh directory on the real node for the servers' hostPath storage, removed once the test's
-    clusters are gone (the operator's wipe Jobs need it until then)."""
+    """A fresh directory for the servers' hostPath storage, removed once the test's clusters are gone (the
+    operator's wipe Jobs need it until then). On the local cluster it is made here, on this machine, the
+    real node's host; on kind each node makes its own (the volumes are DirectoryOrCreate) and goes with
+    the node."""
     root = Path("/var/tmp") / f"pfslayout-{served}"
-    root.mkdir(parents=True)
+    local = cluster.mode == "local"
+    if local:
+        root.mkdir(parents=True)
     try:
         yield root
     finally:
         empty_namespace(cluster, served)
-        shutil.rmtree(root, ignore_errors=True)
+        if local:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def delete_cluster(cluster: Any, ns: str, name: str) -> None:

@@ -50,7 +50,7 @@ MODULES: dict[str, str] = {
     "test_real_layoutpolicy.py": "f",
     "test_real_learning.py": "f",
     "test_real_data_faults.py": "b",
-    "test_real_server_outages.py": "g",
+    "test_real_server_outages.py": "g",  # its kill test on kind, its kept-down test on the local cluster
     "test_real_calibration_restarts.py": "e",
     "test_real_registry.py": "e",
     "test_real_operator_kills.py": "c",
@@ -64,10 +64,12 @@ MODULES: dict[str, str] = {
 }
 
 # Each lane's run time in minutes on the 2-core machine, three lanes side by side: the `lane minutes` lines of
-# a cold `.ci/run` (2026-11-29, 1317daa; docs/test-cluster.md Timings): on kind d 14.3, f 9.6, a 7.5, c 6.6,
-# r 4.5 (+ the multinode tier's ≈ 4.5 since), e 3.0, b 1.9; on the local cluster b 7.4 (now b ≈ 2.5 and
-# g ≈ 5), r 2.2, e 1.7, a 0.5. The scheduler starts the longest first.
-MINUTES: dict[str, float] = {"d": 14.3, "f": 9.6, "r": 9.0, "a": 7.5, "c": 6.6, "g": 5.0, "e": 3.0, "b": 2.5}
+# kind's session with the multinode tier in it (2026-11-30, 4e426cf, warm, alone on the machine; docs/
+# test-cluster.md Timings): d 14.2, a 10.1, f 8.9, r 8.9, c 8.8, e 4.5, b 1.0 (the serial lane s 3.2 after
+# them); g is the server-kill test's ≈ 3 since. On the local cluster (7735b3e, cold) g 6.0 (now its
+# kept-down test's ≈ 3), r 2.2, e 2.1, b 1.5, a 0.4. One figure per lane: a lane's longest session sets
+# it. The scheduler starts the longest first.
+MINUTES: dict[str, float] = {"d": 14.2, "a": 10.1, "f": 8.9, "r": 8.9, "c": 8.8, "e": 4.5, "g": 3.0, "b": 1.5}
 
 
 def minutes_by_lane(reports: Iterable[Any]) -> dict[str, float]:

@@ -89,7 +89,10 @@ def test_a_node_lost_is_named_writes_fail_clearly_and_everything_comes_back(
         message = condition(obj, "NodesReady")["message"]
         assert all(s in message for s in lost_servers), (lost_servers, message)
         assert obj["status"]["phase"] == "Degraded" and condition(obj, "Ready")["reason"] == "NodeNotReady", obj
-        print(f"node {lost} stopped: NodesReady False after {noticed:.0f} s: {message}")
+        # How long it took is printed, not judged (the machines are shared): the node controller's grace
+        # period (50 s) bounds it, plus the operator's own move when it ran on the lost node.
+        where_op = "the operator's node too" if op["spec"]["nodeName"] == lost else "the operator elsewhere"
+        print(f"node {lost} stopped ({where_op}): NodesReady False after {noticed:.0f} s: {message}")
 
         # A write striped over every server fails with the client library's error, within its budget.
         t0 = time.monotonic()
