@@ -36,12 +36,11 @@ from pfstestkit.data_faults import (
     cluster_doc,
     delete_cluster,
     put,
-    server_pods,
     sha256_of,
 )
 from pfstestkit.kinds import MOUNT, OFS
 from pfstestkit.mpijobs import finished, launcher_log, mpijob
-from pfstestkit.ofs_pods import pod_ready, sh, toolbox, wait_ofs_ready
+from pfstestkit.ofs_pods import pod_ready, server_pods, sh, toolbox, wait_ofs_ready
 from pfstestkit.real import assert_real_pods, place
 
 pytestmark = pytest.mark.timeout(1500)

@@ -28,11 +28,10 @@ import pytest
 from pfstestkit.data_faults import (
     cluster_doc,
     put,
-    server_pods,
     sha256_of,
 )
 from pfstestkit.kinds import MOUNT
-from pfstestkit.ofs_pods import pod_ready, sh, toolbox, wait_ofs_ready
+from pfstestkit.ofs_pods import pod_ready, server_pods, sh, toolbox, wait_ofs_ready
 from pfstestkit.real import place
 
 pytestmark = pytest.mark.timeout(1500)

@@ -24,10 +24,6 @@ def cluster_doc(name: str, host: Path, reclaim: str) -> dict[str, Any]:
                      "calibration": {"auto": False}, "reclaimPolicy": reclaim}}
 
 
-def server_pods(cluster: Any, ns: str, name: str) -> list[dict[str, Any]]:
-    return deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name},app.kubernetes.io/component=server")
-
-
 def put(cluster: Any, ns: str, tool: str, path: str, data: bytes) -> str:
     """Writes `data` to `path` on OrangeFS through the toolbox's client; the output of pvfs2-cp."""
     return sh(cluster, ns, tool, f"set -e; f=$(mktemp); base64 -d > $f; pvfs2-cp $f {MOUNT}/{path}; rm -f $f",

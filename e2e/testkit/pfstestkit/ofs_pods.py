@@ -23,6 +23,11 @@ def deployment_pods(cluster: Cluster, ns: str, selector: str) -> list[dict[str, 
     return pods
 
 
+def server_pods(cluster: Cluster, ns: str, name: str) -> list[dict[str, Any]]:
+    """The OrangeFSCluster's server pods."""
+    return deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name},app.kubernetes.io/component=server")
+
+
 def pod_ready(pod: dict[str, Any]) -> bool:
     return pod["metadata"].get("deletionTimestamp") is None and any(
         c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions") or [])
@@ -87,7 +92,7 @@ def why_not_ready(cluster: Cluster, ns: str, name: str) -> str:
     pods = cluster.kubectl("get", "pods", "-n", ns, "-o", "wide", check=False).stdout
     events = cluster.kubectl("get", "events", "-n", ns, "--sort-by=.lastTimestamp", check=False).stdout
     logs = []
-    for pod in deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name},app.kubernetes.io/component=server"):
+    for pod in server_pods(cluster, ns, name):
         if not pod_ready(pod):
             pod_name = pod["metadata"]["name"]
             tail = cluster.kubectl("logs", "-n", ns, pod_name, "-c", "server", "--tail=15", check=False)

@@ -19,7 +19,7 @@ from pfstestkit.calibrations import ready, wait_terminal
 from pfstestkit.ior import IOR_BLOCK, ior_mpijob, ior_summary
 from pfstestkit.kinds import MOUNT, OFS
 from pfstestkit.mpijobs import finished, launcher_log
-from pfstestkit.ofs_pods import datafile_servers, datafiles, deployment_pods, sh, toolbox, wait_ofs_ready
+from pfstestkit.ofs_pods import datafile_servers, datafiles, server_pods, sh, toolbox, wait_ofs_ready
 from pfstestkit.real import assert_real_pods
 
 SERVERS = "app.kubernetes.io/component=server"
@@ -35,10 +35,6 @@ def ofs(name: str, servers: int, storage: dict[str, Any], spread: str | None = N
         spec["servers"]["spread"] = spread
     return {"apiVersion": "pfslayout.io/v1alpha1", "kind": "OrangeFSCluster", "metadata": {"name": name},
             "spec": spec}
-
-
-def server_pods(cluster: Any, ns: str, name: str) -> list[dict[str, Any]]:
-    return deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name},{SERVERS}")
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
