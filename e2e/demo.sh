@@ -28,7 +28,7 @@ step "test cluster and images (built once, cached under ~/.cache; up returns at 
 e2e/harness/cluster.sh build
 e2e/harness/cluster.sh up >/dev/null   # logs on stderr; stdout says started/already-running
 eval "$(e2e/harness/cluster.sh env)"
-mode=$(cat "$STATE_DIR/mode" 2>/dev/null || echo local)
+mode=$("$venv/bin/python" -m pfstestkit.real mode "$STATE_DIR") || fail "the test cluster did not record its mode"
 if [ "$mode" = local ] && ! grep -q '^REAL_NODE=1$' "$STATE_DIR/cluster.env"; then
   fail "this cluster has no real node (PFSLAYOUT_E2E_REAL_NODE=0): the demo runs real OrangeFS pods; e2e/harness/cluster.sh down, then run the demo again without that setting"
 fi

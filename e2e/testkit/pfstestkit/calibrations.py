@@ -32,10 +32,15 @@ def wait_terminal(cluster: Cluster, ns: str, name: str, run: int, timeout: float
                                                   interval=2)
         return done
     except AssertionError as err:
-        # A probe job that never finishes (a launcher Running for the whole wait, 2026-11-29) is explained
-        # by its own pods: each unfinished probe MPIJob's launcher log and processes (mpijobs.stalled).
-        jobs = cluster.kubectl("get", "mpijobs.kubeflow.org", "-n", ns, "-l", f"pfslayout.io/calibration={name}",
-                               "-o", "name", check=False).stdout.split()
-        stuck = "\n".join(stalled(cluster, ns, job.rpartition("/")[2]) for job in jobs)
-        raise AssertionError(f"{err}\nstatus: {cc_status(cluster, ns, name)}\n{stuck}\n"
-                             f"operator log:\n{operator_log(cluster)}") from None
+        raise AssertionError(f"{err}\n{unfinished(cluster, ns, name)}\noperator log:\n{operator_log(cluster)}"
+                             ) from None
+
+
+def unfinished(cluster: Cluster, ns: str, name: str) -> str:
+    """What a calibration that did not finish left to read: its status and, since a probe job that never
+    finishes (a launcher Running for the whole wait, 2026-11-29) is explained by its own pods, each of its
+    probe MPIJobs' launcher log and processes (mpijobs.stalled)."""
+    jobs = cluster.kubectl("get", "mpijobs.kubeflow.org", "-n", ns, "-l", f"pfslayout.io/calibration={name}",
+                           "-o", "name", check=False).stdout.split()
+    stuck = "\n".join(stalled(cluster, ns, job.rpartition("/")[2]) for job in jobs)
+    return f"status: {cc_status(cluster, ns, name)}\n{stuck}"

@@ -136,7 +136,8 @@ def operator_chart_values(mode: str, state_dir: str | Path) -> list[str]:
     return values
 
 
-USAGE = "usage: real.py place [local|kind] < manifests.yaml | real.py chart-values local|kind STATE_DIR"
+USAGE = ("usage: real.py place [local|kind] < manifests.yaml | real.py chart-values local|kind STATE_DIR"
+         " | real.py mode STATE_DIR")
 
 
 def main(argv: list[str]) -> int:
@@ -148,6 +149,16 @@ def main(argv: list[str]) -> int:
     if len(argv) == 4 and argv[1] == "chart-values":
         # one argument per line, nothing at all when there are none (bash: mapfile -t)
         sys.stdout.write("".join(f"{a}\n" for a in operator_chart_values(argv[2], argv[3])))
+        return 0
+    if len(argv) == 3 and argv[1] == "mode":
+        # the shell's view of pfstestkit.cluster.cluster_mode (the demo): local or kind, 1 when neither says
+        from pfstestkit.cluster import cluster_mode
+
+        recorded = cluster_mode(Path(argv[2]))
+        if recorded is None:
+            print(f"real.py mode: {argv[2]} records no cluster (run e2e/harness/cluster.sh up)", file=sys.stderr)
+            return 1
+        print(recorded)
         return 0
     print(USAGE, file=sys.stderr)
     return 2
