@@ -78,7 +78,7 @@ def test_a_node_lost_is_named_writes_fail_clearly_and_everything_comes_back(
 
     stopped = time.monotonic()
     cluster.run(engine(cluster), "stop", "--time", "0", lost, timeout=120)
-    # A write striped over every server, started at once: the client's retry budgets (37–172 s measured,
+    # A write striped over every server, started at once: the client's retry budgets (37–178 s measured,
     # docs/reliability.md) run beside the node controller's grace period instead of after it.
     def write() -> tuple[Any, float]:
         t0 = time.monotonic()
