@@ -32,7 +32,7 @@ from pfstestkit.data_faults import (
     sha256_of,
 )
 from pfstestkit.kinds import MOUNT
-from pfstestkit.ofs_pods import pod_ready, server_pods, sh, toolbox, wait_ofs_ready
+from pfstestkit.ofs_pods import pod_ready, server_pods, server_selector, sh, toolbox, wait_ofs_ready
 from pfstestkit.real import place
 
 pytestmark = pytest.mark.timeout(1500)
@@ -169,7 +169,7 @@ def test_a_server_kept_down_past_the_retry_budget_fails_the_write_and_loses_noth
         cluster.kubectl("delete", "resourcequota", OUTAGE_QUOTA, "-n", namespace, "--ignore-not-found")
         # The StatefulSet controller retried its refused create with a growing back-off (minutes by now):
         # an update of the StatefulSet queues it at once.
-        cluster.kubectl("annotate", "statefulset", "-n", namespace, "-l", "app.kubernetes.io/instance=down",
+        cluster.kubectl("annotate", "statefulset", "-n", namespace, "-l", server_selector("down"),
                         f"e2e.pfslayout.io/outage-over={int(time.time())}", "--overwrite")
     assert "exit=0" not in out and re.search(r"exit=[1-9]", out), out
     error = next((x for x in out.splitlines() if re.search(r"[Ee]rror|failed|refused|timed out|I/O", x)), None)

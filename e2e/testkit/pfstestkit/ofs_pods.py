@@ -23,9 +23,14 @@ def deployment_pods(cluster: Cluster, ns: str, selector: str) -> list[dict[str, 
     return pods
 
 
+def server_selector(name: str) -> str:
+    """The label selector of an OrangeFSCluster's server pods."""
+    return f"app.kubernetes.io/instance={name},app.kubernetes.io/component=server"
+
+
 def server_pods(cluster: Cluster, ns: str, name: str) -> list[dict[str, Any]]:
     """The OrangeFSCluster's server pods."""
-    return deployment_pods(cluster, ns, f"app.kubernetes.io/instance={name},app.kubernetes.io/component=server")
+    return deployment_pods(cluster, ns, server_selector(name))
 
 
 def pod_ready(pod: dict[str, Any]) -> bool:

@@ -20,10 +20,9 @@ import pytest
 from pfstestkit.crd_release import RELEASE_NS
 from pfstestkit.kinds import MOUNT, OFS
 from pfstestkit.lanes import current
-from pfstestkit.ofs_pods import datafile_servers, deployment_pods, pod_ready, sh, toolbox, wait_ofs_ready
+from pfstestkit.ofs_pods import datafile_servers, deployment_pods, pod_ready, server_pods, sh, toolbox, wait_ofs_ready
 from pfstestkit.real import assert_real_pods
 
-SERVERS = "app.kubernetes.io/component=server"
 STRIP = 65536  # the default distribution's strip: simple_stripe, 64 KiB
 
 
@@ -57,7 +56,7 @@ def test_a_node_lost_is_named_writes_fail_clearly_and_everything_comes_back(
                             "reclaimPolicy": "Delete", "calibration": {"auto": False}, "client": {"replicas": 1}}},
                   namespace=namespace)
     wait_ofs_ready(cluster, namespace, name, servers)
-    pods = deployment_pods(cluster, namespace, f"app.kubernetes.io/instance={name},{SERVERS}")
+    pods = server_pods(cluster, namespace, name)
     assert_real_pods(cluster, pods)
     where = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods}
     tool = toolbox(cluster, namespace, name)
@@ -131,7 +130,7 @@ def test_a_node_lost_is_named_writes_fail_clearly_and_everything_comes_back(
     obj = wait_ofs_ready(cluster, namespace, name, servers)
     assert condition(obj, "NodesReady")["status"] == "True", obj
     again = {p["metadata"]["name"]: p["spec"]["nodeName"]
-             for p in deployment_pods(cluster, namespace, f"app.kubernetes.io/instance={name},{SERVERS}")}
+             for p in server_pods(cluster, namespace, name)}
     assert again == where, f"servers moved: {where} -> {again}"
     # Nothing created twice: the cluster's own objects are the ones from before, one operator runs.
     after = owned_uids(cluster, namespace, name)

@@ -19,10 +19,9 @@ from pfstestkit.calibrations import ready, wait_terminal
 from pfstestkit.ior import IOR_BLOCK, ior_mpijob, ior_summary
 from pfstestkit.kinds import MOUNT, OFS
 from pfstestkit.mpijobs import finished, launcher_log
-from pfstestkit.ofs_pods import datafile_servers, datafiles, server_pods, sh, toolbox, wait_ofs_ready
+from pfstestkit.ofs_pods import datafile_servers, datafiles, server_pods, server_selector, sh, toolbox, wait_ofs_ready
 from pfstestkit.real import assert_real_pods
 
-SERVERS = "app.kubernetes.io/component=server"
 
 
 def ofs(name: str, servers: int, storage: dict[str, Any], spread: str | None = None) -> dict[str, Any]:
@@ -72,7 +71,7 @@ def test_servers_on_distinct_nodes_keep_their_data_and_serve_ior_across_nodes(
 
     # Every server restarted at once: each comes back on the node holding its claim, and reads back.
     uids = {p["metadata"]["uid"] for p in pods}
-    cluster.kubectl("delete", "pods", "-n", namespace, "-l", f"app.kubernetes.io/instance={name},{SERVERS}",
+    cluster.kubectl("delete", "pods", "-n", namespace, "-l", server_selector(name),
                     "--wait=false")
     cluster.wait_until(lambda: not uids & {p["metadata"]["uid"] for p in server_pods(cluster, namespace, name)},
                        "the restarted server pods", timeout=120, interval=1)
