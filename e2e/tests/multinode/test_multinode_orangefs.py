@@ -23,7 +23,6 @@ from pfstestkit.ofs_pods import datafile_servers, datafiles, server_pods, server
 from pfstestkit.real import assert_real_pods
 
 
-
 def ofs(name: str, servers: int, storage: dict[str, Any], spread: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "servers": {"count": servers, "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}},
