@@ -391,6 +391,10 @@ def params_fields(per_server: bool) -> dict[str, Schema]:
             "e_shared": number("Time every message of a round costs all ranks together, seconds: clients and "
                                "servers share cores (a kind cluster, the performance lab); absent: no such "
                                "cost.", minimum=0),
+            # issue 33: set only when the fit found network and storage overlapping
+            "overlap": boolean("True: a request takes the larger of its network time (e, v terms) and its "
+                               "storage time (α, β terms), not their sum — the flows pipeline the two; absent: "
+                               "the seeds' sum."),
         }
     if per_server:
         fields = {"index": integer("Server ordinal.", minimum=0, maximum=MAX_SERVERS - 1)} | fields
@@ -427,6 +431,8 @@ def fit_quality() -> Schema:
                          "per-operation forms the fit tried and why it kept or rejected each.", maxLength=1024),
         "sharedCores": string("Why every message of a round was or was not charged for shared cores "
                               "(`e_shared`).", maxLength=1024),
+        "overlap": string("Why a request's network and storage times were taken to overlap (`params.overlap`) "
+                          "or to add up.", maxLength=1024),
     })
 
 

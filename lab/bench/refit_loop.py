@@ -8,7 +8,8 @@ Needs reports written by `lab/bench/product_loop.py` since they keep `calibratio
 measured cells). The forms:
 
 * ``operator`` — what the operator publishes: `pfslayout.calibration.fit` (the five terms, per-operation
-  and shared-core terms where the fit keeps them), costed by the model;
+  and shared-core terms where the fit keeps them, summed or overlapped as the fit chooses — the overlapped
+  form, docs/cost-model.md "Overlapped network and storage", came out of this search), costed by the model;
 * ``floor`` — a round takes at least c·p·nt (every message of all ranks on shared cores), max(model, floor);
 * ``overlap`` — messages overlap the transfers: max(T_e, T_x + T_s + T_rw).
 
@@ -92,7 +93,8 @@ def forms(cal: list[Cell], servers: int) -> dict[str, tuple[Predict, str]]:
     params = result.params
     return {
         "operator": (lambda a, cells: model_times(cells, servers, params), f"R² {result.r2:.3f}, "
-                     + ", ".join(f"{k} {v:.3g}" for k, v in params.scalars().items())),
+                     + ", ".join(f"{k} {v:.3g}" for k, v in params.scalars().items())
+                     + (", overlapped" if params.overlap else ", summed")),
         "floor": (lambda a, cells: np.maximum(a[:, five] @ x_floor, c_floor * a[:, 5]),
                   f"c {c_floor:.3g} s per message of a round"),
         "overlap": (lambda a, cells: np.maximum(e_over * a[:, 0], a[:, [1, 2, 3, 4]] @ x_over),

@@ -29,6 +29,8 @@ typedef struct {
     double e, v, alpha_seq, alpha_rand, beta; /* s, s/byte, s, s, s/byte */
     double e_write, beta_write;               /* s, s/byte; < 0 = unset */
     double e_shared;                          /* s; <= 0 = none */
+    int overlap; /* 1: a request takes the larger of T_e + T_x and T_s + T_rw (docs/cost-model.md "Overlapped
+                  * network and storage"); 0: their sum, as the seeds */
 } pfs_params;
 
 /* The five-parameter form of one operation, the twin of pfslayout CostParams.for_op: a read (write = 0)

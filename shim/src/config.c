@@ -310,12 +310,13 @@ static int parse_params(errbuf *eb, json_t *v, pfs_config *cfg)
 {
     cfg->params.e_write = cfg->params.beta_write = PFS_PARAM_UNSET; /* writes cost as reads unless given */
     cfg->params.e_shared = PFS_PARAM_UNSET;                          /* no shared-core term unless given */
+    cfg->params.overlap = 0;                                         /* the seeds' sum unless given */
     if (!v)
         return 0;
     static const char *const pkeys[] = {"e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write",
-                                        "e_shared", "servers", NULL};
+                                        "e_shared", "overlap", "servers", NULL};
     if (!json_is_object(v))
-        return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta (e_write, beta_write, e_shared optional)");
+        return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta (e_write, beta_write, e_shared, overlap optional)");
     /* per-server overrides (heterogeneous servers) are accepted for the operator's sake and ignored:
      * the per-request table uses one value per parameter */
     if (check_keys(eb, "params", v, pkeys))
@@ -342,6 +343,13 @@ static int parse_params(errbuf *eb, json_t *v, pfs_config *cfg)
         json_t *x = json_object_get(v, wnames[i]);
         if (x && get_number(eb, field, x, 0.0, wdst[i]))
             return -1;
+    }
+    /* network and storage overlapping (docs/cost-model.md "Overlapped network and storage") */
+    json_t *o = json_object_get(v, "overlap");
+    if (o) {
+        if (!json_is_boolean(o))
+            return fail(eb, "params.overlap", "must be true or false");
+        cfg->params.overlap = json_is_true(o);
     }
     return 0;
 }

@@ -4,6 +4,8 @@
  * printed: 003 Table 2 exactly as printed, ⌈n/g⌉ everywhere, 2-D client-bound T_e = m⌈p/g⌉e.
  * corrected: the serial-count max form with docs/seeds.md §6 A1 (⌊n/g⌋ as the parallel divisor), A2
  * (client-bound 2-D T_e = m⌈n/g⌉e) and A3 (1-DH client side m·n connections).
+ * With params.overlap the total is the larger of the network side (T_e + T_x) and the storage side
+ * (T_s + T_rw) instead of the sum, as formulas.total_time.
  * Doubles throughout: counts up to 2^53 are exact, and the routing hot path must not allocate.
  */
 #include <string.h>
@@ -94,7 +96,8 @@ int pfs_cost_eval(pfs_variant var, pfs_layout layout, const pfs_params *prm, lon
     out->T_x = cv * prm->v;
     out->T_s = ca * alpha;
     out->T_rw = cb * prm->beta;
-    out->total = out->T_e + out->T_x + out->T_s + out->T_rw;
+    out->total = prm->overlap ? dmax(out->T_e + out->T_x, out->T_s + out->T_rw)
+                              : out->T_e + out->T_x + out->T_s + out->T_rw;
     return 0;
 }
 

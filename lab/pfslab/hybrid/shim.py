@@ -27,8 +27,7 @@ def shim_config(plan: Plan, params: CostParams, root: str, variant: str = "corre
                 for k in plan.replicas]
     rules.append(Rule(path=f"pvfs2:{variant_dir(root, HYBRID)}", replicas=replicas))
     config = ShimConfig.model_validate({
-        "params": ShimParams(e=params.e, v=params.v, alpha_seq=params.alpha_seq, alpha_rand=params.alpha_rand,
-                             beta=params.beta),
+        "params": ShimParams.of(params),
         "variant": variant, "servers": plan.servers, "rules": rules})
     # no stats block: each launch names its own directory with PFSLAYOUT_SHIM_STATS
     return render_shim_config(config)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -25,6 +25,9 @@ from pydantic import (
     StringConstraints,
     model_validator,
 )
+
+if TYPE_CHECKING:
+    from pfslayout.costmodel.params import CostParams
 
 FORMAT: Literal["pfsshim-config/1"] = "pfsshim-config/1"
 MAX_REPLICAS = 8  # PFS_MAX_REPLICAS
@@ -94,7 +97,8 @@ class ServerOverride(_Strict):
 class ShimParams(_Strict):
     """The five cost-model parameters, SI units (docs/cost-model.md), and optionally a write's own e and
     beta (``e_write``, ``beta_write``; unset, writes cost with e and beta — CostParams.for_op) and the cost of
-    every message of a round on shared cores (``e_shared``; unset, none)."""
+    every message of a round on shared cores (``e_shared``; unset, none), and whether network and storage
+    overlap (``overlap``; unset, they add up)."""
 
     e: Number = Field(ge=0, allow_inf_nan=False)
     v: Number = Field(ge=0, allow_inf_nan=False)
@@ -104,7 +108,15 @@ class ShimParams(_Strict):
     e_write: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
     beta_write: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
     e_shared: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
+    overlap: StrictBool | None = None  # true: a request takes the larger of its network and storage sides
     servers: list[ServerOverride] | None = None
+
+    @classmethod
+    def of(cls, params: CostParams) -> ShimParams:
+        """The shim's copy of ``params``: every term the router costs a request with."""
+        return cls(e=params.e, v=params.v, alpha_seq=params.alpha_seq, alpha_rand=params.alpha_rand,
+                   beta=params.beta, e_write=params.e_write, beta_write=params.beta_write,
+                   e_shared=params.e_shared, overlap=params.overlap)
 
 
 class Replica(_Strict):

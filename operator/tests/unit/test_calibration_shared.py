@@ -87,3 +87,14 @@ def test_the_cli_table_shows_the_term_and_why(tmp_path: Path) -> None:
                          check=True, timeout=120, env={**os.environ, "COLUMNS": "200"}).stdout
     assert "ms per message of all ranks (shared cores)" in out
     assert "shared cores: every message of a round also costs e_shared" in out
+
+
+def test_reads_whose_messages_cost_only_the_shared_term_still_give_writes_their_e() -> None:
+    # kind (issue 33): every read message's cost is shared CPU (e = 0, e_shared > 0) and writes cost more per
+    # message; the read e then fits at or near 0, which must not stop e_write from being kept
+    truth = BASE.model_copy(update={"e": 0.0, "e_shared": 6.0e-5, "e_write": 1.5e-4})
+    for seed in (5, 6, 7):
+        result = fit(parse_probe(simulate_probe(design_grid(4, 2, 4), truth, noise=0.02, seed=seed), "kind.json"))
+        assert result.params.e_write == pytest.approx(1.5e-4, rel=0.05), seed
+        assert result.params.e_shared == pytest.approx(6.0e-5, rel=0.1), seed
+        assert result.params.e < 5e-6 and result.split_note.startswith("writes have their own e"), seed

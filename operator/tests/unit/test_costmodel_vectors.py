@@ -68,6 +68,13 @@ def test_per_operation_cases_cover_both_operations_and_differ() -> None:
     assert len(differ) >= 40
     by_id = {c["id"]: c for c in OP_CASES}
     assert sum(1 for h in VECTORS["op_hand_checked"] if "e_shared" in by_id[h["id"]]["params"]) >= 4
+    assert sum(1 for h in VECTORS["op_hand_checked"] if by_id[h["id"]]["params"].get("overlap")) >= 2
+    # overlap: the larger side, and each side is the larger somewhere (docs/cost-model.md "Overlapped ...")
+    over = [c["expected"] for c in OP_CASES if c["params"].get("overlap")]
+    assert len(over) >= 40
+    assert all(close(e["total"], max(e["T_e"] + e["T_x"], e["T_s"] + e["T_rw"])) for e in over)
+    assert any(e["T_e"] + e["T_x"] > e["T_s"] + e["T_rw"] for e in over)
+    assert any(e["T_e"] + e["T_x"] < e["T_s"] + e["T_rw"] for e in over)
     for h in VECTORS["op_hand_checked"]:
         assert h["checked_against"]
         assert abs(by_id[h["id"]]["expected"]["total"] * 1e3 - h["ms"]) < 5e-5, h["id"]

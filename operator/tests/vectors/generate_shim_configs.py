@@ -168,6 +168,10 @@ def accepted() -> list[tuple[str, ShimConfig]]:
             Replica(dir="/p/.replica-2-D-g2", layout="2-D", g=2, strip_size=8192, datafiles=2, slots=2)])])),
         ("shared-cores-and-writes", ShimConfig(
             params=ETHERNET.model_copy(update={"e_shared": 1.3e-5, "e_write": 0.0005}), servers=4)),
+        # network and storage overlapping (a request takes the larger side), alone and with every other term
+        ("overlap", ShimConfig(params=ETHERNET.model_copy(update={"overlap": True}), servers=4)),
+        ("overlap-off-with-terms", ShimConfig(params=ETHERNET.model_copy(
+            update={"overlap": False, "e_shared": 1.3e-5, "e_write": 0.0005, "beta_write": 1e-8}), servers=4)),
     ]
     rng = random.Random(SEED)
     out += [(f"random-{k:03d}", _random_config(rng, k)) for k in range(60)]
@@ -197,6 +201,7 @@ def refused() -> list[dict[str, Any]]:
         {"name": "beta-write-not-number", "field": "params.beta_write",
          "doc": fmt | {"params": prm | {"beta_write": "fast"}}},
         {"name": "e-shared-negative", "field": "params.e_shared", "doc": fmt | {"params": prm | {"e_shared": -1e-5}}},
+        {"name": "overlap-not-boolean", "field": "params.overlap", "doc": fmt | {"params": prm | {"overlap": "yes"}}},
         {"name": "variant-unknown", "field": "variant", "doc": fmt | {"variant": "journal"}},
         {"name": "replicas-without-params", "field": "params",
          "doc": fmt | {"servers": 4, "rules": [{"path": "/d", "replicas": [{"dir": "/r", "layout": "1-DV"}]}]}},

@@ -1,7 +1,8 @@
 /* The shim's config parser against the configs pfslayout renders (operator/tests/vectors/shim-configs.json,
  * written by generate_shim_configs.py from pfslayout.shimconfig): every `accepted` config parses; every
  * `refused` one is refused with an error line that starts with the field the vector names. An accepted
- * config's e_write/beta_write/e_shared are parsed to what it says (unset when absent). */
+ * config's e_write/beta_write/e_shared are parsed to what it says (unset when absent), and overlap (false
+ * when absent). */
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -17,7 +18,7 @@ int main(int argc, char **argv)
     json_t *acc = json_object_get(doc, "accepted"), *ref = json_object_get(doc, "refused");
     CHECK(json_array_size(acc) >= 20 && json_array_size(ref) >= 10, "expected the full vector set");
     char err[512];
-    int write_terms = 0;
+    int write_terms = 0, overlaps = 0;
     for (size_t i = 0; i < json_array_size(acc); i++) {
         json_t *v = json_array_get(acc, i);
         const char *name = json_string_value(json_object_get(v, "name"));
@@ -38,10 +39,16 @@ int main(int argc, char **argv)
             CHECK(x ? got[k] == json_number_value(x) : got[k] < 0, "accepted[%zu] %s: params.%s = %g", i, name,
                   wn[k], got[k]);
         }
+        /* overlap arrives as written, false when absent */
+        json_t *ov = prm ? json_object_get(prm, "overlap") : NULL;
+        overlaps += ov != NULL;
+        CHECK(cfg.params.overlap == (ov ? json_is_true(ov) : 0), "accepted[%zu] %s: params.overlap = %d", i, name,
+              cfg.params.overlap);
         json_decref(text);
         pfs_config_free(&cfg);
     }
     CHECK(write_terms >= 4, "expected configs with e_write/beta_write/e_shared, found %d terms", write_terms);
+    CHECK(overlaps >= 2, "expected configs with params.overlap, found %d", overlaps);
     for (size_t i = 0; i < json_array_size(ref); i++) {
         json_t *v = json_array_get(ref, i);
         const char *name = json_string_value(json_object_get(v, "name"));

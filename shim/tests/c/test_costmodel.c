@@ -15,7 +15,8 @@ static int close_enough(double got, double want)
     return fabs(got - want) <= 1e-12 * fabs(want) + 1e-18;
 }
 
-/* the params object of a case: the five, plus e_write/beta_write/e_shared when given (unset otherwise) */
+/* the params object of a case: the five, plus e_write/beta_write/e_shared when given (unset otherwise) and
+ * overlap (false unless true) */
 static pfs_params read_params(json_t *prm)
 {
     json_t *ew = json_object_get(prm, "e_write"), *bw = json_object_get(prm, "beta_write");
@@ -25,13 +26,14 @@ static pfs_params read_params(json_t *prm)
                     json_number_value(json_object_get(prm, "alpha_rand")),
                     json_number_value(json_object_get(prm, "beta")),
                     ew ? json_number_value(ew) : PFS_PARAM_UNSET, bw ? json_number_value(bw) : PFS_PARAM_UNSET,
-                    es ? json_number_value(es) : PFS_PARAM_UNSET};
+                    es ? json_number_value(es) : PFS_PARAM_UNSET, json_is_true(json_object_get(prm, "overlap"))};
     return P;
 }
 
 /* Checks every case of one list; a case with an "op" is costed with that operation's parameters
  * (pfs_params_for_op), one without with e and beta. Returns the number of cases. */
-static size_t check_cases(json_t *cases, size_t seen[2][3], size_t *writes_differ, size_t *shared)
+static size_t check_cases(json_t *cases, size_t seen[2][3], size_t *writes_differ, size_t *shared,
+                          size_t *overlap)
 {
     size_t n = json_array_size(cases);
     for (size_t i = 0; i < n; i++) {
@@ -46,6 +48,8 @@ static size_t check_cases(json_t *cases, size_t seen[2][3], size_t *writes_diffe
         pfs_params P = given;
         if (given.e_shared > 0)
             (*shared)++;
+        if (given.overlap)
+            (*overlap)++;
         if (op) {
             const char *o = json_string_value(op);
             CHECK(o && (strcmp(o, "read") == 0 || strcmp(o, "write") == 0), "%s: op must be read or write", id);
@@ -81,13 +85,15 @@ int main(int argc, char **argv)
     if (!doc)
         return argc != 2 ? 2 : check_done("test_costmodel");
     size_t seen[2][3] = {{0}}, op_seen[2][3] = {{0}}, differ = 0, unused = 0, shared = 0, unshared = 0;
-    const size_t n = check_cases(json_object_get(doc, "cases"), seen, &unused, &unshared);
+    size_t overlap = 0, unoverlapped = 0;
+    const size_t n = check_cases(json_object_get(doc, "cases"), seen, &unused, &unshared, &unoverlapped);
     CHECK(n >= 100, "expected the full vector set, got %zu cases", n);
-    CHECK(unused == 0 && unshared == 0, "a five-parameter case carries an op or e_shared");
-    const size_t nop = check_cases(json_object_get(doc, "op_cases"), op_seen, &differ, &shared);
+    CHECK(unused == 0 && unshared == 0 && unoverlapped == 0, "a five-parameter case carries an op, e_shared or overlap");
+    const size_t nop = check_cases(json_object_get(doc, "op_cases"), op_seen, &differ, &shared, &overlap);
     CHECK(nop >= 100 && differ >= nop / 4, "expected the per-operation cases, got %zu (%zu writes with their own "
           "e or beta)", nop, differ);
     CHECK(shared >= nop / 8, "expected cases with e_shared, got %zu of %zu", shared, nop);
+    CHECK(overlap >= nop / 8, "expected cases with overlap, got %zu of %zu", overlap, nop);
     for (int v = 0; v < 2; v++)
         for (int l = 0; l < 3; l++)
             CHECK(seen[v][l] > 0 && op_seen[v][l] > 0, "no vector for variant %d layout %d", v, l);
@@ -95,7 +101,7 @@ int main(int argc, char **argv)
     json_decref(doc);
 
     /* inputs the table cannot cost are rejected, not computed */
-    pfs_params P = {3e-4, 1e-8, 1e-4, 3e-4, 1e-8, PFS_PARAM_UNSET, PFS_PARAM_UNSET, PFS_PARAM_UNSET};
+    pfs_params P = {3e-4, 1e-8, 1e-4, 3e-4, 1e-8, PFS_PARAM_UNSET, PFS_PARAM_UNSET, PFS_PARAM_UNSET, 0};
     pfs_cost c;
     CHECK(pfs_cost_eval(PFS_V_CORRECTED, PFS_L_2D, &P, 4, 8, 1, 0, 4096, 0, &c) == -1, "g = 0 accepted");
     CHECK(pfs_cost_eval(PFS_V_CORRECTED, PFS_L_2D, &P, 4, 8, 1, 9, 4096, 0, &c) == -1, "g > n accepted");

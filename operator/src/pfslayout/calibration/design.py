@@ -12,6 +12,9 @@ Two refinements (issue 13, docs/cost-model.md):
   coefficients go to ``e_write`` and ``beta_write`` instead of ``e`` and ``beta``.
 * ``shared`` adds the column of ``e_shared``: the messages all processes send per round (p·nt), which cost
   when clients and servers share cores (docs/cost-model.md "Shared cores").
+
+With ``CostParams.overlap`` a cell's time is not the row times the parameters but the larger of its
+network columns' and its storage columns' parts (``network_columns``, ``overlapped``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pfslayout.planner.classify import realised_as
 PARAMS = ("e", "v", "alpha_seq", "alpha_rand", "beta")
 SPLITTABLE = ("e", "beta")  # the terms writes may have their own value of (lab-facts: ~1.5× per message)
 SHARED = "e_shared"
+NETWORK = ("e", "v", "e_write", SHARED)  # T_e + T_x; the rest is T_s + T_rw (docs/cost-model.md "Overlapped ...")
 
 
 def columns(split: Iterable[str] = (), shared: bool = False) -> tuple[str, ...]:
@@ -41,6 +45,17 @@ def columns(split: Iterable[str] = (), shared: bool = False) -> tuple[str, ...]:
 def split_of(params: CostParams) -> tuple[str, ...]:
     """Which terms ``params`` gives writes their own value of."""
     return tuple(p for p in SPLITTABLE if getattr(params, f"{p}_write") is not None)
+
+
+def network_columns(cols: Sequence[str]) -> np.ndarray:
+    """Which of the design's columns are on a request's network side (T_e + T_x: e, v, e_write, e_shared);
+    the others (α_seq, α_rand, β, beta_write) are its storage side — the two sides ``overlap`` compares."""
+    return np.array([c in NETWORK for c in cols], dtype=bool)
+
+
+def overlapped(A: np.ndarray, x: np.ndarray, net: np.ndarray) -> np.ndarray:
+    """Each row's larger side: max(A[:, net] @ x[net], A[:, ~net] @ x[~net])."""
+    return np.asarray(np.maximum(A[:, net] @ x[net], A[:, ~net] @ x[~net]))
 
 
 def shared_of(params: CostParams) -> bool:
@@ -120,9 +135,12 @@ def design_matrix(cells: Iterable[CellLike], servers: int, variant: str = "corre
 
 def model_times(cells: Iterable[CellLike], servers: int, params: CostParams, variant: str = "corrected") -> np.ndarray:
     """Seconds of one repetition of each cell under ``params``: the design's rows times the parameters, so
-    predictions and the fit cannot disagree (write and shared-core terms used where ``params`` has them)."""
+    predictions and the fit cannot disagree (write and shared-core terms used where ``params`` has them;
+    with ``overlap`` each row's larger side)."""
     split, shared = split_of(params), shared_of(params)
-    return np.asarray(design_matrix(cells, servers, variant, split, shared) @ vector(params, columns(split, shared)))
+    cols = columns(split, shared)
+    A, x = design_matrix(cells, servers, variant, split, shared), vector(params, cols)
+    return overlapped(A, x, network_columns(cols)) if params.overlap else np.asarray(A @ x)
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,14 @@ trace total of a layout is exact from per-group request counts and byte sums: TC
 count·(ce·e + cm·e_shared + ca·α) + Σs·(cv₁·v + cb₁·β), with cv₁, cb₁ the coefficients at s = 1. Grouping costs two
 ``bincount`` passes over the trace however many layouts (and 2-D group counts) are then compared.
 Per-request arrays, when needed (hybrid replica routing), are one gather and one fused multiply-add per
-layout from per-group tables, done in cache-sized chunks.
+layout from per-group tables, done in cache-sized chunks. With ``CostParams.overlap`` a request takes the
+larger of its network and storage sides: the per-request arrays are exact (two lines per group), the totals
+take each group's larger side (``Totals.overlapped``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -91,15 +93,20 @@ def group_requests(p: np.ndarray, m: np.ndarray, s: np.ndarray, random: np.ndarr
 
 @dataclass(frozen=True)
 class Totals:
-    """Trace-wide sums of each term, seconds."""
+    """Trace-wide sums of each term, seconds. ``overlapped``: with ``CostParams.overlap``, the sum over the
+    groups of the larger side, max(T_e + T_x, T_s + T_rw) of each group — the total then (exact where one
+    side is the larger for every request of a group, as with one request size; a lower bound otherwise)."""
 
     T_e: float
     T_x: float
     T_s: float
     T_rw: float
+    overlapped: float | None = None
 
     @property
     def total(self) -> float:
+        if self.overlapped is not None:
+            return self.overlapped
         return self.T_e + self.T_x + self.T_s + self.T_rw
 
     @property
@@ -125,6 +132,18 @@ def _message_total(cnt: np.ndarray, ce: np.ndarray, cm: np.ndarray | None, param
     return float(message_time(np.dot(cnt, ce), shared, params))
 
 
+def _totals(cnt: np.ndarray, nbytes: np.ndarray, ce: np.ndarray, cm: np.ndarray | None, cv: np.ndarray,
+            ca_alpha: np.ndarray, cb: np.ndarray, params: CostParams) -> Totals:
+    """The four sums of a set of groups, and with ``params.overlap`` the sum of each group's larger side."""
+    totals = Totals(T_e=_message_total(cnt, ce, cm, params), T_x=float(np.dot(nbytes, cv)) * params.v,
+                    T_s=float(np.dot(cnt, ca_alpha)), T_rw=float(np.dot(nbytes, cb)) * params.beta)
+    if not params.overlap:
+        return totals
+    network = cnt * message_time(ce, cm if cm is not None else 0.0, params) + nbytes * cv * params.v
+    storage = cnt * ca_alpha + nbytes * cb * params.beta
+    return replace(totals, overlapped=float(np.sum(np.maximum(network, storage))))
+
+
 def layout_totals(layout: str, groups: Groups, n: int, g: int | None, params: CostParams,
                   variant: str = "corrected") -> Totals:
     """Exact trace totals of one layout from grouped requests."""
@@ -132,13 +151,7 @@ def layout_totals(layout: str, groups: Groups, n: int, g: int | None, params: Co
         return Totals(0.0, 0.0, 0.0, 0.0)
     c = _unit_coefficients(layout, groups, n, g, variant)
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
-    cnt = groups.count.astype(np.float64)
-    return Totals(
-        T_e=_message_total(cnt, c.ce, c.cm, params),
-        T_x=float(np.dot(groups.bytes, c.cv)) * params.v,
-        T_s=float(np.dot(cnt, c.ca * alpha)),
-        T_rw=float(np.dot(groups.bytes, c.cb)) * params.beta,
-    )
+    return _totals(groups.count.astype(np.float64), groups.bytes, c.ce, c.cm, c.cv, c.ca * alpha, c.cb, params)
 
 
 def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.ndarray, nbytes: np.ndarray,
@@ -170,12 +183,8 @@ def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.
         if k == 0:
             out.append(Totals(0.0, 0.0, 0.0, 0.0))
         else:
-            out.append(Totals(
-                T_e=_message_total(cnt[lo:hi], ce[lo:hi], None if cm is None else cm[lo:hi], ps),
-                T_x=float(np.dot(nbytes[lo:hi], cv[lo:hi])) * ps.v,
-                T_s=float(np.dot(cnt[lo:hi], ca_alpha[lo:hi])),
-                T_rw=float(np.dot(nbytes[lo:hi], cb[lo:hi])) * ps.beta,
-            ))
+            out.append(_totals(cnt[lo:hi], nbytes[lo:hi], ce[lo:hi], None if cm is None else cm[lo:hi], cv[lo:hi],
+                               ca_alpha[lo:hi], cb[lo:hi], ps))
         lo = hi
     return out
 
@@ -187,30 +196,39 @@ def per_request_totals(layout: str, groups: Groups, s: np.ndarray, n: int, g: in
         raise ValueError("groups were built without with_key=True")
     c = _unit_coefficients(layout, groups, n, g, variant)
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
-    a = message_time(c.ce, c.cm, params) + c.ca * alpha
-    b = c.cv * params.v + c.cb * params.beta
+    if params.overlap:  # two lines per group, network and storage; each request takes the larger
+        sides = [(message_time(c.ce, c.cm, params), c.cv * params.v), (c.ca * alpha, c.cb * params.beta)]
+    else:
+        sides = [(message_time(c.ce, c.cm, params) + c.ca * alpha, c.cv * params.v + c.cb * params.beta)]
     if groups.dense is not None:
         # scatter the per-group values into the dense (p, m, random) table the keys index
-        a_tab = np.zeros(groups.dense_size)
-        b_tab = np.zeros(groups.dense_size)
-        a_tab[groups.dense] = a
-        b_tab[groups.dense] = b
-        a, b = a_tab, b_tab
+        sides = [(_dense(groups, a), _dense(groups, b)) for a, b in sides]
     s = np.asarray(s, dtype=np.float64)
     if out is None:
         out = np.empty(s.shape[0], dtype=np.float64)
     buf = np.empty(min(_CHUNK, s.shape[0]), dtype=np.float64)
+    other = np.empty_like(buf) if len(sides) > 1 else buf
     key = groups.key
     for lo in range(0, s.shape[0], _CHUNK):
         hi = min(lo + _CHUNK, s.shape[0])
         k = key[lo:hi]
-        o = out[lo:hi]
-        # keys are in range by construction; mode="clip" skips numpy's bounds check (several times faster)
-        np.take(b, k, out=o, mode="clip")
-        o *= s[lo:hi]
-        np.take(a, k, out=buf[: hi - lo], mode="clip")
-        o += buf[: hi - lo]
+        for i, (a, b) in enumerate(sides):
+            o = out[lo:hi] if i == 0 else other[: hi - lo]
+            # keys are in range by construction; mode="clip" skips numpy's bounds check (several times faster)
+            np.take(b, k, out=o, mode="clip")
+            o *= s[lo:hi]
+            np.take(a, k, out=buf[: hi - lo], mode="clip")
+            o += buf[: hi - lo]
+        if len(sides) > 1:
+            np.maximum(out[lo:hi], other[: hi - lo], out=out[lo:hi])
     return out
+
+
+def _dense(groups: Groups, values: np.ndarray) -> np.ndarray:
+    """Per-group ``values`` scattered into the dense (p, m, random) table that ``groups.key`` indexes."""
+    full = np.zeros(groups.dense_size)
+    full[groups.dense] = values
+    return full
 
 
 def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: np.ndarray, g: int | None,
@@ -247,4 +265,6 @@ def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: 
                 tot[...] = o
             else:
                 tot += o
+        if params.overlap:
+            np.maximum(terms[0][lo:hi] + terms[1][lo:hi], terms[2][lo:hi] + terms[3][lo:hi], out=tot)
     return CostBreakdown(layout=layout, T_e=terms[0], T_x=terms[1], T_s=terms[2], T_rw=terms[3], total=total)

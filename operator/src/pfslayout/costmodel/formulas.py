@@ -49,6 +49,16 @@ def message_time(ce: Any, cm: Any, params: Any) -> Any:
     return ce * params.e if shared is None else ce * params.e + cm * shared
 
 
+def total_time(T_e: Any, T_x: Any, T_s: Any, T_rw: Any, params: Any) -> Any:
+    """A request's time from its four terms under ``params`` (a CostParams): the seeds' sum, or with
+    ``overlap`` the larger of its network side (T_e + T_x) and its storage side (T_s + T_rw) — OrangeFS
+    moves a request's data as a flow whose buffers pipeline the network and the storage
+    (docs/cost-model.md "Overlapped network and storage")."""
+    if params.overlap:
+        return np.maximum(T_e + T_x, T_s + T_rw)
+    return T_e + T_x + T_s + T_rw
+
+
 @dataclass(frozen=True)
 class CostBreakdown:
     """Seconds per request; numpy arrays (0-d for scalar input, use ``float()``)."""

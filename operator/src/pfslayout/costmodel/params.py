@@ -26,6 +26,9 @@ WRITE_PARAM_NAMES = ("e_write", "beta_write")
 # Shared cores (docs/cost-model.md "Shared cores"): when set, every message of a round — p processes, each
 # request touching nt servers — also costs e_shared, because clients and servers run on the same cores.
 SHARED_PARAM_NAMES = ("e_shared",)
+# Overlap (docs/cost-model.md "Overlapped network and storage"): when true, a request's network side
+# (T_e + T_x) and storage side (T_s + T_rw) proceed together, so it takes the larger, not the sum.
+OVERLAP_NAME = "overlap"
 OPS = ("read", "write")
 
 
@@ -84,6 +87,9 @@ class CostParams(BaseModel):
                                      description="beta of a write when writes cost differently, s/byte")
     e_shared: float | None = Field(default=None, ge=0, description="per message of all processes' round when "
                                    "clients and servers share cores, s")
+    overlap: bool | None = Field(default=None, strict=True,
+                                 description="a request's network terms (T_e + T_x) and storage terms (T_s + T_rw) "
+                                 "overlap: it takes the larger, not the sum")
 
     _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write",
                               "e_shared")(_check_finite)
@@ -109,7 +115,8 @@ class CostParams(BaseModel):
     def mixed(self, read_fraction: float) -> CostParams:
         """The five-parameter form of a workload whose requests are ``read_fraction`` reads: e and beta
         averaged by operation. Exact for the trace total when reads and writes share their (p, m, size)
-        mix, since every term is linear in e and beta."""
+        mix, since every term is linear in e and beta (with ``overlap``, when one side dominates both
+        operations' requests)."""
         if not self.per_op:
             return self
         rf = min(max(float(read_fraction), 0.0), 1.0)
@@ -119,7 +126,8 @@ class CostParams(BaseModel):
 
     def for_server(self, index: int) -> CostParams:
         """The effective parameters of server ``index`` (global values with its overrides applied)."""
-        base: dict[str, Any] = {k: getattr(self, k) for k in _PARAM_NAMES + WRITE_PARAM_NAMES + SHARED_PARAM_NAMES}
+        base: dict[str, Any] = {k: getattr(self, k) for k in
+                                _PARAM_NAMES + WRITE_PARAM_NAMES + SHARED_PARAM_NAMES + (OVERLAP_NAME,)}
         if self.servers is not None and 0 <= index < len(self.servers):
             override = self.servers[index]
             given = {k: getattr(override, k) for k in _PARAM_NAMES if getattr(override, k) is not None}

@@ -20,6 +20,7 @@ from pfslayout.costmodel.formulas import (
     check_layout,
     check_variant,
     message_time,
+    total_time,
     unchecked_coefficients,
     validate,
 )
@@ -44,7 +45,8 @@ def coefficients(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, 
 def cost(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: ArrayLike | None = None, *,
          random: bool | np.ndarray = False, params: CostParams = SEED_ETHERNET,
          variant: str = "corrected") -> CostBreakdown:
-    """Per-request completion time T = T_e + T_x + T_s + T_rw, seconds (003 Table 2)."""
+    """Per-request completion time T = T_e + T_x + T_s + T_rw, seconds (003 Table 2); with
+    ``params.overlap``, T = max(T_e + T_x, T_s + T_rw)."""
     p_arr, n, m_arr, s_arr, g_arr = validate(layout, p, n, m, s, g, variant)
     rnd = np.asarray(random)
     if rnd.dtype.kind in "iu" and np.all((rnd == 0) | (rnd == 1)):
@@ -64,7 +66,7 @@ def cost(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: Array
     T_x = c.cv * params.v
     T_s = c.ca * alpha
     T_rw = c.cb * params.beta
-    total = T_e + T_x + T_s + T_rw
+    total = total_time(T_e, T_x, T_s, T_rw, params)
     return CostBreakdown(layout=layout, T_e=T_e, T_x=T_x, T_s=T_s, T_rw=T_rw, total=total)
 
 

@@ -42,6 +42,8 @@ def _finite(x: float | None) -> float | None:
 def params_block(result: FitResult) -> dict[str, Any]:
     doc = result.to_dict()
     out = {p: doc[p] for p in result.columns}  # the five, e_write/beta_write and e_shared when fitted
+    if result.params.overlap:
+        out["overlap"] = True
     if doc.get("servers"):
         out["servers"] = [{k: v for k, v in s.items() if v is not None} for s in doc["servers"]]
     return out
@@ -74,6 +76,7 @@ def fit_block(result: FitResult, nodes: int | None = None) -> dict[str, Any]:
         # beta_write or e_shared learns whether the fit tried them and why they were not kept
         "writes": result.split_note[:1024] or None,
         "sharedCores": result.shared_note[:1024] or None,
+        "overlap": result.overlap_note[:1024] or None,
     }
     return {k: v for k, v in out.items() if v is not None}
 

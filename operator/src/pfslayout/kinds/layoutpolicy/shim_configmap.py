@@ -87,10 +87,7 @@ def shim_config(spec: dict[str, Any], mount_path: str, namespace: str, params: C
     spreads = spread_rules(rules, mount_path, servers)
     config = ShimConfig(
         trace=trace, stats=StatsSettings(dir=where) if trace else None, rules=(replica_sets + spreads) or None,
-        params=ShimParams(e=params.e, v=params.v, alpha_seq=params.alpha_seq, alpha_rand=params.alpha_rand,
-                          beta=params.beta, e_write=params.e_write, beta_write=params.beta_write,
-                          e_shared=params.e_shared)
-        if replica_sets else None,
+        params=ShimParams.of(params) if replica_sets else None,
         servers=servers if replica_sets or spreads else None,
         route=Route(path=mount_path.rstrip("/") or "/", prefix=PREFIX)
         if ((spec.get("shim") or {}).get("routePaths")) else None)
