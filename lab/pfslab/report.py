@@ -88,7 +88,32 @@ def build_report(cells: Sequence[LabCell], servers: int, params: CostParams, set
         "left_out": len(left_out),
         "gain": over_default.as_dict() if over_default else None,
         "per_cell": per_cell,
+        # every pick more than 3% slower than the best: which cell, and why (why_missed)
+        "misses": [{"cell": config_label(r), "best": r["best"], "pick": r["pick"], "regret": r["regret"],
+                    "decisive": r["decisive"], "why": why_missed(r, per_cell)}
+                   for r in per_cell if not r["within_3pct"]],
     }
+
+
+TWIN_KEYS = ("op", "sharing", "p", "m", "request_size")  # a configuration but its access pattern
+
+
+def why_missed(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], pick_key: str = "pick") -> str:
+    """Why the pick of a report row (``pick_key``) is not its measured best, in one sentence: either the same
+    configuration with the other access pattern measured that pick best while the model ranks the two alike
+    (so no model that ranks them alike can be right in both: the measurements disagree), or by how much the
+    model's predictions of the pick and of the best were off."""
+    best, pick = row["best"], row[pick_key]
+    med, pred = row["median"], row["predicted"]
+    twin = next((r for r in rows if r is not row and r["pattern"] != row["pattern"]
+                 and all(r[k] == row[k] for k in TWIN_KEYS)), None)
+    if twin is not None and twin["best"] == pick and twin[pick_key] == pick and best in twin["median"]:
+        ahead = twin["median"][best] / twin["median"][pick] - 1
+        return (f"the same configuration with {twin['pattern']} access measured {pick} best ({best} {ahead:+.0%}); "
+                f"the model ranks the two alike, so no pick is right in both — the measurements disagree")
+    off = {k: pred[k] / med[k] - 1 for k in (pick, best)}
+    return (f"predicted {pick} {pred[pick] * 1e3:.3g} ms, {best} {pred[best] * 1e3:.3g} ms; measured "
+            f"{med[pick] * 1e3:.3g} ms and {med[best] * 1e3:.3g} ms ({pick} {off[pick]:+.0%}, {best} {off[best]:+.0%})")
 
 
 def write_report(report: Mapping[str, Any], json_path: str | Path) -> Path:
@@ -201,7 +226,7 @@ def _score_row(name: str, s: Mapping[str, Any]) -> str:
             f"| {_pct(s['worst_regret'])} |")
 
 
-def _config_label(row: Mapping[str, Any]) -> str:
+def config_label(row: Mapping[str, Any]) -> str:
     return Config(**{k: row[k] for k in Config.__dataclass_fields__}).label()
 
 
@@ -277,9 +302,10 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
     lines += [
         f"Misses ({len(misses)}): the fitted model's pick measured more than 3% slower than the best.",
         "",
-        "| configuration | best | pick | regret |",
-        "|---|---|---|---|",
-        *(f"| {_config_label(r)} | {r['best']} | {r['pick']} | +{_pct(r['regret'])} |" for r in misses),
+        "| configuration | best | pick | regret | why |",
+        "|---|---|---|---|---|",
+        *(f"| {config_label(r)} | {r['best']} | {r['pick']} | +{_pct(r['regret'])} | "
+          f"{why_missed(r, report['per_cell'])} |" for r in misses),
         "",
     ]
     return "\n".join(lines)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pfslab.report import build_report, plot_winners, results_markdown, write_report
+from pfslab.report import build_report, config_label, plot_winners, results_markdown, why_missed, write_report
 from pfslab.score import (
     Config,
     LabCell,
@@ -235,7 +235,8 @@ def test_report_keys_and_per_cell_evidence(tmp_path: Path) -> None:
     report = build_report(cells, SERVERS, TRUE, SETUP, left_out=[cell({"1-DV": 1.0})])
     assert set(report) == {"cells", "decisive", "correct_decisive", "correct_decisive_rate", "within_3pct",
                            "mean_regret", "worst_regret", "setup", "params", "baselines", "left_out", "gain",
-                           "per_cell"}
+                           "per_cell", "misses"}
+    assert report["misses"] == []  # the true parameters on noiseless cells: no pick more than 3% off
     assert report["gain"] is None  # the synthetic grid did not measure the default layout
     assert report["cells"] == 72 and report["setup"] == SETUP
     assert report["params"]["e"] == 0.003 and report["params"]["variant"] == "corrected"
@@ -281,9 +282,25 @@ def test_markdown_names_command_and_misses() -> None:
     md = results_markdown(report, command)
     assert command in md
     assert "| seed:ethernet |" in md and "| fixed:1-DV |" in md
-    assert "| write sequential file-per-process p=1 m=1 s=1 MiB ×4 | 2-D:2 | 1-DH | +34.8% |" in md
+    assert "| write sequential file-per-process p=1 m=1 s=1 MiB ×4 | 2-D:2 | 1-DH | +34.8% | predicted 1-DH " in md
     misses = [r for r in report["per_cell"] if not r["within_3pct"]]
     assert misses and md.count("\n| write ") + md.count("\n| read ") == len(misses)
+    assert [m["cell"] for m in report["misses"]] == [config_label(r) for r in misses]
+    assert all(m["why"].startswith("predicted ") for m in report["misses"])
+
+
+def test_a_miss_whose_pattern_twin_measured_the_pick_best_is_explained_as_such() -> None:
+    # tmpfs-like storage: the model ranks sequential and random alike, the measurements disagree
+    seq = Config("write", "sequential", "file-per-process", 2, 2, 2 << 20, 8)
+    rnd = Config("write", "random", "file-per-process", 2, 2, 2 << 20, 8)
+    cells = [cell({"1-DH": 1.0, "2-D:2": 1.07}, seq), cell({"1-DH": 1.10, "2-D:2": 1.0}, rnd)]
+    picks_2d = CostParams(e=1e-3, v=0.0, alpha_seq=0.0, alpha_rand=0.0, beta=0.0)  # 2-D:2: fewer messages
+    report = build_report(cells, SERVERS, picks_2d, SETUP)
+    rows = {r["pattern"]: r for r in report["per_cell"]}
+    assert rows["sequential"]["pick"] == rows["random"]["pick"] == "2-D:2"
+    why = why_missed(rows["sequential"], report["per_cell"])
+    assert why.startswith("the same configuration with random access measured 2-D:2 best (1-DH +10%)")
+    assert [m["why"] for m in report["misses"]] == [why]
 
 
 def test_markdown_without_misses_says_so() -> None:
