@@ -36,6 +36,7 @@ import re
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,17 @@ def measurements(c: Cluster, status: dict[str, Any], servers: int) -> Any:
     return m
 
 
+def run_seconds(status: dict[str, Any]) -> float | None:
+    """How long a finished CostCalibration's run took, start to completion (status.startTime,
+    status.completionTime; whole seconds): the probing time issue 33 item 1 bounds."""
+    try:
+        start, end = (datetime.fromisoformat(str(status[k]).replace("Z", "+00:00"))
+                      for k in ("startTime", "completionTime"))
+    except (KeyError, ValueError):
+        return None
+    return (end - start).total_seconds()
+
+
 def calibration_cell(cell: Any) -> dict[str, Any]:
     """One measured calibration cell as the report keeps it: its configuration, median and repetitions."""
     return {"layout": cell.layout, "g": cell.g, "op": cell.op, "pattern": cell.pattern, "p": cell.p, "m": cell.m,
@@ -237,7 +249,8 @@ def main() -> None:
         # loop-cal's own measurements go into the report: the namespace is deleted afterwards, and with them
         # the next model change can be refitted and scored offline on both sets (calibration and held out)
         cal_cells = [calibration_cell(x) for x in measurements(c, cal_status, args.servers).cells]
-        log(f"loop-cal: {json.dumps(cal_status['params'])}; R² {cal_status['fit'].get('rSquared')}")
+        log(f"loop-cal: {json.dumps(cal_status['params'])}; R² {cal_status['fit'].get('rSquared')}; "
+            f"{run_seconds(cal_status)} s from start to completion; {cal_status['fit'].get('overlap')}")
 
         policies = loop.policy_manifests("loop", OFS_NAME, configs)
         c.apply(policies, NS)
@@ -277,7 +290,8 @@ def main() -> None:
         operator_gain = gain(scored, scored_picks)
         report["operator_gain"] = operator_gain.as_dict() if operator_gain else None
         report["operator_agrees_with_model"] = sum(a == b for a, b in zip(scored_picks, model_picks)) / len(scored)
-        report["calibration"] = {"params": cal_status["params"], "fit": cal_status.get("fit"), "cells": cal_cells}
+        report["calibration"] = {"params": cal_status["params"], "fit": cal_status.get("fit"), "cells": cal_cells,
+                                 "seconds": run_seconds(cal_status)}
         report["wall_s"] = round(time.monotonic() - t0, 1)
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -296,7 +310,10 @@ def main() -> None:
                    + (f" ({rate:.0%})" if rate is not None else "")
                    + f", within 3% of the best in {operator.within_3pct:.0%} of all cells, worst regret "
                    f"{operator.worst_regret:.1%}; the operator's pick equals the fitted model's in "
-                   f"{report['operator_agrees_with_model']:.0%} of them."
+                   f"{report['operator_agrees_with_model']:.0%} of them. loop-cal: "
+                   f"{cal_status['fit'].get('cells')} cells in {run_seconds(cal_status)} s from start to "
+                   f"completion, R² {cal_status['fit'].get('rSquared', float('nan')):.3f}; "
+                   f"{cal_status['fit'].get('overlap') or 'network and storage add up'}."
                    + (" " + gain_line(report["operator_gain"], "the operator's pick")
                       if report["operator_gain"] else "")
                    + "\n\n" + md.split("\n", 1)[1])

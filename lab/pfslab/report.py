@@ -26,6 +26,7 @@ from pfslab.score import (
     human_size,
     layout_order,
     predictions,
+    realised_keys,
     regret,
     score,
     speedup,
@@ -60,7 +61,7 @@ def build_report(cells: Sequence[LabCell], servers: int, params: CostParams, set
     picks: list[str] = []
     for cell in cells:
         predicted = predictions(cell, servers, params, variant)
-        pick = fastest(predicted)
+        pick = fastest(predicted, realised_keys(cell, servers))
         picks.append(pick)
         per_cell.append({
             **cell.as_dict(),
@@ -83,7 +84,7 @@ def build_report(cells: Sequence[LabCell], servers: int, params: CostParams, set
         **fitted.as_dict(),
         "setup": setup,
         # the five values plus the variant; CostParams ignores the extra key, so this block loads back as params
-        "params": {**params.scalars(), "variant": variant},
+        "params": {**params.scalars(), **({"overlap": True} if params.overlap else {}), "variant": variant},
         "baselines": {name: s.as_dict() for name, s in baselines(cells, servers, variant, margin).items()},
         "left_out": len(left_out),
         "gain": over_default.as_dict() if over_default else None,
@@ -281,7 +282,10 @@ def results_markdown(report: Mapping[str, Any], command: str) -> str:
         *section_head("Does the model pick the measured best layout?", command, setup),
         *_calibration_line(setup.get("calibration")),
         # the fitted terms as build_report stored them (CostParams.scalars), in its order
-        "Fitted parameters: " + ", ".join(f"{k} = {v:.4g}" for k, v in params.items() if k != "variant") + ".",
+        "Fitted parameters: " + ", ".join(f"{k} = {v:.4g}" for k, v in params.items()
+                                          if k not in ("variant", "overlap"))
+        + ("; network and storage overlap (each request takes the larger side)" if params.get("overlap") else "")
+        + ".",
         "",
         f"{report['cells']} configurations scored, {report['decisive']} with a decisive winner (more than "
         f"{MARGIN:.0%} ahead of the runner-up); {report['left_out']} measured for one layout only "

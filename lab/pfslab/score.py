@@ -30,6 +30,7 @@ from pfslayout.calibration.grid import layout_key
 from pfslayout.calibration.measurements import BASELINE, Cell, Measurements
 from pfslayout.calibration.synthetic import model_time
 from pfslayout.costmodel import SEEDS, CostParams
+from pfslayout.planner.classify import realised_as
 
 MARGIN = 0.03  # the decisive / "within 3%" margin: about the repetition noise of the emulated cluster
 
@@ -50,11 +51,14 @@ def layout_order(key: str) -> tuple[int, int]:
     return _BASE_ORDER[layout], g or 0
 
 
-def fastest(times: Mapping[str, float]) -> str:
-    """The layout with the smallest time; ties → first in ``layout_order`` (not the mapping's order)."""
+def fastest(times: Mapping[str, float], realised: Mapping[str, str] | None = None) -> str:
+    """The layout with the smallest time; ties → first in ``layout_order`` (not the mapping's order), except
+    that a layout ``realised`` as another of ``times`` loses a tie to it — the planner's rule
+    (``planner.decide``: 1-DH of a request that touches fewer servers is that layout with more datafiles)."""
     if not times:
         raise ValueError("no layouts to choose from")
-    return min(sorted(times, key=layout_order), key=lambda k: times[k])
+    other = {k: (realised or {}).get(k, k) for k in times}
+    return min(sorted(times, key=layout_order), key=lambda k: (times[k], other[k] != k and other[k] in times))
 
 
 @dataclass(frozen=True)
@@ -199,9 +203,21 @@ def predictions(cell: LabCell, servers: int, params: CostParams, variant: str = 
     return {k: model_time(cell.cell_like(k), servers, params, variant) for k in cell.layouts}
 
 
+def realised_keys(cell: LabCell, servers: int) -> dict[str, str]:
+    """Each measured layout's key as its requests realise it (``planner.classify.realised_as``: a request
+    smaller than the strips touches fewer servers), for ``fastest``'s tie rule."""
+    out = {}
+    for k in cell.layouts:
+        layout, g = parse_layout_key(k)
+        got, gg = realised_as(layout, g, servers, cell.sharing, cell.request_size)
+        out[k] = got if gg is None else f"{got}:{gg}"
+    return out
+
+
 def model_pick(cell: LabCell, servers: int, params: CostParams, variant: str = "corrected") -> str:
-    """The layout the model would choose among those measured (ties → first in ``layout_order``)."""
-    return fastest(predictions(cell, servers, params, variant))
+    """The layout the model would choose among those measured (ties → first in ``layout_order``, a layout
+    realised as another measured one losing the tie to it, as the planner decides)."""
+    return fastest(predictions(cell, servers, params, variant), realised_keys(cell, servers))
 
 
 def _check_pick(cell: LabCell, pick: str) -> None:

@@ -97,3 +97,18 @@ def test_file_per_process_replicas_of_few_datafiles_are_pinned_by_slot() -> None
     shared = decide_rule(rule | {"fileSharing": "shared"}, 0, PLATFORM, SEED_ETHERNET, "corrected", 0.1)
     assert not [x for x in shared.dirs if "/slot-" in x.path]
     assert all("slots" not in r for r in shared.status["replicas"])
+
+
+def test_a_tie_goes_to_the_layout_another_is_realised_as() -> None:
+    # issue 33's 8-server product loop: one rank's 16 KiB requests touch 4 servers under 1-DH (4 KiB strips)
+    # as under 2-D with g = 2, so the model costs them alike; the planner gives the tie to 2-D:2 (1-DH here
+    # is 2-D:2 with twice the datafiles, measured 1.5-2.4x slower), and the rule must keep that choice
+    eight = Platform(8, "/mnt/orangefs", tuple(f"tcp://s{i}:3334" for i in range(8)))
+    params = CostParams(e=6.1e-5, v=1.06e-8, alpha_seq=0.0, alpha_rand=0.0, beta=7.76e-8, overlap=True)
+    rule = {"path": "/tie", "mode": "auto", "auto": {"workload": {
+        "processes": 1, "requestSize": 16384, "requestsPerProcess": 256}}}
+    d = decide_rule(rule, 0, eight, params, "corrected", 0.1)
+    cands = {c["layout"] + (f":{c['groups']}" if c.get("groups") else ""): c["predictedSeconds"]
+             for c in d.status["candidates"]}
+    assert cands["1-DH"] == cands["2-D:2"]  # the tie
+    assert d.status["layout"] == {"layout": "2-D", "groups": 2, "stripSize": 4096}, d.status

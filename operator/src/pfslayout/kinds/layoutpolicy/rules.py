@@ -168,7 +168,10 @@ def _learned(auto: dict[str, Any], d: RuleDecision, platform: Platform, params: 
     summary = TraceSummary.model_validate(entry["summary"])
     decision = plan_summary(summary, platform.servers, params, variant, delta).decisions[0]
     allowed = set(auto.get("candidates") or ["1-DH", "1-DV", "2-D"])
-    cands = sorted((c for c in decision.candidates if c.layout in allowed), key=lambda c: c.total)
+    # cheapest first; a tie goes to the planner's choice, which already applied its tie rule (a layout
+    # realised as another candidate loses to it: 1-DH of 16 KiB on 8 servers is 2-D:2 with more datafiles)
+    cands = sorted((c for c in decision.candidates if c.layout in allowed),
+                   key=lambda c: (c.total, c.label != decision.choice))
     lay = dict(entry["layout"])
     pick = next((c for c in cands if c.layout == lay.get("layout") and c.g == lay.get("groups")), None)
     if pick is None:
@@ -207,7 +210,10 @@ def _auto(rule: dict[str, Any], d: RuleDecision, platform: Platform, params: Cos
         raise RuleError(err.field, err.problem, err.fix or "fix the rule") from None
     decision: Decision = plan.decisions[0]
     allowed = set(auto.get("candidates") or ["1-DH", "1-DV", "2-D"])
-    cands = sorted((c for c in decision.candidates if c.layout in allowed), key=lambda c: c.total)
+    # cheapest first; a tie goes to the planner's choice, which already applied its tie rule (a layout
+    # realised as another candidate loses to it: 1-DH of 16 KiB on 8 servers is 2-D:2 with more datafiles)
+    cands = sorted((c for c in decision.candidates if c.layout in allowed),
+                   key=lambda c: (c.total, c.label != decision.choice))
     if not cands:
         raise RuleError(f"{d.where}.auto.candidates", "no allowed candidate can be realised on this cluster",
                         "allow 1-DH or 1-DV")
