@@ -47,7 +47,8 @@ def plan_targets(workloads: list[Workload], n: int, params: CostParams, variant:
         if w.call is not None:  # collective calls: the hints that go with the layout (seed 004)
             d.collective = advise(w.call, d.choice_layout, d.choice_g, n, params, variant, cb_nodes)
             d.explanation += " " + d.collective.explanation
-    return Plan(servers=n, variant=variant, params=params.scalars(), heterogeneous=params.heterogeneous,
+    return Plan(servers=n, variant=variant, params=params.scalars() | ({"overlap": True} if params.overlap else {}),
+                heterogeneous=params.heterogeneous,
                 delta=delta, groups_considered=base + extra, groups_note=groups_note(n, base, extra),
                 decisions=decisions)
 

@@ -158,7 +158,7 @@ class Plan(BaseModel):
     format: Literal["pfslayout-plan/1"] = "pfslayout-plan/1"
     servers: int
     variant: str
-    params: dict[str, float]
+    params: dict[str, float | bool]  # CostParams.scalars(), and overlap: true when the model takes the larger side
     heterogeneous: bool
     delta: float
     groups_considered: list[int]

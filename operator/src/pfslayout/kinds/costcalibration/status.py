@@ -109,7 +109,8 @@ def params_json(result: FitResult, name: str, run: int, completion: str) -> str:
 
 def history_entry(run: int, generation: int, completion: str, reason: str, result: FitResult) -> dict[str, Any]:
     entry: dict[str, Any] = {"run": run, "observedGeneration": generation, "completionTime": completion,
-                             "reason": reason, "params": {p: getattr(result.params, p) for p in result.columns}}
+                             "reason": reason,
+                             "params": {k: v for k, v in params_block(result).items() if k != "servers"}}
     if _finite(result.r2) is not None:
         entry["rSquared"] = _finite(result.r2)
     if _finite(result.median_relative_error) is not None:
