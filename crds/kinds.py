@@ -337,8 +337,9 @@ def cost_calibration_spec() -> Schema:
                                 enum=["relative", "absolute"], default="relative"),
             "perServer": boolean("Also fit α and β per server (heterogeneous servers, [002]); they appear in "
                                  "`status.params.servers`.", default=False),
-            "minRSquared": number("Fits with a lower R² set the `Ready` condition to False with reason "
-                                  "`PoorFit` (parameters are still published).", minimum=0, maximum=1,
+            "minRSquared": number("Fits whose R² in the fit's own weighting (`status.fit.fitRSquared`: of log "
+                                  "times with `relative` weighting) is lower set the `Ready` condition to False "
+                                  "with reason `PoorFit` (parameters are still published).", minimum=0, maximum=1,
                                   default=0.8),
         }, default={}),
         "backend": string("How `pfsprobe` reaches OrangeFS: `pvfs2` (libpvfs2; the probe realises each "
@@ -404,6 +405,9 @@ def params_fields(per_server: bool) -> dict[str, Schema]:
 def fit_quality() -> Schema:
     return obj("Fit quality (the `fit` block of `pfslayout calibrate --json`).", {
         "rSquared": number("R² of predicted against measured times."),
+        "fitRSquared": number("R² in the fit's own weighting, what `spec.fit.minRSquared` judges: of log times "
+                              "with `relative` weighting (every cell counts alike, as in the fit), else "
+                              "`rSquared`."),
         "rmseSeconds": number("Root-mean-square residual, seconds.", minimum=0),
         "maxRelativeError": number("Largest |measured − predicted| / measured.", minimum=0),
         "medianRelativeError": number("Median |measured − predicted| / measured.", minimum=0),
@@ -445,6 +449,7 @@ def cost_calibration_status() -> Schema:
         "reason": string("Its `Ready` reason (`Fitted`, `PoorFit`, `ProbeFailed`, …)."),
         "params": run_params,
         "rSquared": number("Fit R²."),
+        "fitRSquared": number("Fit R² in the fit's own weighting (what `minRSquared` judged)."),
         "medianRelativeError": number("Median relative error of the fit.", minimum=0),
     })
     return obj("Observed state and the fitted cost-model parameters.", {
@@ -866,6 +871,8 @@ KINDS: list[Kind] = [
             {"name": "Run", "type": "integer", "jsonPath": ".status.run", "description": "Current run.",
              "priority": 1},
             {"name": "R2", "type": "number", "jsonPath": ".status.fit.rSquared", "description": "Fit R²."},
+            {"name": "Fit-R2", "type": "number", "jsonPath": ".status.fit.fitRSquared",
+             "description": "R² in the fit's own weighting (of log times when relative): what minRSquared judges."},
             _ready_column(), _age_column(),
         ],
     },

@@ -71,7 +71,7 @@ def test_example_calibrates_for_real_and_recalibration_keeps_history(cluster, in
     fit = st["fit"]
     # Ready=True (Fitted) whenever R² clears the threshold of 0; below it (worse than the mean, seen once
     # on a loaded machine) the same run must say PoorFit — the verdict follows the measurement.
-    verdict = "Fitted" if fit["rSquared"] >= 0 else "PoorFit"
+    verdict = "Fitted" if fit["fitRSquared"] >= 0 else "PoorFit"  # what minRSquared judges (log times)
     assert st["phase"] == "Succeeded" and cond["reason"] == verdict, st
     assert cond["status"] == ("True" if verdict == "Fitted" else "False"), cond
     # the grid identifies all five (and e_write/beta_write when the fit gave writes their own); a noisy run

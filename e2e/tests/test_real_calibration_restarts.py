@@ -70,7 +70,8 @@ def test_killing_the_operator_ten_times_loses_and_duplicates_nothing(cluster, op
         # Fit quality is not what this test is about (a loaded single machine can fit worse than the mean):
         # the run must end published, every parameter identified, with the verdict R² implies.
         ready = next(c for c in status["conditions"] if c["type"] == "Ready")
-        assert ready["reason"] == ("Fitted" if status["fit"]["rSquared"] >= 0 else "PoorFit"), (ready, status["fit"])
+        verdict = "Fitted" if status["fit"]["fitRSquared"] >= 0 else "PoorFit"  # what minRSquared judges
+        assert ready["reason"] == verdict, (ready, status["fit"])
         poor = status["fit"].get("poorlyDetermined", [])
         assert status["fit"]["rank"] == len(status["fit"]["identified"]) and \
             all(v or p in poor for p, v in status["fit"]["identified"].items()), \

@@ -98,3 +98,5 @@ def test_reads_whose_messages_cost_only_the_shared_term_still_give_writes_their_
         assert result.params.e_write == pytest.approx(1.5e-4, rel=0.05), seed
         assert result.params.e_shared == pytest.approx(6.0e-5, rel=0.1), seed
         assert result.params.e < 5e-6 and result.split_note.startswith("writes have their own e"), seed
+        # the note names the e_shared this fit publishes, not the one of the fit before the split
+        assert f"e_shared = {result.params.e_shared:.3g} s" in result.shared_note, (seed, result.shared_note)

@@ -134,7 +134,8 @@ def _human(result: dict[str, Any]) -> None:
         table.add_row(name, f"{value:.4g}", _fmt(quality["stderr"][name], 2), show(value), verdict)
     out.print(table)
     out.print(
-        f"cells {quality['cells']}   R² {_fmt(quality['r2'])}   RMSE {_fmt(quality['rmse_s'])} s   "
+        f"cells {quality['cells']}   R² {_fmt(quality['r2'])} (in the fit's weighting "
+        f"{_fmt(quality.get('fit_r2'))})   RMSE {_fmt(quality['rmse_s'])} s   "
         f"relative error median {_fmt(quality['median_relative_error'], 3)}, "
         f"max {_fmt(quality['max_relative_error'], 3)}   "
         f"rank {quality['rank']}/{len(quality['identified'])}, condition {_fmt(quality['condition'], 3)}"

@@ -61,6 +61,7 @@ def fit_block(result: FitResult, nodes: int | None = None) -> dict[str, Any]:
     cond = result.design.condition
     out: dict[str, Any] = {
         "rSquared": _finite(result.r2),
+        "fitRSquared": _finite(result.fit_r2),
         "rmseSeconds": _finite(result.rmse),
         "maxRelativeError": _finite(result.max_relative_error),
         "medianRelativeError": _finite(result.median_relative_error),
@@ -84,8 +85,9 @@ def fit_block(result: FitResult, nodes: int | None = None) -> dict[str, Any]:
 def verdict(spec: CostCalibrationSpec, result: FitResult) -> tuple[bool, str, str]:
     """(ready, reason, message) of a finished fit."""
     missing = [p for p in PARAMS if p not in result.design.identified]
-    r2 = result.r2
-    summary = (f"R² {r2:.3f}" if r2 is not None else "R² undefined") + \
+    r2 = result.fit_r2
+    what = "R² of log times" if result.weighting == "relative" else "R²"
+    summary = (f"{what} {r2:.3f}" if r2 is not None else f"{what} undefined") + \
         f", median relative error {result.median_relative_error:.3g} over {len(result.cells)} cells"
     if missing:
         return False, "NotIdentifiable", (f"the measurements do not identify {', '.join(missing)} "
@@ -113,6 +115,8 @@ def history_entry(run: int, generation: int, completion: str, reason: str, resul
                              "params": {k: v for k, v in params_block(result).items() if k != "servers"}}
     if _finite(result.r2) is not None:
         entry["rSquared"] = _finite(result.r2)
+    if _finite(result.fit_r2) is not None:
+        entry["fitRSquared"] = _finite(result.fit_r2)
     if _finite(result.median_relative_error) is not None:
         entry["medianRelativeError"] = _finite(result.median_relative_error)
     return entry
