@@ -23,6 +23,11 @@ packages=(
   mmdebstrap buildah
   # Pushing them to a registry (images/build.sh --push; the test cluster's: e2e/harness/cluster/registry.sh).
   skopeo
+  # kind's container engine where no Docker daemon answers (docs/kind.md): podman, and netavark with
+  # aardvark-dns, whose network DNS lets kind's nodes find the control plane by name. A fresh Debian
+  # machine has none of them (seen 2026-11-30: `podman: command not found`, so test-all's kind session
+  # could not start).
+  podman netavark aardvark-dns
 )
 
 missing=()
