@@ -340,7 +340,7 @@ def cost_calibration_spec() -> Schema:
             "minRSquared": number("Fits whose R² in the fit's own weighting (`status.fit.fitRSquared`: of log "
                                   "times with `relative` weighting) is lower set the `Ready` condition to False "
                                   "with reason `PoorFit` (parameters are still published). Default 0.7, from "
-                                  "measured fits: 0.98-0.995 on a real node, 0.79-0.88 where clients and servers "
+                                  "measured fits: 0.98-0.995 on a real node, 0.78-0.92 where clients and servers "
                                   "share one machine's cores (kind on a laptop; docs/operator.md).",
                                   minimum=0, maximum=1, default=0.7),
         }, default={}),

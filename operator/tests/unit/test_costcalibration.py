@@ -232,13 +232,14 @@ def test_min_r_squared_judges_the_fit_in_its_own_weighting() -> None:
     result = fit(parse_probe(doc, "kind-like.json"))
     y, p = result.measured, result.predicted
     log_r2 = 1 - float(np.sum((np.log(y) - np.log(p)) ** 2)) / float(np.sum((np.log(y) - np.log(y).mean()) ** 2))
-    assert result.fit_r2 == pytest.approx(log_r2)
-    assert result.r2 is not None and result.fit_r2 > result.r2  # the big cells weigh on R² of seconds only
-    between = parse_spec({"clusterRef": {"name": "ofs"}, "fit": {"minRSquared": (result.r2 + result.fit_r2) / 2}})
+    fit_r2, r2 = result.fit_r2, result.r2
+    assert fit_r2 is not None and r2 is not None and fit_r2 == pytest.approx(log_r2)
+    assert fit_r2 > r2  # the big cells weigh on R² of seconds only
+    between = parse_spec({"clusterRef": {"name": "ofs"}, "fit": {"minRSquared": (r2 + fit_r2) / 2}})
     ok, reason, message = st.verdict(between, result)
-    assert ok and reason == "Fitted" and f"R² of log times {result.fit_r2:.3f}" in message
+    assert ok and reason == "Fitted" and f"R² of log times {fit_r2:.3f}" in message
     assert st.fit_block(result)["fitRSquared"] == result.fit_r2
     absolute = fit(parse_probe(doc, "kind-like.json"), weighting="absolute")
     assert absolute.fit_r2 == absolute.r2  # absolute weighting: R² of seconds, as fitted
-    above = parse_spec({"clusterRef": {"name": "ofs"}, "fit": {"minRSquared": min(0.999, result.fit_r2 + 0.01)}})
+    above = parse_spec({"clusterRef": {"name": "ofs"}, "fit": {"minRSquared": min(0.999, fit_r2 + 0.01)}})
     assert st.verdict(above, result)[:2] == (False, "PoorFit")

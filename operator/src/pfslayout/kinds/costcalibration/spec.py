@@ -44,7 +44,7 @@ class Fit(_Model):
     variant: Literal["corrected", "printed"] = "corrected"
     weighting: Literal["relative", "absolute"] = "relative"
     per_server: bool = Field(False, alias="perServer")
-    # 0.7 from measured fits (R² of log times): 0.98-0.995 on the real node, 0.79-0.88 on kind on one 2-core
+    # 0.7 from measured fits (R² of log times): 0.98-0.995 on the real node, 0.78-0.92 on kind on one 2-core
     # machine (docs/operator.md "What minRSquared judges")
     min_r_squared: float = Field(0.7, alias="minRSquared", ge=0, le=1)
 
