@@ -36,6 +36,9 @@ from pfslayout.calibration.design import (
     identifiability,
     network_columns,
     overlapped,
+    shared_of,
+    split_of,
+    vector,
 )
 from pfslayout.calibration.measurements import Measurements
 from pfslayout.costmodel import VARIANTS, CostParams
@@ -97,13 +100,12 @@ class FitResult:
     def network_bound(self) -> np.ndarray:
         """Per cell: whether its network side is the larger under the fitted parameters (what ``overlap``
         takes; every cell counts as network-bound in the summed form)."""
-        cols = self.columns
-        A = design_matrix(self.cells, self.servers, self.variant, [c.removesuffix("_write") for c in cols
-                                                                    if c.endswith("_write")], "e_shared" in cols)
-        x = np.array([float(getattr(self.params, c)) for c in cols])
-        net = network_columns(cols)
         if not self.params.overlap:
             return np.ones(len(self.cells), dtype=bool)
+        cols = self.columns
+        A = design_matrix(self.cells, self.servers, self.variant, split_of(self.params), shared_of(self.params))
+        x = vector(self.params, cols)
+        net = network_columns(cols)
         return np.asarray(A[:, net] @ x[net] >= A[:, ~net] @ x[~net])
 
     @property

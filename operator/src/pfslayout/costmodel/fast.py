@@ -240,12 +240,7 @@ def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: 
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
     tables = [message_time(c.ce, c.cm, params), c.cv * params.v, c.ca * alpha, c.cb * params.beta]
     if groups.dense is not None:
-        dense = []
-        for tab in tables:
-            full = np.zeros(groups.dense_size)
-            full[groups.dense] = tab
-            dense.append(full)
-        tables = dense
+        tables = [_dense(groups, tab) for tab in tables]
     N = s.shape[0]
     terms = [np.empty(N) for _ in range(4)]
     total = np.empty(N)
