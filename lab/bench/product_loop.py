@@ -16,9 +16,13 @@ the real node as operator/bench/injection.py does, and uninstalled):
 3. LayoutPolicies with one `auto` rule per held-out configuration (`--holdout-sizes`, every p, pattern and
    operation of the same client node): the operator plans each with `loop-cal`'s parameters; their
    picks are read from `status.rules[].layout`, then the policies are deleted;
-4. a CostCalibration `loop-holdout` over the held-out sizes, full factorial, for its measurements only:
-   every layout of every configuration, measured by the same probe jobs, and the file system's default
-   layout beside them (spec.grid.baseline) — what the operator's picks gained over doing nothing;
+4. CostCalibrations `loop-holdout-r<i>` over the held-out sizes, full factorial, for their measurements
+   only: every layout of every configuration, measured by the same probe jobs, and the file system's
+   default layout beside them (spec.grid.baseline) — what the operator's picks gained over doing nothing.
+   `--rounds` of them, one repetition per cell each, pooled per cell, as `lab validate` measures: the
+   layouts of a configuration are measured interleaved in time rather than back to back, so a slow spell of
+   the shared 2 cores spreads over all of them instead of deciding a contest (with 3 repetitions back to
+   back, one cell's sequential and random contests — equal on tmpfs — named different winners);
 5. the operator's picks scored on those measurements as `lab validate` scores the model (pfslab.score),
    beside the model's own picks with the same parameters and the baselines. Report:
    docs/results/lab-loop.json (with loop-cal's parameters, fit and measured cells, so a model change can be
@@ -194,7 +198,8 @@ def main() -> None:
     # the lab's validation sizes, none of either profile's: it scores configurations no calibration measured
     ap.add_argument("--holdout-sizes", default=VALIDATION_SIZES_ARG)
     ap.add_argument("--requests", type=int, default=8, help="requests per rank in the held-out cells")
-    ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5, help="held-out repetitions, each a round over the whole "
+                    "held-out grid (one CostCalibration of one repetition per cell): `lab validate --rounds`")
     ap.add_argument("--min-bytes", default="4M", help="bytes each rank moves per repetition at least, in both "
                     "CostCalibrations (spec.grid.minBytesPerRank; the lab's --min-bytes); 0: requests alone")
     ap.add_argument("--report", type=Path, default=REPO / "docs" / "results" / "lab-loop.json")
@@ -217,7 +222,9 @@ def main() -> None:
     except InputError as err:
         fail(str(err))
         raise  # unreachable: fail exits
-    configs = holdout_configs(args.servers, holdout, args.ranks, args.requests, args.repetitions, min_bytes)
+    if args.rounds < 1:
+        fail(f"--rounds {args.rounds}: at least 1")
+    configs = holdout_configs(args.servers, holdout, args.ranks, args.requests, 1, min_bytes)
     veths: list[str] = []
     t0 = time.monotonic()
     try:
@@ -265,13 +272,17 @@ def main() -> None:
         for p in policies:
             c.k("delete", "layoutpolicies.pfslayout.io", p["metadata"]["name"], "-n", NS, "--wait=true")
 
-        hold = loop.calibration_manifest("loop-holdout", OFS_NAME, holdout, ranks=args.ranks, max_configs=None,
-                                         requests=args.requests, repetitions=args.repetitions,
-                                         min_bytes=min_bytes, baseline=True)
-        c.apply([place(hold, c.mode)], NS)
-        log("measuring the held-out configurations (CostCalibration loop-holdout)")
-        hold_status = wait_cc(c, "loop-holdout", 3600)
-        cells = group_cells(measurements(c, hold_status, args.servers))
+        rounds = []
+        for r in range(args.rounds):
+            name = f"loop-holdout-r{r}"
+            hold = loop.calibration_manifest(name, OFS_NAME, holdout, ranks=args.ranks, max_configs=None,
+                                             requests=args.requests, repetitions=1, min_bytes=min_bytes,
+                                             baseline=True)
+            c.apply([place(hold, c.mode)], NS)
+            log(f"measuring the held-out configurations, round {r + 1} of {args.rounds} (CostCalibration {name})")
+            rounds.append(measurements(c, wait_cc(c, name, 3600), args.servers))
+        # group_cells pools a layout's repetitions over the rounds and takes the median of the pool
+        cells = group_cells(merge_measurements(rounds))
         scored, scored_picks = loop.matched(cells, configs, picks)
         if not scored:
             fail("no held-out configuration was both measured for every layout and decided")
@@ -280,7 +291,7 @@ def main() -> None:
         setup = {"servers": args.servers, "rate": args.rate, "client_namespaces": "one probe pod (real node)",
                  "profile": args.profile,
                  "orangefs": version, "commit": commit, "where": "the operator on the test cluster's real node",
-                 "min_bytes_per_rank": min_bytes}
+                 "min_bytes_per_rank": min_bytes, "rounds": args.rounds}
         report = build_report(scored, args.servers, params, setup)
         operator = score(scored, scored_picks)
         model_picks = [row["pick"] for row in report["per_cell"]]
@@ -296,7 +307,7 @@ def main() -> None:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         cmd = (f"python lab/bench/product_loop.py --servers {args.servers} --rate {args.rate} --ranks {args.ranks} "
-               f"--min-bytes {args.min_bytes} --profile {args.profile}"
+               f"--min-bytes {args.min_bytes} --profile {args.profile} --rounds {args.rounds}"
                + (f" --report {args.report.relative_to(REPO) if args.report.is_relative_to(REPO) else args.report}"
                   f" --section {args.section}"
                   if args.section != SECTION else ""))

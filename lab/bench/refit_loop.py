@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import nnls
 
-from pfslab.score import Config, LabCell, best, decisive, fastest, regret, score
+from pfslab.score import Config, LabCell, best, decisive, fastest, realised_keys, regret, score
 from pfslayout.calibration import fit
 from pfslayout.calibration.design import CellConfig, design_matrix, model_times
 from pfslayout.calibration.measurements import Cell, Measurements
@@ -108,7 +108,8 @@ def score_form(cells: list[LabCell], predict: Predict, servers: int) -> str:
     for cell in cells:
         configs = layouts_of(cell)
         predicted = predict(design_matrix(configs, servers, shared=True), configs)
-        picks.append(fastest(dict(zip(cell.layouts, (float(t) for t in predicted)))))
+        # the planner's tie rule, as the operator's `auto` rules and pfslab.score.model_pick apply it
+        picks.append(fastest(dict(zip(cell.layouts, (float(t) for t in predicted))), realised_keys(cell, servers)))
     got = score(cells, picks)
     line = (f"{got.correct_decisive}/{got.decisive} decisive right, {got.within_3pct:.0%} within 3%, "
             f"worst regret {got.worst_regret:.0%}")

@@ -1,0 +1,116 @@
+"""Writes against reads by the size of each server's piece (issue 33 item 2's remaining miss), measured in
+one run and printed (not asserted): on the product loop's cluster (4 server pods on the real node, links
+shaped as `product_loop.py` shapes them), a CostCalibration over request sizes whose pieces fall below and
+above OrangeFS's small-I/O limit, for its measurements only.
+
+    eval "$(e2e/harness/cluster.sh env)"      # the local cluster with its real node
+    python lab/bench/small_writes.py [--sizes 12K,24K,32K] [--rate 200mbit] [--json out.json]
+
+OrangeFS sends a request's data inside the request message when each server's piece fits its small-I/O
+limit (PINT_SMALL_IO_MAXSIZE, 16 KiB less the header); larger pieces go through a flow that pipelines the
+network and the storage. The model's pieces are the layout's: 1-DV a whole request per server, 2-D:g
+s/g, 1-DH s/n (strips of at least 4 KiB). With 12K, 24K and 32K on 4 servers the pieces are 4–32 KiB,
+so each layout is measured on both sides of the limit. Prints, per layout, size, p and pattern: the piece,
+the write and read medians and their ratio.
+
+Needs root (nsenter, tc) and the local cluster, as `product_loop.py` does; uses its namespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pfslab import loop
+from pfslayout.errors import InputError
+from pfslayout.units import parse_sizes
+from pfstestkit.kube import RELEASE, RELEASE_NS
+from pfstestkit.real import place
+
+SERVERS = 4
+MIN_STRIP = 4096  # layouts are realised with strips of at least 4 KiB (pfslayout.calibration.grid)
+
+
+def product_loop() -> ModuleType:
+    """The product loop's shaping and measurement helpers (a script beside this one, not a package)."""
+    spec = importlib.util.spec_from_file_location("product_loop", Path(__file__).with_name("product_loop.py"))
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def piece(layout: str, g: int | None, size: int) -> int:
+    """Bytes of one request each server it touches receives."""
+    if layout == "1-DV":
+        return size
+    ways = g if layout == "2-D" and g else SERVERS
+    return max(size // ways, MIN_STRIP)
+
+
+def table(cells: list[dict[str, Any]]) -> list[str]:
+    by: dict[tuple[int, str, int, int, str], dict[str, float]] = defaultdict(dict)
+    for c in cells:
+        by[(c["request_size"], c["layout"], c["g"] or 0, c["p"], c["pattern"])][c["op"]] = c["time"]
+    out = ["size layout p pattern piece write read write/read"]
+    for (size, layout, g, p, pattern), t in sorted(by.items()):
+        if {"write", "read"} <= set(t):
+            name = f"{layout}:{g}" if g else layout
+            out.append(f"{size >> 10}K {name} {p} {pattern} {piece(layout, g, size) >> 10}K "
+                       f"{t['write']:.3f} {t['read']:.3f} {t['write'] / t['read']:.2f}")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="12K,24K,32K")
+    ap.add_argument("--rate", default="200mbit")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--repetitions", type=int, default=5)
+    ap.add_argument("--json", type=Path, help="write the measured cells here")
+    args = ap.parse_args()
+    pl = product_loop()
+    try:
+        sizes = parse_sizes(args.sizes, "--sizes")
+    except InputError as err:
+        sys.exit(f"small-writes: {err}")
+    c = pl.Cluster("small-writes")
+    if c.mode != "local":
+        sys.exit("small-writes: needs root and the local cluster (as lab/bench/product_loop.py)")
+    veths: list[str] = []
+    try:
+        c.install_chart()
+        c.namespace(pl.NS)
+        c.apply([place(loop.cluster_manifest(pl.OFS_NAME, SERVERS), c.mode)], pl.NS)
+
+        def ready() -> dict[str, Any] | None:
+            st = c.get("orangefsclusters.pfslayout.io", pl.OFS_NAME, "-n", pl.NS).get("status") or {}
+            ok = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions") or [])
+            return st if ok and st.get("readyServers") == SERVERS else None
+        ofs = c.wait(ready, "the OrangeFSCluster Ready", 300)
+        for server in ofs["endpoints"]["servers"]:
+            pid = pl.server_pid(server["alias"])
+            veth = pl.host_veth(pid)
+            pl.shape(pid, veth, args.rate)
+            veths.append(veth)
+        cc = loop.calibration_manifest("small-writes", pl.OFS_NAME, sizes, ranks=args.ranks, max_configs=None,
+                                       requests=8, repetitions=args.repetitions, min_bytes=4 << 20)
+        c.apply([place(cc, c.mode)], pl.NS)
+        cells = [pl.calibration_cell(x) for x in pl.measurements(c, pl.wait_cc(c, "small-writes", 1800), SERVERS).cells]
+        if args.json:
+            args.json.write_text(json.dumps(cells, indent=1) + "\n")
+        print("\n".join(table(cells)))
+    finally:
+        pl.unshape(veths)
+        c.k("delete", "namespace", pl.NS, "--wait=true", "--timeout=300s", "--ignore-not-found", check=False)
+        c.run(c.helm, "uninstall", RELEASE, "-n", RELEASE_NS, "--wait", check=False)
+
+
+if __name__ == "__main__":
+    main()
