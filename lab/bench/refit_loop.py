@@ -11,9 +11,15 @@ measured cells). The forms:
   and shared-core terms where the fit keeps them, summed or overlapped as the fit chooses — the overlapped
   form, docs/cost-model.md "Overlapped network and storage", came out of this search), costed by the model;
 * ``floor`` — a round takes at least c·p·nt (every message of all ranks on shared cores), max(model, floor);
-* ``overlap`` — messages overlap the transfers: max(T_e, T_x + T_s + T_rw).
+* ``overlap`` — messages overlap the transfers: max(T_e, T_x + T_s + T_rw);
+* ``small-writes`` — the operator's overlapped form (e_write split) with one more network-side column: the
+  bytes every rank writes in requests whose pieces fall below OrangeFS's small-I/O limit on two servers or
+  more (``small_write_bytes``; docs/results.md "Held-out cells in rounds"), fitted jointly.
 
-The last two are not in the model: each is fitted by alternating non-negative least squares (relative
+``--add-cells FILE --add-sizes 24K`` adds another run's measured cells of those sizes (`small_writes.py
+--json`) to the calibration cells of every report with the same server count: a size no profile probes yet.
+
+The last three are not in the model: each is fitted by alternating non-negative least squares (relative
 error) over a grid of its nonlinear constant. A form enters the model only when it meets the goals out of
 sample on every setup, not on one.
 """
@@ -21,6 +27,7 @@ sample on every setup, not on one.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -31,16 +38,62 @@ from scipy.optimize import nnls
 
 from pfslab.score import Config, LabCell, best, decisive, fastest, realised_keys, regret, score
 from pfslayout.calibration import fit
-from pfslayout.calibration.design import CellConfig, design_matrix, model_times
+from pfslayout.calibration.design import CellConfig, columns, design_matrix, model_times, network_columns, overlapped
 from pfslayout.calibration.measurements import Cell, Measurements
+from pfslayout.planner.classify import servers_touched
+from pfslayout.planner.hints import hints_for
+from pfslayout.units import parse_sizes
+
+SMALL_IO = 16384  # OrangeFS's PINT_SMALL_IO_MAXSIZE: a piece this large or larger travels in a flow
 
 Predict = Callable[[np.ndarray, list[CellConfig]], np.ndarray]  # (design of the cells, the cells) → seconds
 
 
-def calibration_cells(report: dict[str, Any]) -> list[Cell]:
+def cells_of(rows: list[dict[str, Any]]) -> list[Cell]:
     return [Cell(layout=c["layout"], g=c["g"], op=c["op"], pattern=c["pattern"], p=c["p"], m=c["m"],
                  request_size=c["request_size"], requests_per_rank=c["requests_per_rank"], time=c["time"],
-                 times=tuple(c["times"]), sharing=c["sharing"]) for c in report["calibration"]["cells"]]
+                 times=tuple(c["times"]), sharing=c["sharing"]) for c in rows]
+
+
+def calibration_cells(report: dict[str, Any]) -> list[Cell]:
+    return cells_of(report["calibration"]["cells"])
+
+
+def pieces(layout: str, g: int | None, servers: int, size: int) -> tuple[int, int]:
+    """(servers a request touches, bytes of its largest piece) as the planner's hints realise the layout for
+    requests of ``size`` at aligned offsets (the probe's and the operator's directories' rule)."""
+    h = hints_for(layout, g, servers, "file-per-process", size)
+    k = servers_touched(servers, h.strip_size, h.num_dfiles, 0, size)
+    return k, min(size, h.strip_size) if h.strip_size else size
+
+
+def small_write_bytes(cells: list[CellConfig], servers: int) -> np.ndarray:
+    """Per cell: the bytes all ranks write in requests split into pieces below the small-I/O limit over two
+    servers or more (a request on one server is bounded by its one link either way)."""
+    out = []
+    for c in cells:
+        k, piece = pieces(c.layout, c.g, servers, c.request_size)
+        small = getattr(c, "op", "read") == "write" and k >= 2 and piece < SMALL_IO
+        out.append(float(c.p * c.requests_per_rank * c.request_size) if small else 0.0)
+    return np.array(out)
+
+
+def fit_small_writes(cal: list[Cell], servers: int) -> tuple[Predict, str]:
+    """The overlapped form with e_write and the small-write column on the network side, fitted jointly by
+    the operator's alternating NNLS (relative error, columns scaled)."""
+    split = ("e",)
+    net = np.append(network_columns(columns(split, False)), True)
+
+    def design(cells: list[CellConfig]) -> np.ndarray:
+        return np.hstack([design_matrix(cells, servers, split=split), small_write_bytes(cells, servers)[:, None]])
+    A, y = design(list(cal)), np.array([c.time for c in cal])
+    Aw = A / y[:, None]
+    scale = np.linalg.norm(Aw, axis=0)
+    scale[scale == 0] = 1.0
+    fit_module = importlib.import_module("pfslayout.calibration.fit")  # the package's `fit` is the function
+    x, _ = fit_module._fit_overlapped(Aw / scale, np.ones(len(y)), net)
+    x = x / scale
+    return (lambda a, cells: overlapped(design(cells), x, net)), f"{x[-1]:.3g} s per small-write byte"
 
 
 def heldout_cells(report: dict[str, Any]) -> list[LabCell]:
@@ -99,6 +152,7 @@ def forms(cal: list[Cell], servers: int) -> dict[str, tuple[Predict, str]]:
                   f"c {c_floor:.3g} s per message of a round"),
         "overlap": (lambda a, cells: np.maximum(e_over * a[:, 0], a[:, [1, 2, 3, 4]] @ x_over),
                     f"e {e_over:.3g} s"),
+        "small-writes": fit_small_writes(cal, servers),
     }
 
 
@@ -121,13 +175,19 @@ def score_form(cells: list[LabCell], predict: Predict, servers: int) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("reports", nargs="+", type=Path)
+    ap.add_argument("--add-cells", type=Path, help="another run's measured cells (small_writes.py --json)")
+    ap.add_argument("--add-sizes", default="", help="the request sizes of --add-cells to add, e.g. 24K")
     args = ap.parse_args()
+    extra: dict[str, Any] = json.loads(args.add_cells.read_text()) if args.add_cells else {"servers": 0, "cells": []}
+    added = cells_of(extra["cells"])
+    sizes = set(parse_sizes(args.add_sizes, "--add-sizes")) if args.add_sizes else {c.request_size for c in added}
+    added = [c for c in added if c.request_size in sizes]
     for path in args.reports:
         report = json.loads(path.read_text())
         if not report.get("calibration", {}).get("cells"):
             raise SystemExit(f"refit-loop: {path} has no calibration.cells (written before they were kept)")
         servers = int(report["setup"]["servers"])
-        cal = calibration_cells(report)
+        cal = calibration_cells(report) + (added if servers == extra["servers"] else [])
         held = heldout_cells(report)
         print(f"{path} ({servers} servers, {report['setup']['rate']}; {len(cal)} calibration cells)")
         for name, (predict, about) in forms(cal, servers).items():

@@ -34,35 +34,29 @@ from pfstestkit.kube import RELEASE, RELEASE_NS
 from pfstestkit.real import place
 
 SERVERS = 4
-MIN_STRIP = 4096  # layouts are realised with strips of at least 4 KiB (pfslayout.calibration.grid)
 
 
-def product_loop() -> ModuleType:
-    """The product loop's shaping and measurement helpers (a script beside this one, not a package)."""
-    spec = importlib.util.spec_from_file_location("product_loop", Path(__file__).with_name("product_loop.py"))
+def script(name: str) -> ModuleType:
+    """A bench script beside this one (not a package): the product loop's shaping and measurement helpers,
+    refit_loop's piece rule."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def piece(layout: str, g: int | None, size: int) -> int:
-    """Bytes of one request each server it touches receives."""
-    if layout == "1-DV":
-        return size
-    ways = g if layout == "2-D" and g else SERVERS
-    return max(size // ways, MIN_STRIP)
-
-
 def table(cells: list[dict[str, Any]]) -> list[str]:
+    pieces = script("refit_loop").pieces
     by: dict[tuple[int, str, int, int, str], dict[str, float]] = defaultdict(dict)
     for c in cells:
         by[(c["request_size"], c["layout"], c["g"] or 0, c["p"], c["pattern"])][c["op"]] = c["time"]
-    out = ["size layout p pattern piece write read write/read"]
+    out = ["size layout p pattern servers×piece write read write/read"]
     for (size, layout, g, p, pattern), t in sorted(by.items()):
         if {"write", "read"} <= set(t):
             name = f"{layout}:{g}" if g else layout
-            out.append(f"{size >> 10}K {name} {p} {pattern} {piece(layout, g, size) >> 10}K "
+            k, piece = pieces(layout, g or None, SERVERS, size)
+            out.append(f"{size >> 10}K {name} {p} {pattern} {k}x{piece >> 10}K "
                        f"{t['write']:.3f} {t['read']:.3f} {t['write'] / t['read']:.2f}")
     return out
 
@@ -75,7 +69,7 @@ def main() -> None:
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--json", type=Path, help="write the measured cells here")
     args = ap.parse_args()
-    pl = product_loop()
+    pl = script("product_loop")
     try:
         sizes = parse_sizes(args.sizes, "--sizes")
     except InputError as err:
@@ -104,7 +98,7 @@ def main() -> None:
         c.apply([place(cc, c.mode)], pl.NS)
         cells = [pl.calibration_cell(x) for x in pl.measurements(c, pl.wait_cc(c, "small-writes", 1800), SERVERS).cells]
         if args.json:
-            args.json.write_text(json.dumps(cells, indent=1) + "\n")
+            args.json.write_text(json.dumps({"servers": SERVERS, "rate": args.rate, "cells": cells}, indent=1) + "\n")
         print("\n".join(table(cells)))
     finally:
         pl.unshape(veths)
