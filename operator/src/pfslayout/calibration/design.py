@@ -178,7 +178,10 @@ def identifiability(matrix: np.ndarray, tol: float = 1e-9, names: Sequence[str] 
     if not np.any(used):
         return Identifiability(0, float("inf"), unused, (), names)
     scaled = matrix[:, used] / scale[used]
-    _, sv, vt = np.linalg.svd(scaled, full_matrices=True)
+    # V must be square (every direction of parameter space, the null space included); U is never used, and
+    # computing it square (rows × rows) made this SVD ~100× slower for a grid of 144 cells: only a design
+    # with fewer rows than columns needs the full factorisation to get all of V.
+    _, sv, vt = np.linalg.svd(scaled, full_matrices=scaled.shape[0] < scaled.shape[1])
     sv_full = np.zeros(vt.shape[0])
     sv_full[: sv.size] = sv
     small = sv_full <= tol * sv_full.max()
