@@ -138,6 +138,36 @@ def unshape(veths: list[str]) -> None:
 # ------------------------------------------------------------------------------------------- the loop
 
 
+def bring_up(c: Cluster, servers: int, rate: str, veths: list[str]) -> dict[str, Any]:
+    """The chart, the namespace and a Ready OrangeFSCluster of ``servers`` on tmpfs, each server's link shaped
+    at ``rate`` (its host veth appended to ``veths`` as soon as shaped, so ``tear_down`` undoes a partial
+    run); returns the cluster's status."""
+    c.install_chart()
+    c.namespace(NS)
+    c.apply([place(loop.cluster_manifest(OFS_NAME, servers), c.mode)], NS)
+
+    def ready() -> dict[str, Any] | None:
+        st = c.get("orangefsclusters.pfslayout.io", OFS_NAME, "-n", NS).get("status") or {}
+        ok = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions") or [])
+        return st if ok and st.get("readyServers") == servers else None
+    ofs: dict[str, Any] = c.wait(ready, "the OrangeFSCluster Ready", 300, context=lambda: pods(c))
+    for server in ofs["endpoints"]["servers"]:
+        pid = server_pid(server["alias"])
+        veth = host_veth(pid)
+        shape(pid, veth, rate)
+        veths.append(veth)
+        log(f"{server['alias']}: pid {pid}, host link {veth} shaped at {shaped_rate(veth)} both ways")
+    return ofs
+
+
+def tear_down(c: Cluster, veths: list[str], keep: bool = False) -> None:
+    """The links unshaped; unless ``keep``, the namespace deleted and the chart uninstalled."""
+    unshape(veths)
+    if not keep:
+        c.k("delete", "namespace", NS, "--wait=true", "--timeout=300s", "--ignore-not-found", check=False)
+        c.run(c.helm, "uninstall", RELEASE, "-n", RELEASE_NS, "--wait", check=False)
+
+
 def wait_cc(c: Cluster, name: str, timeout: float) -> dict[str, Any]:
     def done() -> dict[str, Any] | None:
         st = c.get("costcalibrations.pfslayout.io", name, "-n", NS).get("status") or {}
@@ -228,21 +258,7 @@ def main() -> None:
     veths: list[str] = []
     t0 = time.monotonic()
     try:
-        c.install_chart()
-        c.namespace(NS)
-        c.apply([place(loop.cluster_manifest(OFS_NAME, args.servers), c.mode)], NS)
-
-        def ready() -> dict[str, Any] | None:
-            st = c.get("orangefsclusters.pfslayout.io", OFS_NAME, "-n", NS).get("status") or {}
-            ok = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions") or [])
-            return st if ok and st.get("readyServers") == args.servers else None
-        ofs = c.wait(ready, "the OrangeFSCluster Ready", 300, context=lambda: pods(c))
-        for server in ofs["endpoints"]["servers"]:
-            pid = server_pid(server["alias"])
-            veth = host_veth(pid)
-            shape(pid, veth, args.rate)
-            veths.append(veth)
-            log(f"{server['alias']}: pid {pid}, host link {veth} shaped at {shaped_rate(veth)} both ways")
+        ofs = bring_up(c, args.servers, args.rate, veths)
         first = ofs["endpoints"]["servers"][0]["alias"]
         version = c.k("exec", "-n", NS, first, "--", "pvfs2-server", "--version", check=False).strip() or "unknown"
 
@@ -331,10 +347,7 @@ def main() -> None:
         replace_marked(args.results_md, f"<!-- {args.section}: begin -->", f"<!-- {args.section}: end -->", section)
         log(f"report {args.report}; operator {json.dumps(operator.as_dict())}")
     finally:
-        unshape(veths)
-        if not args.keep:
-            c.k("delete", "namespace", NS, "--wait=true", "--timeout=300s", "--ignore-not-found", check=False)
-            c.run(c.helm, "uninstall", RELEASE, "-n", RELEASE_NS, "--wait", check=False)
+        tear_down(c, veths, keep=args.keep)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from typing import Any
 from pfslab import loop
 from pfslayout.errors import InputError
 from pfslayout.units import parse_sizes
-from pfstestkit.kube import RELEASE, RELEASE_NS
 from pfstestkit.real import place
 
 SERVERS = 4
@@ -79,20 +78,7 @@ def main() -> None:
         sys.exit("small-writes: needs root and the local cluster (as lab/bench/product_loop.py)")
     veths: list[str] = []
     try:
-        c.install_chart()
-        c.namespace(pl.NS)
-        c.apply([place(loop.cluster_manifest(pl.OFS_NAME, SERVERS), c.mode)], pl.NS)
-
-        def ready() -> dict[str, Any] | None:
-            st = c.get("orangefsclusters.pfslayout.io", pl.OFS_NAME, "-n", pl.NS).get("status") or {}
-            ok = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions") or [])
-            return st if ok and st.get("readyServers") == SERVERS else None
-        ofs = c.wait(ready, "the OrangeFSCluster Ready", 300)
-        for server in ofs["endpoints"]["servers"]:
-            pid = pl.server_pid(server["alias"])
-            veth = pl.host_veth(pid)
-            pl.shape(pid, veth, args.rate)
-            veths.append(veth)
+        pl.bring_up(c, SERVERS, args.rate, veths)
         cc = loop.calibration_manifest("small-writes", pl.OFS_NAME, sizes, ranks=args.ranks, max_configs=None,
                                        requests=8, repetitions=args.repetitions, min_bytes=4 << 20)
         c.apply([place(cc, c.mode)], pl.NS)
@@ -101,9 +87,7 @@ def main() -> None:
             args.json.write_text(json.dumps({"servers": SERVERS, "rate": args.rate, "cells": cells}, indent=1) + "\n")
         print("\n".join(table(cells)))
     finally:
-        pl.unshape(veths)
-        c.k("delete", "namespace", pl.NS, "--wait=true", "--timeout=300s", "--ignore-not-found", check=False)
-        c.run(c.helm, "uninstall", RELEASE, "-n", RELEASE_NS, "--wait", check=False)
+        pl.tear_down(c, veths)
 
 
 if __name__ == "__main__":
