@@ -296,7 +296,7 @@ def cost_calibration_spec() -> Schema:
         "requestSizes": array("Request sizes s in bytes (at least two: one size cannot separate the "
                               "per-request and per-byte terms).", integer("Bytes per request.", format="int64",
                               minimum=512, maximum=1 << 30), minItems=2, maxItems=24,
-                              default=[4096, 65536, 1048576, 4194304], **{"x-kubernetes-list-type": "set"}),
+                              default=[4096, 32768, 65536, 1048576, 4194304], **{"x-kubernetes-list-type": "set"}),
         "operations": array("Operations measured. With both, the fit gives writes their own e and β when "
                             "the measurements separate them (`params.e_write`, `params.beta_write`).",
                             string("An operation.", enum=["write", "read"]), minItems=1, maxItems=2,
@@ -394,6 +394,10 @@ def params_fields(per_server: bool) -> dict[str, Schema]:
             "e_shared": number("Time every message of a round costs all ranks together, seconds: clients and "
                                "servers share cores (a kind cluster, the performance lab); absent: no such "
                                "cost.", minimum=0),
+            # issue 33: set only when the fit found small split writes costing per byte
+            "v_small_write": number("Time per byte of all ranks' data that a write split over two servers or "
+                                    "more into pieces below OrangeFS's small-I/O limit (16 KiB) also costs, "
+                                    "seconds/byte; absent: no such cost.", minimum=0),
             # issue 33: set only when the fit found network and storage overlapping
             "overlap": boolean("True: a request takes the larger of its network time (e, v terms) and its "
                                "storage time (α, β terms), not their sum — the flows pipeline the two; absent: "
@@ -417,8 +421,8 @@ def fit_quality() -> Schema:
         "clientNodes": integer("Distinct nodes the probe jobs' worker pods ran on (status only): the client "
                                "nodes the fit measured. The workers of a job with several nodes spread over "
                                "distinct nodes where the cluster has them.", minimum=0),
-        "rank": integer("Rank of the design matrix (5 when every parameter is identified; up to 8 with "
-                        "per-operation write terms and `e_shared`).", minimum=0),
+        "rank": integer("Rank of the design matrix (5 when every parameter is identified; up to 9 with "
+                        "per-operation write terms, `e_shared` and `v_small_write`).", minimum=0),
         "condition": number("Condition number of the column-scaled design matrix (-1: infinite).", minimum=-1),
         "identified": {"type": "object", "description": "Per parameter, whether the grid identifies it and "
                        "the measurements pin it down (false for a poorly determined one).",
@@ -426,8 +430,9 @@ def fit_quality() -> Schema:
         "poorlyDetermined": array("Parameters the grid identifies but whose standard error is at least half "
                                   "the fitted value: measure more repetitions or requests per rank.",
                                   string("A parameter name.", enum=["e", "v", "alpha_seq", "alpha_rand", "beta",
-                                                                    "e_write", "beta_write", "e_shared"]),
-                                  maxItems=8),
+                                                                    "e_write", "beta_write", "e_shared",
+                                                                    "v_small_write"]),
+                                  maxItems=9),
         "standardErrors": {"type": "object", "description": "Per parameter, the linearised 1σ standard "
                            "error (same unit as the parameter; absent when not identified).",
                            "additionalProperties": {"type": "number"}},
@@ -439,6 +444,8 @@ def fit_quality() -> Schema:
                               "(`e_shared`).", maxLength=1024),
         "overlap": string("Why a request's network and storage times were taken to overlap (`params.overlap`) "
                           "or to add up.", maxLength=1024),
+        "smallWrites": string("Why writes split into pieces below the small-I/O limit were or were not charged "
+                              "per byte (`v_small_write`).", maxLength=1024),
     })
 
 

@@ -23,18 +23,24 @@ typedef enum { PFS_V_CORRECTED = 0, PFS_V_PRINTED = 1 } pfs_variant;
  * and writes"); a negative value (PFS_PARAM_UNSET) means unset: writes use e and beta. pfs_cost_eval reads
  * the five and e_shared; pfs_params_for_op picks the five an operation is costed with.
  * e_shared is what every message of a round (p processes × the servers one request touches) costs when
- * clients and servers share cores (docs/cost-model.md "Shared cores"); unset or 0: nothing. */
+ * clients and servers share cores (docs/cost-model.md "Shared cores"); unset or 0: nothing.
+ * v_small_write is what a write split over two servers or more into pieces below PFS_SMALL_IO costs per byte
+ * of all p processes' data (docs/cost-model.md "Small writes"); a write term: pfs_params_for_op drops it for
+ * a read. Unset or 0: nothing. */
+#define PFS_SMALL_IO 16384.0 /* OrangeFS's PINT_SMALL_IO_MAXSIZE, the twin of formulas.SMALL_IO */
 #define PFS_PARAM_UNSET (-1.0)
 typedef struct {
     double e, v, alpha_seq, alpha_rand, beta; /* s, s/byte, s, s, s/byte */
     double e_write, beta_write;               /* s, s/byte; < 0 = unset */
     double e_shared;                          /* s; <= 0 = none */
+    double v_small_write;                     /* s/byte; <= 0 = none */
     int overlap; /* 1: a request takes the larger of T_e + T_x and T_s + T_rw (docs/cost-model.md "Overlapped
                   * network and storage"); 0: their sum, as the seeds */
 } pfs_params;
 
 /* The five-parameter form of one operation, the twin of pfslayout CostParams.for_op: a read (write = 0)
- * keeps e and beta; a write takes e_write and beta_write where set. out's e_write and beta_write are unset.
+ * keeps e and beta and drops v_small_write; a write takes e_write and beta_write where set and keeps
+ * v_small_write. out's e_write and beta_write are unset.
  * in and out may be the same. */
 void pfs_params_for_op(const pfs_params *in, int write, pfs_params *out);
 

@@ -310,13 +310,14 @@ static int parse_params(errbuf *eb, json_t *v, pfs_config *cfg)
 {
     cfg->params.e_write = cfg->params.beta_write = PFS_PARAM_UNSET; /* writes cost as reads unless given */
     cfg->params.e_shared = PFS_PARAM_UNSET;                          /* no shared-core term unless given */
+    cfg->params.v_small_write = PFS_PARAM_UNSET;                     /* no small-write term unless given */
     cfg->params.overlap = 0;                                         /* the seeds' sum unless given */
     if (!v)
         return 0;
     static const char *const pkeys[] = {"e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write",
-                                        "e_shared", "overlap", "servers", NULL};
+                                        "e_shared", "v_small_write", "overlap", "servers", NULL};
     if (!json_is_object(v))
-        return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta (e_write, beta_write, e_shared, overlap optional)");
+        return fail(eb, "params", "must be an object with e, v, alpha_seq, alpha_rand, beta (e_write, beta_write, e_shared, v_small_write, overlap optional)");
     /* per-server overrides (heterogeneous servers) are accepted for the operator's sake and ignored:
      * the per-request table uses one value per parameter */
     if (check_keys(eb, "params", v, pkeys))
@@ -334,10 +335,12 @@ static int parse_params(errbuf *eb, json_t *v, pfs_config *cfg)
             return -1;
     }
     /* optional per-operation terms: a write's e and beta (docs/cost-model.md "Reads and writes") */
-    /* and the shared-core term of every message (docs/cost-model.md "Shared cores") */
-    const char *wnames[] = {"e_write", "beta_write", "e_shared"};
-    double *wdst[] = {&cfg->params.e_write, &cfg->params.beta_write, &cfg->params.e_shared};
-    for (int i = 0; i < 3; i++) {
+    /* the shared-core term of every message (docs/cost-model.md "Shared cores") and the per-byte term of
+     * small split writes (docs/cost-model.md "Small writes") */
+    const char *wnames[] = {"e_write", "beta_write", "e_shared", "v_small_write"};
+    double *wdst[] = {&cfg->params.e_write, &cfg->params.beta_write, &cfg->params.e_shared,
+                      &cfg->params.v_small_write};
+    for (int i = 0; i < 4; i++) {
         char field[64];
         snprintf(field, sizeof field, "params.%s", wnames[i]);
         json_t *x = json_object_get(v, wnames[i]);

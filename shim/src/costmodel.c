@@ -5,7 +5,8 @@
  * corrected: the serial-count max form with docs/seeds.md §6 A1 (⌊n/g⌋ as the parallel divisor), A2
  * (client-bound 2-D T_e = m⌈n/g⌉e) and A3 (1-DH client side m·n connections).
  * With params.overlap the total is the larger of the network side (T_e + T_x) and the storage side
- * (T_s + T_rw) instead of the sum, as formulas.total_time.
+ * (T_s + T_rw) instead of the sum, as formulas.total_time. A write split over nt >= 2 servers into pieces
+ * below PFS_SMALL_IO adds p·s·v_small_write to T_x, as formulas.transfer_time.
  * Doubles throughout: counts up to 2^53 are exact, and the routing hot path must not allocate.
  */
 #include <string.h>
@@ -20,6 +21,8 @@ void pfs_params_for_op(const pfs_params *in, int write, pfs_params *out)
             o.e = in->e_write;
         if (in->beta_write >= 0)
             o.beta = in->beta_write;
+    } else {
+        o.v_small_write = PFS_PARAM_UNSET;
     }
     o.e_write = o.beta_write = PFS_PARAM_UNSET;
     *out = o;
@@ -94,6 +97,8 @@ int pfs_cost_eval(pfs_variant var, pfs_layout layout, const pfs_params *prm, lon
     if (prm->e_shared > 0)
         out->T_e += P * nt * prm->e_shared;
     out->T_x = cv * prm->v;
+    if (prm->v_small_write > 0 && nt >= 2 && s < PFS_SMALL_IO * nt) /* formulas.small_split */
+        out->T_x += P * s * prm->v_small_write;
     out->T_s = ca * alpha;
     out->T_rw = cb * prm->beta;
     out->total = prm->overlap ? dmax(out->T_e + out->T_x, out->T_s + out->T_rw)

@@ -97,8 +97,9 @@ class ServerOverride(_Strict):
 class ShimParams(_Strict):
     """The five cost-model parameters, SI units (docs/cost-model.md), and optionally a write's own e and
     beta (``e_write``, ``beta_write``; unset, writes cost with e and beta — CostParams.for_op) and the cost of
-    every message of a round on shared cores (``e_shared``; unset, none), and whether network and storage
-    overlap (``overlap``; unset, they add up)."""
+    every message of a round on shared cores (``e_shared``; unset, none), the cost per byte of a write split into
+    pieces below the small-I/O limit (``v_small_write``; unset, none), and whether network and storage overlap
+    (``overlap``; unset, they add up)."""
 
     e: Number = Field(ge=0, allow_inf_nan=False)
     v: Number = Field(ge=0, allow_inf_nan=False)
@@ -108,6 +109,7 @@ class ShimParams(_Strict):
     e_write: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
     beta_write: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
     e_shared: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
+    v_small_write: Number | None = Field(default=None, ge=0, allow_inf_nan=False)
     overlap: StrictBool | None = None  # true: a request takes the larger of its network and storage sides
     servers: list[ServerOverride] | None = None
 
@@ -116,7 +118,7 @@ class ShimParams(_Strict):
         """The shim's copy of ``params``: every term the router costs a request with."""
         return cls(e=params.e, v=params.v, alpha_seq=params.alpha_seq, alpha_rand=params.alpha_rand,
                    beta=params.beta, e_write=params.e_write, beta_write=params.beta_write,
-                   e_shared=params.e_shared, overlap=params.overlap)
+                   e_shared=params.e_shared, v_small_write=params.v_small_write, overlap=params.overlap)
 
 
 class Replica(_Strict):

@@ -17,6 +17,7 @@ from pfslayout.calibration import (
     requests_for,
     useful_groups,
 )
+from pfslayout.calibration.grid import DEFAULT_SIZES
 from pfslayout.errors import InputError
 
 PLATFORMS = [(2, 1, 4), (4, 2, 4), (4, 1, 2), (6, 3, 2), (8, 4, 8), (16, 8, 8)]
@@ -52,9 +53,9 @@ def test_factorial_contents() -> None:
     grid = design_grid(4, 2, 4)
     assert {(c.layout, c.g) for c in grid.cells} == {("1-DH", None), ("1-DV", None), ("2-D", 2)}
     assert {c.p for c in grid.cells} == {1, 2, 4, 8}
-    assert {c.request_size for c in grid.cells} == {4096, 65536, 1 << 20, 4 << 20}
+    assert {c.request_size for c in grid.cells} == set(DEFAULT_SIZES)
     assert {(c.p, c.m) for c in grid.cells} == {(1, 1), (2, 2), (2, 1), (4, 4), (4, 2), (8, 4)}
-    assert len(grid.cells) == 3 * 6 * 4 * 2 * 2
+    assert len(grid.cells) == 3 * 6 * len(DEFAULT_SIZES) * 2 * 2
 
 
 def test_useful_groups() -> None:

@@ -50,13 +50,14 @@ def test_each_profile_identifies_all_five_parameters(name: str, servers: int, no
 @pytest.mark.parametrize(("servers", "nodes", "ranks"), [(4, 2, 2), (8, 2, 2), (16, 4, 4)])
 def test_each_profile_separates_writes_and_shared_cores(name: str, servers: int, nodes: int, ranks: int) -> None:
     """What the lab's benchmark calibration finds where the platform shows it (e_write, beta_write,
-    e_shared) the grid can tell apart: the eight-column design has full rank. (One rank alone cannot
-    show shared cores: its round is its own messages, already e's; on 2 servers every request touches 1
-    or 2 of them and the three message terms move together.)"""
+    e_shared) and the cost of small split writes (v_small_write) the grid can tell apart: the nine-column
+    design has full rank. (One rank alone cannot show shared cores: its round is its own messages, already
+    e's; on 2 servers every request touches 1 or 2 of them and the three message terms move together.)"""
     grid = profile_grid(name, servers, nodes, ranks)
-    cols = columns(("e", "beta"), shared=True)
-    design = identifiability(design_matrix(grid.cells, servers, split=("e", "beta"), shared=True), names=cols)
-    assert design.rank == len(cols) == 8 and not design.unused, design.warnings()
+    cols = columns(("e", "beta"), shared=True, small=True)
+    design = identifiability(design_matrix(grid.cells, servers, split=("e", "beta"), shared=True, small=True),
+                             names=cols)
+    assert design.rank == len(cols) == 9 and not design.unused, design.warnings()
 
 
 def test_quick_is_smaller_than_standard() -> None:

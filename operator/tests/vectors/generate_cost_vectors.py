@@ -41,6 +41,13 @@ ETH_OV = ETH_SH | {"overlap": True}
 ODD_OV = ODD_RW | {"overlap": True}
 IB_OV = IB_BW | {"overlap": True}
 OV_PARAMS = ("ETH_OV", "ODD_OV", "IB_OV")
+# Small writes (docs/cost-model.md "Small writes"): a write split over nt >= 2 servers into pieces below OrangeFS's
+# small-I/O limit (s/nt < 16 KiB) also costs p·s·v_small_write in T_x; a read never. Summed with the write terms,
+# and overlapped with the shared-core term.
+SMALL_IO = 16384
+ETH_SW = ETH_RW | {"v_small_write": 1e-8}
+ODD_SW = ODD_SH | {"v_small_write": 3.7e-9, "overlap": True}
+SW_PARAMS = ("ETH_SW", "ODD_SW")
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -111,11 +118,20 @@ def touched(layout: str, n: int, g: int | None) -> int:
     return 1 if layout == "1-DV" else n if layout == "1-DH" else ceil_div(n, g or 1)
 
 
-def expected(coef: list[F], params: dict[str, float], random: bool, messages: int = 0) -> dict[str, float]:
-    """The four terms; ``messages`` = p·nt, the round's messages that e_shared (when given) charges in T_e."""
+def small_bytes(layout: str, p: int, n: int, g: int | None, s: int) -> int:
+    """p·s when a request of s bytes is split over nt >= 2 servers into pieces below SMALL_IO, else 0."""
+    nt = touched(layout, n, g)
+    return p * s if nt >= 2 and s < SMALL_IO * nt else 0
+
+
+def expected(coef: list[F], params: dict[str, float], random: bool, messages: int = 0,
+             small: int = 0) -> dict[str, float]:
+    """The four terms; ``messages`` = p·nt, the round's messages that e_shared (when given) charges in T_e;
+    ``small`` = the bytes v_small_write (when given: a write's) charges in T_x."""
     alpha = params["alpha_rand"] if random else params["alpha_seq"]
     te = coef[0] * F(params["e"]) + messages * F(params.get("e_shared", 0.0))
-    terms = [te, coef[1] * F(params["v"]), coef[2] * F(alpha), coef[3] * F(params["beta"])]
+    tx = coef[1] * F(params["v"]) + small * F(params.get("v_small_write", 0.0))
+    terms = [te, tx, coef[2] * F(alpha), coef[3] * F(params["beta"])]
     out = {name: float(t) for name, t in zip(("T_e", "T_x", "T_s", "T_rw"), terms)}
     out["total"] = float(max(terms[0] + terms[1], terms[2] + terms[3]) if params.get("overlap") else sum(terms))
     return out
@@ -123,7 +139,8 @@ def expected(coef: list[F], params: dict[str, float], random: bool, messages: in
 
 def for_op(params: dict[str, float], op: str) -> dict[str, float]:
     """The five parameters (and e_shared) ``op`` is costed with: a read keeps e and beta, a write takes
-    e_write and beta_write where set (the rule of CostParams.for_op and pfs_params_for_op, written out again)."""
+    e_write and beta_write where set and v_small_write (the rule of CostParams.for_op and pfs_params_for_op,
+    written out again)."""
     five = {k: params[k] for k in ("e", "v", "alpha_seq", "alpha_rand", "beta")}
     for k in ("e_shared", "overlap"):  # not an operation's term: both keep it
         if k in params:
@@ -131,6 +148,8 @@ def for_op(params: dict[str, float], op: str) -> dict[str, float]:
     if op == "write":
         five["e"] = params.get("e_write", params["e"])
         five["beta"] = params.get("beta_write", params["beta"])
+        if "v_small_write" in params:
+            five["v_small_write"] = params["v_small_write"]
     return five
 
 
@@ -244,6 +263,27 @@ OVERLAP_HAND = [
 ]
 
 
+# Small-write cases checked by hand: p = 2, n = 4, m = 2, 32 KiB sequential requests under ETH_SW
+# (v_small_write = 1e-8 s/byte).
+SMALL_HAND = [
+    ("op-hand-1dh-corrected-small-write", "write", "1-DH", None, 6.43661,
+     "1-DH splits 32 KiB over 4 servers into 8 KiB pieces (< 16 KiB): T_e = max(p, mn)·e_write = 8·0.6 ms = 4.8 ms, "
+     "T_x = max(ps/n, ms)v + p·s·v_small_write = 2^16/(120·2^20) s + 2·2^15·1e-8 s = 0.52083 ms + 0.65536 ms = "
+     "1.17619 ms, T_s = p·α_seq = 0.2 ms, T_rw = (ps/n)·beta_write = 2^14·2/(120·2^20) s = 0.26042 ms; "
+     "total 6.43661 ms."),
+    ("op-hand-1dh-corrected-small-read", "read", "1-DH", None, 3.25104,
+     "The same request read: no small-write term, T_e = 8·0.3 ms = 2.4 ms, T_x = 0.52083 ms, T_s = 0.2 ms, "
+     "T_rw = 2^14/(120·2^20) s = 0.13021 ms; total 3.25104 ms."),
+    ("op-hand-2d-corrected-small-write", "write", "2-D", 2, 3.28125,
+     "2-D g=2 puts 16 KiB pieces on ⌈n/g⌉ = 2 servers (not below 16 KiB): T_e = max(⌈p/g⌉, m·2)·e_write = 4·0.6 ms "
+     "= 2.4 ms, T_x = max(s/⌊n/g⌋, ms)v = 0.52083 ms, T_s = 1·α_seq = 0.1 ms, T_rw = (s/2)·beta_write = 0.26042 ms; "
+     "total 3.28125 ms."),
+    ("op-hand-2d-corrected-small-read", "read", "2-D", 2, 1.95104,
+     "The same request read: T_e = 4·0.3 ms = 1.2 ms, T_x = 0.52083 ms, T_s = 0.1 ms, T_rw = (s/2)β = 0.13021 ms; "
+     "total 1.95104 ms."),
+]
+
+
 def main() -> None:
     params = {"ETH": ETH, "IB": IB, "ODD": ODD}
     cases: list[dict] = []
@@ -285,7 +325,8 @@ def main() -> None:
 
     # Per-operation cases: a separate list, so a reader of the five-parameter cases is unaffected.
     params |= {"ETH_RW": ETH_RW, "ODD_RW": ODD_RW, "IB_BW": IB_BW, "ODD_EW": ODD_EW, "ETH_SH": ETH_SH,
-               "ODD_SH": ODD_SH, "ETH_OV": ETH_OV, "ODD_OV": ODD_OV, "IB_OV": IB_OV}
+               "ODD_SH": ODD_SH, "ETH_OV": ETH_OV, "ODD_OV": ODD_OV, "IB_OV": IB_OV, "ETH_SW": ETH_SW,
+               "ODD_SW": ODD_SW}
     op_cases: list[dict] = []
     op_hand: list[dict] = []
 
@@ -299,7 +340,8 @@ def main() -> None:
         cid = cid or f"op-{variant}-{layout}-{op}-{len(op_cases):04d}"
         op_cases.append({"id": cid, "op": op, "variant": variant, "layout": layout, "p": p, "n": n, "m": m, "g": g,
                          "s": s, "random": random, "params": params[pname], "branch": row, **extra,
-                         "expected": expected(coef, for_op(params[pname], op), random, p * touched(layout, n, g))})
+                         "expected": expected(coef, for_op(params[pname], op), random, p * touched(layout, n, g),
+                                              small_bytes(layout, p, n, g, s))})
         return cid
 
     for cid, op, ms, note in OP_HAND:
@@ -333,6 +375,22 @@ def main() -> None:
         if abs(got - ms) > 5e-5:
             raise SystemExit(f"{cid}: generated {got:.6f} ms, hand-checked {ms} ms")
         op_hand.append({"id": cid, "checked_against": note, "ms": ms})
+    # small writes, after everything before so those cases keep their ids
+    for cid, op, layout, g, ms, note in SMALL_HAND:
+        add_op(op, "corrected", layout, 2, 4, 2, g, 32 * KIB, False, "ETH_SW", cid)
+        got = op_cases[-1]["expected"]["total"] * 1e3
+        if abs(got - ms) > 5e-5:
+            raise SystemExit(f"{cid}: generated {got:.6f} ms, hand-checked {ms} ms")
+        op_hand.append({"id": cid, "checked_against": note, "ms": ms})
+    # every layout on 4 and 8 servers around the limit: pieces below, at and above 16 KiB, 1 to 2 servers
+    small_grid = [("1-DV", None), ("1-DH", None), ("2-D", 2), ("2-D", 4)]
+    for k, (n, (layout, g), s) in enumerate((n, lg, s) for n in (4, 8) for lg in small_grid
+                                              for s in (8 * KIB, 24 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB)):
+        if g is not None and g >= n:
+            continue
+        p, m = (4, 2) if k % 2 else (8, 8)
+        for op in ("read", "write"):
+            add_op(op, "corrected", layout, p, n, m, g, s, k % 3 == 0, SW_PARAMS[k % 2])
 
     doc = {
         "format": "pfslayout-cost-vectors/1",

@@ -172,6 +172,10 @@ def accepted() -> list[tuple[str, ShimConfig]]:
         ("overlap", ShimConfig(params=ETHERNET.model_copy(update={"overlap": True}), servers=4)),
         ("overlap-off-with-terms", ShimConfig(params=ETHERNET.model_copy(
             update={"overlap": False, "e_shared": 1.3e-5, "e_write": 0.0005, "beta_write": 1e-8}), servers=4)),
+        # small split writes costing per byte, alone and with the overlapped write terms
+        ("small-writes", ShimConfig(params=ETHERNET.model_copy(update={"v_small_write": 5e-9}), servers=4)),
+        ("small-writes-overlapped", ShimConfig(params=ETHERNET.model_copy(
+            update={"overlap": True, "v_small_write": 4e-9, "e_write": 0.0005}), servers=8)),
     ]
     rng = random.Random(SEED)
     out += [(f"random-{k:03d}", _random_config(rng, k)) for k in range(60)]
@@ -201,6 +205,8 @@ def refused() -> list[dict[str, Any]]:
         {"name": "beta-write-not-number", "field": "params.beta_write",
          "doc": fmt | {"params": prm | {"beta_write": "fast"}}},
         {"name": "e-shared-negative", "field": "params.e_shared", "doc": fmt | {"params": prm | {"e_shared": -1e-5}}},
+        {"name": "v-small-write-negative", "field": "params.v_small_write",
+         "doc": fmt | {"params": prm | {"v_small_write": -1e-9}}},
         {"name": "overlap-not-boolean", "field": "params.overlap", "doc": fmt | {"params": prm | {"overlap": "yes"}}},
         {"name": "variant-unknown", "field": "variant", "doc": fmt | {"variant": "journal"}},
         {"name": "replicas-without-params", "field": "params",

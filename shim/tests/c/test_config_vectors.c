@@ -30,9 +30,9 @@ int main(int argc, char **argv)
         /* the optional per-operation terms arrive as written, and are unset (negative) when absent */
         json_t *text = json_loads(json_string_value(json_object_get(v, "text")), 0, NULL);
         json_t *prm = json_object_get(text, "params");
-        const char *wn[] = {"e_write", "beta_write", "e_shared"};
-        const double got[] = {cfg.params.e_write, cfg.params.beta_write, cfg.params.e_shared};
-        for (int k = 0; k < 3; k++) {
+        const char *wn[] = {"e_write", "beta_write", "e_shared", "v_small_write"};
+        const double got[] = {cfg.params.e_write, cfg.params.beta_write, cfg.params.e_shared, cfg.params.v_small_write};
+        for (int k = 0; k < 4; k++) {
             json_t *x = prm ? json_object_get(prm, wn[k]) : NULL;
             if (x)
                 write_terms++;

@@ -20,20 +20,21 @@ static int close_enough(double got, double want)
 static pfs_params read_params(json_t *prm)
 {
     json_t *ew = json_object_get(prm, "e_write"), *bw = json_object_get(prm, "beta_write");
-    json_t *es = json_object_get(prm, "e_shared");
+    json_t *es = json_object_get(prm, "e_shared"), *sw = json_object_get(prm, "v_small_write");
     pfs_params P = {json_number_value(json_object_get(prm, "e")), json_number_value(json_object_get(prm, "v")),
                     json_number_value(json_object_get(prm, "alpha_seq")),
                     json_number_value(json_object_get(prm, "alpha_rand")),
                     json_number_value(json_object_get(prm, "beta")),
                     ew ? json_number_value(ew) : PFS_PARAM_UNSET, bw ? json_number_value(bw) : PFS_PARAM_UNSET,
-                    es ? json_number_value(es) : PFS_PARAM_UNSET, json_is_true(json_object_get(prm, "overlap"))};
+                    es ? json_number_value(es) : PFS_PARAM_UNSET, sw ? json_number_value(sw) : PFS_PARAM_UNSET,
+                    json_is_true(json_object_get(prm, "overlap"))};
     return P;
 }
 
 /* Checks every case of one list; a case with an "op" is costed with that operation's parameters
  * (pfs_params_for_op), one without with e and beta. Returns the number of cases. */
 static size_t check_cases(json_t *cases, size_t seen[2][3], size_t *writes_differ, size_t *shared,
-                          size_t *overlap)
+                          size_t *overlap, size_t *small)
 {
     size_t n = json_array_size(cases);
     for (size_t i = 0; i < n; i++) {
@@ -50,11 +51,14 @@ static size_t check_cases(json_t *cases, size_t seen[2][3], size_t *writes_diffe
             (*shared)++;
         if (given.overlap)
             (*overlap)++;
+        if (given.v_small_write > 0)
+            (*small)++;
         if (op) {
             const char *o = json_string_value(op);
             CHECK(o && (strcmp(o, "read") == 0 || strcmp(o, "write") == 0), "%s: op must be read or write", id);
             const int write = o && strcmp(o, "write") == 0;
             pfs_params_for_op(&given, write, &P);
+            CHECK(write || P.v_small_write < 0, "%s: a read kept v_small_write", id);
             if (write && (P.e != given.e || P.beta != given.beta))
                 (*writes_differ)++;
         }
@@ -85,15 +89,17 @@ int main(int argc, char **argv)
     if (!doc)
         return argc != 2 ? 2 : check_done("test_costmodel");
     size_t seen[2][3] = {{0}}, op_seen[2][3] = {{0}}, differ = 0, unused = 0, shared = 0, unshared = 0;
-    size_t overlap = 0, unoverlapped = 0;
-    const size_t n = check_cases(json_object_get(doc, "cases"), seen, &unused, &unshared, &unoverlapped);
+    size_t overlap = 0, unoverlapped = 0, small = 0, unsmall = 0;
+    const size_t n = check_cases(json_object_get(doc, "cases"), seen, &unused, &unshared, &unoverlapped, &unsmall);
     CHECK(n >= 100, "expected the full vector set, got %zu cases", n);
-    CHECK(unused == 0 && unshared == 0 && unoverlapped == 0, "a five-parameter case carries an op, e_shared or overlap");
-    const size_t nop = check_cases(json_object_get(doc, "op_cases"), op_seen, &differ, &shared, &overlap);
+    CHECK(unused == 0 && unshared == 0 && unoverlapped == 0 && unsmall == 0,
+          "a five-parameter case carries an op, e_shared, v_small_write or overlap");
+    const size_t nop = check_cases(json_object_get(doc, "op_cases"), op_seen, &differ, &shared, &overlap, &small);
     CHECK(nop >= 100 && differ >= nop / 4, "expected the per-operation cases, got %zu (%zu writes with their own "
           "e or beta)", nop, differ);
     CHECK(shared >= nop / 8, "expected cases with e_shared, got %zu of %zu", shared, nop);
     CHECK(overlap >= nop / 8, "expected cases with overlap, got %zu of %zu", overlap, nop);
+    CHECK(small >= nop / 8, "expected cases with v_small_write, got %zu of %zu", small, nop);
     for (int v = 0; v < 2; v++)
         for (int l = 0; l < 3; l++)
             CHECK(seen[v][l] > 0 && op_seen[v][l] > 0, "no vector for variant %d layout %d", v, l);
@@ -101,7 +107,8 @@ int main(int argc, char **argv)
     json_decref(doc);
 
     /* inputs the table cannot cost are rejected, not computed */
-    pfs_params P = {3e-4, 1e-8, 1e-4, 3e-4, 1e-8, PFS_PARAM_UNSET, PFS_PARAM_UNSET, PFS_PARAM_UNSET, 0};
+    pfs_params P = {3e-4, 1e-8, 1e-4, 3e-4, 1e-8, PFS_PARAM_UNSET, PFS_PARAM_UNSET, PFS_PARAM_UNSET, PFS_PARAM_UNSET,
+                    0};
     pfs_cost c;
     CHECK(pfs_cost_eval(PFS_V_CORRECTED, PFS_L_2D, &P, 4, 8, 1, 0, 4096, 0, &c) == -1, "g = 0 accepted");
     CHECK(pfs_cost_eval(PFS_V_CORRECTED, PFS_L_2D, &P, 4, 8, 1, 9, 4096, 0, &c) == -1, "g > n accepted");

@@ -12,6 +12,9 @@ Two refinements (issue 13, docs/cost-model.md):
   coefficients go to ``e_write`` and ``beta_write`` instead of ``e`` and ``beta``.
 * ``shared`` adds the column of ``e_shared``: the messages all processes send per round (p·nt), which cost
   when clients and servers share cores (docs/cost-model.md "Shared cores").
+* ``small`` adds the column of ``v_small_write``: the bytes all processes write per round in requests split
+  over two servers or more into pieces below OrangeFS's small-I/O limit (p·s; reads 0), docs/cost-model.md
+  "Small writes".
 
 With ``CostParams.overlap`` a cell's time is not the row times the parameters but the larger of its
 network columns' and its storage columns' parts (``network_columns``, ``overlapped``).
@@ -31,15 +34,19 @@ from pfslayout.planner.classify import realised_as
 PARAMS = ("e", "v", "alpha_seq", "alpha_rand", "beta")
 SPLITTABLE = ("e", "beta")  # the terms writes may have their own value of (lab-facts: ~1.5× per message)
 SHARED = "e_shared"
-NETWORK = ("e", "v", "e_write", SHARED)  # T_e + T_x; the rest is T_s + T_rw (docs/cost-model.md "Overlapped ...")
+SMALL = "v_small_write"
+# T_e + T_x; the rest is T_s + T_rw (docs/cost-model.md "Overlapped ...")
+NETWORK = ("e", "v", "e_write", SHARED, SMALL)
 
 
-def columns(split: Iterable[str] = (), shared: bool = False) -> tuple[str, ...]:
-    """The design's columns: the five parameters, then ``<p>_write`` for each split one, then ``e_shared``."""
+def columns(split: Iterable[str] = (), shared: bool = False, small: bool = False) -> tuple[str, ...]:
+    """The design's columns: the five parameters, then ``<p>_write`` for each split one, then ``e_shared``, then
+    ``v_small_write``."""
     chosen = set(split)
     if chosen - set(SPLITTABLE):
         raise ValueError(f"only {SPLITTABLE} can be split by operation (got {sorted(chosen)})")
-    return PARAMS + tuple(f"{p}_write" for p in SPLITTABLE if p in chosen) + ((SHARED,) if shared else ())
+    return (PARAMS + tuple(f"{p}_write" for p in SPLITTABLE if p in chosen) + ((SHARED,) if shared else ())
+            + ((SMALL,) if small else ()))
 
 
 def split_of(params: CostParams) -> tuple[str, ...]:
@@ -48,7 +55,8 @@ def split_of(params: CostParams) -> tuple[str, ...]:
 
 
 def network_columns(cols: Sequence[str]) -> np.ndarray:
-    """Which of the design's columns are on a request's network side (T_e + T_x: e, v, e_write, e_shared);
+    """Which of the design's columns are on a request's network side (T_e + T_x: e, v, e_write, e_shared,
+    v_small_write);
     the others (α_seq, α_rand, β, beta_write) are its storage side — the two sides ``overlap`` compares."""
     return np.array([c in NETWORK for c in cols], dtype=bool)
 
@@ -61,6 +69,11 @@ def overlapped(A: np.ndarray, x: np.ndarray, net: np.ndarray) -> np.ndarray:
 def shared_of(params: CostParams) -> bool:
     """Whether ``params`` charges the messages of a round for shared cores (``e_shared`` set)."""
     return params.e_shared is not None
+
+
+def small_of(params: CostParams) -> bool:
+    """Whether ``params`` charges small split writes (``v_small_write`` set)."""
+    return params.v_small_write is not None
 
 
 def vector(params: CostParams, cols: Sequence[str]) -> np.ndarray:
@@ -107,11 +120,11 @@ class CellConfig:
 
 
 def design_matrix(cells: Iterable[CellLike], servers: int, variant: str = "corrected",
-                  split: Iterable[str] = (), shared: bool = False) -> np.ndarray:
-    """Rows = cells, columns = ``columns(split, shared)`` (e, v, α_seq, α_rand, β, then any write columns,
-    then e_shared); entry = seconds per unit of that parameter. A cell without ``sharing`` is a
-    file-per-process cell, one without ``op`` a read."""
-    cols = columns(split, shared)
+                  split: Iterable[str] = (), shared: bool = False, small: bool = False) -> np.ndarray:
+    """Rows = cells, columns = ``columns(split, shared, small)`` (e, v, α_seq, α_rand, β, then any write
+    columns, then e_shared, then v_small_write); entry = seconds per unit of that parameter. A cell without
+    ``sharing`` is a file-per-process cell, one without ``op`` a read."""
+    cols = columns(split, shared, small)
     at = {c: i for i, c in enumerate(cols)}
     rows = []
     for c in cells:
@@ -129,6 +142,8 @@ def design_matrix(cells: Iterable[CellLike], servers: int, variant: str = "corre
         row[at["beta_write" if write and "beta_write" in at else "beta"]] = k * float(co.cb)
         if shared:
             row[at[SHARED]] = k * float(co.cm)
+        if small and write:
+            row[at[SMALL]] = k * float(co.cs)
         rows.append(row)
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(cols))
 
@@ -137,9 +152,9 @@ def model_times(cells: Iterable[CellLike], servers: int, params: CostParams, var
     """Seconds of one repetition of each cell under ``params``: the design's rows times the parameters, so
     predictions and the fit cannot disagree (write and shared-core terms used where ``params`` has them;
     with ``overlap`` each row's larger side)."""
-    split, shared = split_of(params), shared_of(params)
-    cols = columns(split, shared)
-    A, x = design_matrix(cells, servers, variant, split, shared), vector(params, cols)
+    split, shared, small = split_of(params), shared_of(params), small_of(params)
+    cols = columns(split, shared, small)
+    A, x = design_matrix(cells, servers, variant, split, shared, small), vector(params, cols)
     return overlapped(A, x, network_columns(cols)) if params.overlap else np.asarray(A @ x)
 
 

@@ -10,6 +10,11 @@ alone — and keeps the first whose write terms the grid identifies and the meas
 poorly determined, not at the bound 0) without losing the identification of any term the five-parameter
 form has; else the five-parameter form, with a warning saying why.
 
+Small writes (issue 33, docs/cost-model.md "Small writes"): with the form chosen so far, ``fit`` then tries the
+column of ``v_small_write`` (the bytes of writes split over two servers or more into pieces below OrangeFS's
+small-I/O limit) and keeps it on the same terms as ``e_shared``: identified, positive, determined, and losing
+no term.
+
 Overlap (issue 33, docs/cost-model.md "Overlapped network and storage"): ``fit`` also fits the form in which
 a request takes the larger of its network side (T_e + T_x) and its storage side (T_s + T_rw), by alternating
 non-negative least squares over which side each cell is bound by, and keeps it when its residual is at least
@@ -37,6 +42,7 @@ from pfslayout.calibration.design import (
     network_columns,
     overlapped,
     shared_of,
+    small_of,
     split_of,
     vector,
 )
@@ -73,12 +79,13 @@ class FitResult:
     split_note: str = ""  # why writes did or did not get their own e/β
     shared_note: str = ""  # why the messages of a round were or were not charged for shared cores
     overlap_note: str = ""  # why a request's network and storage sides were or were not taken to overlap
+    small_note: str = ""  # why small split writes were or were not charged per byte (v_small_write)
     objective: float = 0.0  # the fit's weighted sum of squared residuals (relative: Σ (residual/measured)²)
 
     @property
     def columns(self) -> tuple[str, ...]:
         """The fitted parameters: the five, then e_write/beta_write when writes got their own, then
-        e_shared when the fit kept it."""
+        e_shared and v_small_write when the fit kept them."""
         return self.design.names
 
     @property
@@ -103,7 +110,8 @@ class FitResult:
         if not self.params.overlap:
             return np.ones(len(self.cells), dtype=bool)
         cols = self.columns
-        A = design_matrix(self.cells, self.servers, self.variant, split_of(self.params), shared_of(self.params))
+        A = design_matrix(self.cells, self.servers, self.variant, split_of(self.params), shared_of(self.params),
+                          small_of(self.params))
         x = vector(self.params, cols)
         net = network_columns(cols)
         return np.asarray(A[:, net] @ x[net] >= A[:, ~net] @ x[~net])
@@ -162,6 +170,7 @@ class FitResult:
                 "per_operation": self.split_note,
                 "shared_cores": self.shared_note,
                 "overlap": self.overlap_note,
+                "small_writes": self.small_note,
                 **({"servers": [s.quality() for s in self.server_fits]} if self.server_fits else {}),
             },
             "warnings": self.warnings,
@@ -183,8 +192,12 @@ def fit(measurements: Measurements, *, variant: str = "corrected", weighting: st
     """The global fit (per operation where the measurements support it, see the module's docstring); with
     ``per_server`` ({server index: that server's pinned probe}) also each server's α_seq, α_rand and β with e
     and v held at the global values (``pfslayout.calibration.per_server``)."""
+    # The structure first (per-operation and shared-core terms, summed or overlapped), then the small-write
+    # refinement of the chosen form: tried before the overlap decision, it let a summed form with
+    # v_small_write beat the overlapped one on the 8-server loop and lose 6 of its 26 decisive cells.
     result = _with_overlap(_fit_per_op(measurements, variant=variant, weighting=weighting), measurements,
                            variant=variant, weighting=weighting)
+    result = _with_small(result, measurements, variant=variant, weighting=weighting)
     if per_server:
         from pfslayout.calibration.per_server import fit_server, with_servers
 
@@ -267,9 +280,44 @@ def _shared_kept(result: FitResult) -> str:
             "share cores)")
 
 
+def _split_kept(result: FitResult, split: tuple[str, ...]) -> str:
+    """The note of a fit that gave writes their own ``split`` terms, with the values it published."""
+    return "writes have their own " + " and ".join(split) + " (" + ", ".join(
+        _ratio(getattr(result.params, p + "_write"), getattr(result.params, p), p) for p in split) + ")"
+
+
 def _ratio(write: float, read: float, name: str) -> str:
     """How a write term compares with the read term, for the notes (a read e may be 0: see ``free``)."""
     return f"{name}_write/{name} = {write / read:.3g}" if read > 0 else f"{name}_write = {write:.3g}, {name} = 0"
+
+
+def _with_small(base: FitResult, measurements: Measurements, *, variant: str, weighting: str) -> FitResult:
+    """``base`` with the column of ``v_small_write`` when the measurements determine it (see the module's
+    docstring); ``small_note`` says whether and why."""
+    split, shared = split_of(base.params), shared_of(base.params)
+    column = design_matrix(measurements.cells, measurements.servers, variant, split, shared, small=True)[:, -1]
+    if not np.any(column):
+        base.small_note = "small split writes not charged (no cell writes pieces below the small-I/O limit over " \
+                          "two servers or more)"
+        return base
+    trial = _fit_global(measurements, variant=variant, weighting=weighting, split=split, shared=shared,
+                        small=True, overlap=bool(base.params.overlap))
+    name = "v_small_write"
+    why = ("the grid does not identify it" if name not in trial.design.identified else
+           "the measurements give it no positive share" if name in trial.at_bound else
+           "poorly determined" if name in trial.poorly_determined else
+           f"{', '.join(lost)} would no longer be identified" if (lost := _lost(base, trial)) else
+           f"the design's rank is {trial.design.rank} of {len(trial.design.names)} columns"
+           if trial.design.rank < len(trial.design.names) else "")
+    if why:
+        base.small_note = f"small split writes not charged (v_small_write: {why})"
+        return base
+    # the new column refits every column: kept terms are said with the values this fit publishes
+    trial.split_note = _split_kept(trial, split) if split else base.split_note
+    trial.shared_note = _shared_kept(trial) if shared else base.shared_note
+    trial.small_note = (f"writes split into pieces below the small-I/O limit also cost v_small_write = "
+                        f"{trial.params.v_small_write:.3g} s per byte of all ranks' data")
+    return trial
 
 
 def _fit_per_op(measurements: Measurements, *, variant: str, weighting: str, overlap: bool = False) -> FitResult:
@@ -300,8 +348,7 @@ def _fit_per_op(measurements: Measurements, *, variant: str, weighting: str, ove
         deficient = trial.design.rank < len(trial.design.names)
         same = [p for p in split if not bad and not deficient and not _differs(trial, p)]
         if not bad and not deficient and not same:
-            trial.split_note = "writes have their own " + " and ".join(split) + " (" + ", ".join(
-                _ratio(getattr(trial.params, p + "_write"), getattr(trial.params, p), p) for p in split) + ")"
+            trial.split_note = _split_kept(trial, split)
             return trial
         why = (f"{', '.join(bad)} not determined" if bad else
                f"the design's rank is {trial.design.rank} of {len(trial.design.names)} columns" if deficient else
@@ -313,7 +360,7 @@ def _fit_per_op(measurements: Measurements, *, variant: str, weighting: str, ove
 
 
 def _fit_global(measurements: Measurements, *, variant: str, weighting: str, split: tuple[str, ...] = (),
-                shared: bool = False, overlap: bool = False) -> FitResult:
+                shared: bool = False, small: bool = False, overlap: bool = False) -> FitResult:
     if variant not in VARIANTS:
         raise InputError("--variant", f"unknown variant {variant!r}", f"use one of {', '.join(VARIANTS)}")
     if weighting not in WEIGHTINGS:
@@ -331,8 +378,8 @@ def _fit_global(measurements: Measurements, *, variant: str, weighting: str, spl
         w = 1.0 / y
     else:
         w = np.ones_like(y)
-    cols = columns(split, shared)
-    A = design_matrix(cells, measurements.servers, variant, split, shared)
+    cols = columns(split, shared, small)
+    A = design_matrix(cells, measurements.servers, variant, split, shared, small)
     Aw = A * w[:, None]
     scale = np.linalg.norm(Aw, axis=0)
     scale[scale == 0] = 1.0

@@ -25,7 +25,11 @@ from pfslayout.costmodel import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
 
 GRID_FORMAT = "pfsprobe-grid/1"
-DEFAULT_SIZES = (4096, 65536, 1 << 20, 4 << 20)
+# CostCalibration's default spec.grid.requestSizes (the CRD and the `standard` profile take them from here).
+# 32 KiB: on 4 or 8 servers 1-DH splits it into pieces below OrangeFS's small-I/O limit (16 KiB) and 2-D
+# (g = n/2 resp. n/4) into pieces of 16 KiB — the contrast that identifies v_small_write (docs/cost-model.md
+# "Small writes"); without it the 4-server product loop missed 16 KiB writes by 48%.
+DEFAULT_SIZES = (4096, 32768, 65536, 1 << 20, 4 << 20)
 
 
 @dataclass(frozen=True)

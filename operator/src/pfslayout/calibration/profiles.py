@@ -13,9 +13,13 @@ profiles"): 24 D-optimal configurations at two sizes (the previous quick) fitted
 R² 0.78-0.93 run to run; this grid fitted beta_write and e_shared as ``standard`` did in both its runs, in
 113 s against 149-158 s (it moves half the bytes: on the 4-server example at 200 Mbit/s, minutes). Its small
 size is 8 KiB, not 4 KiB: layouts are realised with strips of at least 4 KiB, so a 4 KiB request
-touches one server under every layout and its cells could not tell e from α on 2 servers. Both are
-checked to identify all five parameters on 2 or more servers and, on 4 or more with two ranks or more,
-the write and shared-core columns too (operator/tests/unit/test_calibration_profiles.py); the CRD's enum
+touches one server under every layout and its cells could not tell e from α on 2 servers. ``standard``
+also probes 32 KiB (``grid.DEFAULT_SIZES``): the size at which the cost of writes split into small pieces
+(``v_small_write``, docs/cost-model.md "Small writes") showed on the 4-server product loop and was fitted
+(`--profile standard` there: docs/results.md); quick's 8 KiB cells identify the column too, but their
+small-write bytes are too few to weigh against the per-message terms. Both are checked to identify all
+five parameters on 2 or more servers and, on 4 or more with two ranks or more, the write, shared-core and
+small-write columns too (operator/tests/unit/test_calibration_profiles.py); the CRD's enum
 and defaults are checked against this table.
 """
 

@@ -126,6 +126,8 @@ def _human(result: dict[str, Any]) -> None:
         reads["beta_write"] = lambda x: f"{1 / x / MIB:.4g} MiB/s per server (writes)" if x > 0 else "unbounded"
     if "e_shared" in result:  # docs/calibration.md "Shared cores"
         reads["e_shared"] = lambda x: f"{x * 1e3:.4g} ms per message of all ranks (shared cores)"
+    if "v_small_write" in result:  # docs/calibration.md "Small writes"
+        reads["v_small_write"] = lambda x: f"{x * 1e9:.4g} ns per byte of all ranks (small split writes)"
     poor = set(quality.get("poorly_determined", []))
     for name, show in reads.items():
         value = result[name]
@@ -144,6 +146,8 @@ def _human(result: dict[str, Any]) -> None:
         out.print(f"per operation: {quality['per_operation']}")
     if quality.get("shared_cores"):
         out.print(f"shared cores: {quality['shared_cores']}")
+    if quality.get("small_writes"):
+        out.print(f"small writes: {quality['small_writes']}")
     worst = sorted(result["cells"], key=lambda c: -abs(c["relative_error"] or 0.0))[:5]
     cells = Table(title="Largest relative residuals")
     for col in ("cell", "layout", "op", "p", "m", "bytes", "measured s", "model s", "rel.err"):

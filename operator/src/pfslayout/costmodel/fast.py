@@ -7,7 +7,9 @@ count·(ce·e + cm·e_shared + ca·α) + Σs·(cv₁·v + cb₁·β), with cv₁
 Per-request arrays, when needed (hybrid replica routing), are one gather and one fused multiply-add per
 layout from per-group tables, done in cache-sized chunks. With ``CostParams.overlap`` a request takes the
 larger of its network and storage sides: the per-request arrays are exact (two lines per group), the totals
-take each group's larger side (``Totals.overlapped``).
+take each group's larger side (``Totals.overlapped``). ``v_small_write`` (docs/cost-model.md "Small writes") is
+a step in s: per request exact, in the totals judged at each group's mean request size (exact where a
+group's requests have one size, as the planner's realisation assumes).
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pfslayout.costmodel.formulas import Coefficients, CostBreakdown, message_time, unchecked_coefficients, validate
+from pfslayout.costmodel.formulas import (
+    SMALL_IO,
+    Coefficients,
+    CostBreakdown,
+    message_time,
+    small_split,
+    unchecked_coefficients,
+    validate,
+)
 from pfslayout.costmodel.params import CostParams
 
 _DENSE_LIMIT = 1 << 22  # largest dense (p, m, random) key table before falling back to np.unique
@@ -132,14 +142,25 @@ def _message_total(cnt: np.ndarray, ce: np.ndarray, cm: np.ndarray | None, param
     return float(message_time(np.dot(cnt, ce), shared, params))
 
 
+def _small_per_byte(p: np.ndarray, nt: np.ndarray, cnt: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """Per group: the coefficient of v_small_write per byte of its requests — p where a request of the group's
+    mean size is split into small pieces (``small_split``), else 0."""
+    mean = np.divide(nbytes, cnt, out=np.zeros_like(nbytes, dtype=np.float64), where=cnt > 0)
+    return np.where(small_split(nt, mean), p, 0).astype(np.float64)
+
+
 def _totals(cnt: np.ndarray, nbytes: np.ndarray, ce: np.ndarray, cm: np.ndarray | None, cv: np.ndarray,
-            ca_alpha: np.ndarray, cb: np.ndarray, params: CostParams) -> Totals:
-    """The four sums of a set of groups, and with ``params.overlap`` the sum of each group's larger side."""
-    totals = Totals(T_e=_message_total(cnt, ce, cm, params), T_x=float(np.dot(nbytes, cv)) * params.v,
+            ca_alpha: np.ndarray, cb: np.ndarray, params: CostParams, cs: np.ndarray | None = None) -> Totals:
+    """The four sums of a set of groups, and with ``params.overlap`` the sum of each group's larger side.
+    ``cs``: the groups' v_small_write coefficients per byte (``_small_per_byte``), when it is set."""
+    per_byte = cv * params.v
+    if cs is not None and params.v_small_write is not None:
+        per_byte = per_byte + cs * params.v_small_write
+    totals = Totals(T_e=_message_total(cnt, ce, cm, params), T_x=float(np.dot(nbytes, per_byte)),
                     T_s=float(np.dot(cnt, ca_alpha)), T_rw=float(np.dot(nbytes, cb)) * params.beta)
     if not params.overlap:
         return totals
-    network = cnt * message_time(ce, cm if cm is not None else 0.0, params) + nbytes * cv * params.v
+    network = cnt * message_time(ce, cm if cm is not None else 0.0, params) + nbytes * per_byte
     storage = cnt * ca_alpha + nbytes * cb * params.beta
     return replace(totals, overlapped=float(np.sum(np.maximum(network, storage))))
 
@@ -151,7 +172,9 @@ def layout_totals(layout: str, groups: Groups, n: int, g: int | None, params: Co
         return Totals(0.0, 0.0, 0.0, 0.0)
     c = _unit_coefficients(layout, groups, n, g, variant)
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
-    return _totals(groups.count.astype(np.float64), groups.bytes, c.ce, c.cm, c.cv, c.ca * alpha, c.cb, params)
+    cnt = groups.count.astype(np.float64)
+    cs = None if params.v_small_write is None else _small_per_byte(groups.p, c.nt, cnt, groups.bytes)
+    return _totals(cnt, groups.bytes, c.ce, c.cm, c.cv, c.ca * alpha, c.cb, params, cs)
 
 
 def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.ndarray, nbytes: np.ndarray,
@@ -176,6 +199,8 @@ def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.
     ce, cv, cb, ca_alpha = c.ce[row_of], c.cv[row_of], c.cb[row_of], ca_alpha[row_of]
     cm = c.cm[row_of] if any(q.e_shared is not None for q in per_set) else None  # gathered only when costed
     cnt = count.astype(np.float64)
+    cs = (_small_per_byte(rows.p[row_of], c.nt[row_of], cnt, nbytes)
+          if any(q.v_small_write is not None for q in per_set) else None)
     out = []
     lo = 0
     for k, ps in zip(sizes, per_set):
@@ -184,7 +209,7 @@ def layout_totals_many(layout: str, rows: Groups, row_of: np.ndarray, count: np.
             out.append(Totals(0.0, 0.0, 0.0, 0.0))
         else:
             out.append(_totals(cnt[lo:hi], nbytes[lo:hi], ce[lo:hi], None if cm is None else cm[lo:hi], cv[lo:hi],
-                               ca_alpha[lo:hi], cb[lo:hi], ps))
+                               ca_alpha[lo:hi], cb[lo:hi], ps, None if cs is None else cs[lo:hi]))
         lo = hi
     return out
 
@@ -200,9 +225,11 @@ def per_request_totals(layout: str, groups: Groups, s: np.ndarray, n: int, g: in
         sides = [(message_time(c.ce, c.cm, params), c.cv * params.v), (c.ca * alpha, c.cb * params.beta)]
     else:
         sides = [(message_time(c.ce, c.cm, params) + c.ca * alpha, c.cv * params.v + c.cb * params.beta)]
+    small = _small_tables(c, groups.p, params)
     if groups.dense is not None:
         # scatter the per-group values into the dense (p, m, random) table the keys index
         sides = [(_dense(groups, a), _dense(groups, b)) for a, b in sides]
+        small = None if small is None else (_dense(groups, small[0]), _dense(groups, small[1]))
     s = np.asarray(s, dtype=np.float64)
     if out is None:
         out = np.empty(s.shape[0], dtype=np.float64)
@@ -219,9 +246,25 @@ def per_request_totals(layout: str, groups: Groups, s: np.ndarray, n: int, g: in
             o *= s[lo:hi]
             np.take(a, k, out=buf[: hi - lo], mode="clip")
             o += buf[: hi - lo]
+            if i == 0 and small is not None:  # the network side (or the one sum)
+                o += _small_cost(small, k, s[lo:hi])
         if len(sides) > 1:
             np.maximum(out[lo:hi], other[: hi - lo], out=out[lo:hi])
     return out
+
+
+def _small_tables(c: Coefficients, p: np.ndarray, params: CostParams) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per group: v_small_write per byte of a small split request (p·v_small_write) and the size below which a
+    request is one (SMALL_IO·nt over two servers or more, else 0: never); None when v_small_write is unset."""
+    if params.v_small_write is None:
+        return None
+    return p * params.v_small_write, np.where(c.nt >= 2, SMALL_IO * c.nt, 0.0)
+
+
+def _small_cost(small: tuple[np.ndarray, np.ndarray], k: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """v_small_write's share of requests of sizes ``s`` in groups ``k`` (``_small_tables``)."""
+    per_byte, below = small
+    return np.asarray(np.take(per_byte, k, mode="clip") * s * (s < np.take(below, k, mode="clip")))
 
 
 def _dense(groups: Groups, values: np.ndarray) -> np.ndarray:
@@ -239,8 +282,10 @@ def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: 
     c = _unit_coefficients(layout, groups, n, g, variant)
     alpha = np.where(groups.random, params.alpha_rand, params.alpha_seq)
     tables = [message_time(c.ce, c.cm, params), c.cv * params.v, c.ca * alpha, c.cb * params.beta]
+    small = _small_tables(c, groups.p, params)
     if groups.dense is not None:
         tables = [_dense(groups, tab) for tab in tables]
+        small = None if small is None else (_dense(groups, small[0]), _dense(groups, small[1]))
     N = s.shape[0]
     terms = [np.empty(N) for _ in range(4)]
     total = np.empty(N)
@@ -256,6 +301,8 @@ def breakdown_per_request(layout: str, p: np.ndarray, n: int, m: np.ndarray, s: 
             np.take(tab, k, out=o, mode="clip")
             if i in (1, 3):  # T_x and T_rw scale with s
                 o *= sc
+            if i == 1 and small is not None:
+                o += _small_cost(small, k, sc)
             if i == 0:
                 tot[...] = o
             else:

@@ -24,6 +24,10 @@ import numpy as np
 from pfslayout.errors import InputError
 
 LAYOUTS = ("1-DV", "1-DH", "2-D")
+# OrangeFS's PINT_SMALL_IO_MAXSIZE: a request whose piece on a server is smaller travels inside the request
+# message (small I/O) instead of a flow; split over two servers or more, such writes cost per byte of all
+# ranks' data (docs/cost-model.md "Small writes").
+SMALL_IO = 16384
 VARIANTS = ("printed", "corrected")
 
 ArrayLike = Any  # int/float scalar or numpy array
@@ -31,22 +35,37 @@ ArrayLike = Any  # int/float scalar or numpy array
 
 @dataclass(frozen=True)
 class Coefficients:
-    """T_e = ce·e + cm·e_shared, T_x = cv·v, T_s = ca·α, T_rw = cb·β (arrays, float64; cv and cb carry the
-    bytes). ``cm`` = p·nt counts the messages all p processes send in one round of requests (nt = servers one
-    request touches): the term of ``e_shared``, which is set only where clients and servers share cores
-    (docs/cost-model.md "Shared cores")."""
+    """T_e = ce·e + cm·e_shared, T_x = cv·v + cs·v_small_write, T_s = ca·α, T_rw = cb·β (arrays, float64; cv,
+    cb and cs carry the bytes). ``cm`` = p·nt counts the messages all p processes send in one round of
+    requests (nt = servers one request touches): the term of ``e_shared``, which is set only where clients
+    and servers share cores (docs/cost-model.md "Shared cores"). ``cs`` = p·s where a request is split over
+    nt ≥ 2 servers into pieces below ``SMALL_IO`` (else 0): the bytes of ``v_small_write``, which a write's
+    parameters carry and a read's do not (docs/cost-model.md "Small writes")."""
 
     ce: np.ndarray
     cv: np.ndarray
     ca: np.ndarray
     cb: np.ndarray
     cm: np.ndarray
+    cs: np.ndarray
+    nt: np.ndarray
+
+
+def small_split(nt: Any, s: Any) -> Any:
+    """Whether a request of ``s`` bytes over ``nt`` servers is split into pieces below ``SMALL_IO``."""
+    return (nt >= 2) & (s < SMALL_IO * nt)
 
 
 def message_time(ce: Any, cm: Any, params: Any) -> Any:
     """T_e of coefficients ``ce``, ``cm`` under ``params`` (a CostParams): ce·e, plus cm·e_shared when set."""
     shared = params.e_shared
     return ce * params.e if shared is None else ce * params.e + cm * shared
+
+
+def transfer_time(cv: Any, cs: Any, params: Any) -> Any:
+    """T_x of coefficients ``cv``, ``cs`` under ``params``: cv·v, plus cs·v_small_write when set."""
+    small = params.v_small_write
+    return cv * params.v if small is None else cv * params.v + cs * small
 
 
 def total_time(T_e: Any, T_x: Any, T_s: Any, T_rw: Any, params: Any) -> Any:
@@ -178,7 +197,7 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
         # Table and max form agree exactly for 1-DV (docs/seeds.md §2.2).
         q = _ceil_div(p, n).astype(np.float64)
         k = np.maximum(mf, q)
-        return Coefficients(ce=k, cv=k * s, ca=q, cb=q * s, cm=pf)
+        return _coefficients(k, k * s, q, q * s, pf, 1, s)
     if layout == "1-DH":
         ca = pf
         cb = pf * s / n
@@ -190,7 +209,7 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
         else:
             ce = np.maximum(pf, mf * n)
             cv = np.maximum(pf * s / n, mf * s)
-        return Coefficients(ce=ce, cv=cv, ca=ca, cb=cb, cm=pf * n)
+        return _coefficients(ce, cv, ca, cb, pf, n, s)
     assert g is not None
     G = _ceil_div(p, g).astype(np.float64)
     kc_int = _ceil_div(np.asarray(n, dtype=np.int64), g)
@@ -206,4 +225,12 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
         kp = (n // g).astype(np.float64)  # smallest group's width bounds the parallel transfer (docs/seeds.md §6 A1)
         ce = np.maximum(G, mf * kc)
         cv = np.maximum(G * s / kp, mf * s)
-    return Coefficients(ce=ce, cv=cv, ca=G, cb=G * s / kp, cm=pf * kc)
+    return _coefficients(ce, cv, G, G * s / kp, pf, kc, s)
+
+
+def _coefficients(ce: Any, cv: Any, ca: Any, cb: Any, p: np.ndarray, nt: Any, s: np.ndarray) -> Coefficients:
+    """The coefficients from a layout's four, the processes p and the servers nt one request touches: cm = p·nt
+    messages, cs = p·s small-write bytes where ``small_split``."""
+    shape = np.broadcast(ce, cv, ca, cb, p, nt, s).shape
+    ntf = np.broadcast_to(np.asarray(nt, dtype=np.float64), shape)
+    return Coefficients(ce=ce, cv=cv, ca=ca, cb=cb, cm=p * ntf, cs=np.where(small_split(ntf, s), p * s, 0.0), nt=ntf)

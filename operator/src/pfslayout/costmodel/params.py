@@ -26,6 +26,10 @@ WRITE_PARAM_NAMES = ("e_write", "beta_write")
 # Shared cores (docs/cost-model.md "Shared cores"): when set, every message of a round — p processes, each
 # request touching nt servers — also costs e_shared, because clients and servers run on the same cores.
 SHARED_PARAM_NAMES = ("e_shared",)
+# Small writes (docs/cost-model.md "Small writes"): when set, a write split over two servers or more into pieces
+# below OrangeFS's small-I/O limit also costs v_small_write per byte of all ranks' data, on the network side.
+# A write term: a read's parameters (for_op("read")) do not carry it.
+SMALL_WRITE_NAMES = ("v_small_write",)
 # Overlap (docs/cost-model.md "Overlapped network and storage"): when true, a request's network side
 # (T_e + T_x) and storage side (T_s + T_rw) proceed together, so it takes the larger, not the sum.
 OVERLAP_NAME = "overlap"
@@ -87,12 +91,15 @@ class CostParams(BaseModel):
                                      description="beta of a write when writes cost differently, s/byte")
     e_shared: float | None = Field(default=None, ge=0, description="per message of all processes' round when "
                                    "clients and servers share cores, s")
+    v_small_write: float | None = Field(default=None, ge=0,
+                                        description="per byte of all ranks' data of a write split over two servers or "
+                                        "more into pieces below the small-I/O limit, s/byte")
     overlap: bool | None = Field(default=None, strict=True,
                                  description="a request's network terms (T_e + T_x) and storage terms (T_s + T_rw) "
                                  "overlap: it takes the larger, not the sum")
 
     _finite = field_validator("e", "v", "alpha_seq", "alpha_rand", "beta", "e_write", "beta_write",
-                              "e_shared")(_check_finite)
+                              "e_shared", "v_small_write")(_check_finite)
 
     @property
     def per_op(self) -> bool:
@@ -100,13 +107,16 @@ class CostParams(BaseModel):
         return self.e_write is not None or self.beta_write is not None
 
     def for_op(self, op: str) -> CostParams:
-        """The five-parameter form one operation is costed with: ``read`` keeps e and beta, ``write`` takes
-        e_write and beta_write where set. Per-server overrides and shuffle constants are kept."""
+        """The five-parameter form one operation is costed with: ``read`` keeps e and beta and drops
+        v_small_write, ``write`` takes e_write and beta_write where set and keeps v_small_write. Per-server
+        overrides and shuffle constants are kept."""
         if op not in OPS:
             raise InputError("op", f"unknown operation {op!r}", "use read or write")
-        if not self.per_op:
+        if not self.per_op and (self.v_small_write is None or op == "write"):
             return self
         update: dict[str, Any] = {"e_write": None, "beta_write": None}
+        if op == "read":
+            update["v_small_write"] = None
         if op == "write":
             update |= {"e": self.e if self.e_write is None else self.e_write,
                        "beta": self.beta if self.beta_write is None else self.beta_write}
@@ -114,20 +124,24 @@ class CostParams(BaseModel):
 
     def mixed(self, read_fraction: float) -> CostParams:
         """The five-parameter form of a workload whose requests are ``read_fraction`` reads: e and beta
-        averaged by operation. Exact for the trace total when reads and writes share their (p, m, size)
-        mix, since every term is linear in e and beta (with ``overlap``, when one side dominates both
-        operations' requests)."""
-        if not self.per_op:
+        averaged by operation, v_small_write (a write term) scaled by the write fraction. Exact for the trace
+        total when reads and writes share their (p, m, size) mix, since every term is linear in e, beta and
+        v_small_write (with ``overlap``, when one side dominates both operations' requests)."""
+        if not self.per_op and self.v_small_write is None:
             return self
         rf = min(max(float(read_fraction), 0.0), 1.0)
         w = self.for_op("write")
-        return self.model_copy(update={"e": rf * self.e + (1 - rf) * w.e, "beta": rf * self.beta + (1 - rf) * w.beta,
-                                       "e_write": None, "beta_write": None})
+        update: dict[str, Any] = {"e": rf * self.e + (1 - rf) * w.e, "beta": rf * self.beta + (1 - rf) * w.beta,
+                                  "e_write": None, "beta_write": None}
+        if self.v_small_write is not None:
+            update["v_small_write"] = (1 - rf) * self.v_small_write
+        return self.model_copy(update=update)
 
     def for_server(self, index: int) -> CostParams:
         """The effective parameters of server ``index`` (global values with its overrides applied)."""
         base: dict[str, Any] = {k: getattr(self, k) for k in
-                                _PARAM_NAMES + WRITE_PARAM_NAMES + SHARED_PARAM_NAMES + (OVERLAP_NAME,)}
+                                _PARAM_NAMES + WRITE_PARAM_NAMES + SHARED_PARAM_NAMES + SMALL_WRITE_NAMES
+                                + (OVERLAP_NAME,)}
         if self.servers is not None and 0 <= index < len(self.servers):
             override = self.servers[index]
             given = {k: getattr(override, k) for k in _PARAM_NAMES if getattr(override, k) is not None}
@@ -152,9 +166,10 @@ class CostParams(BaseModel):
         return b_a, b_e, given.gamma if given.gamma is not None else self.e
 
     def scalars(self) -> dict[str, float]:
-        """The five parameters, plus e_write/beta_write and e_shared when set."""
+        """The five parameters, plus e_write/beta_write, e_shared and v_small_write when set."""
         out = {k: float(getattr(self, k)) for k in _PARAM_NAMES}
-        out |= {k: float(v) for k in WRITE_PARAM_NAMES + SHARED_PARAM_NAMES if (v := getattr(self, k)) is not None}
+        out |= {k: float(v) for k in WRITE_PARAM_NAMES + SHARED_PARAM_NAMES + SMALL_WRITE_NAMES
+                if (v := getattr(self, k)) is not None}
         return out
 
 

@@ -21,6 +21,7 @@ from pfslayout.costmodel.formulas import (
     check_variant,
     message_time,
     total_time,
+    transfer_time,
     unchecked_coefficients,
     validate,
 )
@@ -36,7 +37,7 @@ _FAST_MIN = 1 << 14  # arrays at least this long go through costmodel.fast
 
 def coefficients(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: ArrayLike | None = None,
                  variant: str = "corrected") -> Coefficients:
-    """Coefficients of e, v, α, β (and e_shared) for each request (see module doc). p, m, s, g broadcast
+    """Coefficients of e, v, α, β (and e_shared, v_small_write) for each request (see module doc). p, m, s, g broadcast
     together."""
     p_arr, n, m_arr, s_arr, g_arr = validate(layout, p, n, m, s, g, variant)
     return unchecked_coefficients(layout, p_arr, n, m_arr, s_arr, g_arr, variant)
@@ -63,7 +64,7 @@ def cost(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: Array
     alpha = np.where(rnd, params.alpha_rand, params.alpha_seq) if rnd.ndim else (
         params.alpha_rand if bool(rnd) else params.alpha_seq)
     T_e = message_time(c.ce, c.cm, params)
-    T_x = c.cv * params.v
+    T_x = transfer_time(c.cv, c.cs, params)
     T_s = c.ca * alpha
     T_rw = c.cb * params.beta
     total = total_time(T_e, T_x, T_s, T_rw, params)

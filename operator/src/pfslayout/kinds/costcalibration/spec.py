@@ -11,11 +11,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pfslayout import naming
+from pfslayout.calibration.grid import DEFAULT_SIZES
 from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.kinds.orangefscluster.spec import Resources, Toleration
 from pfslayout.kinds.specs import parse_model
-
-DEFAULT_SIZES = (4096, 65536, 1048576, 4194304)
 
 
 class _Model(BaseModel):

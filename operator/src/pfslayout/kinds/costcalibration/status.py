@@ -41,7 +41,7 @@ def _finite(x: float | None) -> float | None:
 
 def params_block(result: FitResult) -> dict[str, Any]:
     doc = result.to_dict()
-    out = {p: doc[p] for p in result.columns}  # the five, e_write/beta_write and e_shared when fitted
+    out = {p: doc[p] for p in result.columns}  # the five, e_write/beta_write, e_shared, v_small_write when fitted
     if result.params.overlap:
         out["overlap"] = True
     if doc.get("servers"):
@@ -78,6 +78,7 @@ def fit_block(result: FitResult, nodes: int | None = None) -> dict[str, Any]:
         "writes": result.split_note[:1024] or None,
         "sharedCores": result.shared_note[:1024] or None,
         "overlap": result.overlap_note[:1024] or None,
+        "smallWrites": result.small_note[:1024] or None,
     }
     return {k: v for k, v in out.items() if v is not None}
 

@@ -9,8 +9,8 @@
 * `rules` for every rule whose decision is a replica set (`hybrid`): the rule's directory becomes the
   shim's replica set, each copy in `<path>/.replica-<name>` with the layout the hint Job gave that
   directory, and the router costs each request against the calibrated `params` on `servers` servers
-  (a write with `e_write`/`beta_write` when the parameters have them; every message with
-  `e_shared` when set);
+  (a write with `e_write`/`beta_write` when the parameters have them, and `v_small_write` when set; every
+  message with `e_shared` when set);
 * `rules` with `spread` for every `static` decision whose files have fewer datafiles than the cluster has
   servers (1-DV and 2-D file per process) and no pinned server list: the hint Job gives the directory the
   datafile count and strip, but OrangeFS starts each file on a random server, so the shim asks ROMIO to
