@@ -12,14 +12,15 @@ measured cells). The forms:
   form, docs/cost-model.md "Overlapped network and storage", came out of this search), costed by the model;
 * ``floor`` — a round takes at least c·p·nt (every message of all ranks on shared cores), max(model, floor);
 * ``overlap`` — messages overlap the transfers: max(T_e, T_x + T_s + T_rw);
-* ``small-writes`` — the operator's overlapped form (e_write split) with one more network-side column: the
+* ``small-writes`` — the overlapped form (e_write split) with the column of ``v_small_write`` always in (the
   bytes every rank writes in requests whose pieces fall below OrangeFS's small-I/O limit on two servers or
-  more (``small_write_bytes``; docs/results.md "Held-out cells in rounds"), fitted jointly.
+  more; docs/cost-model.md "Small writes"), fitted jointly: what the operator's fit does where it keeps the
+  term. This search found the term; the operator has it since.
 
 ``--add-cells FILE --add-sizes 24K`` adds another run's measured cells of those sizes (`small_writes.py
 --json`) to the calibration cells of every report with the same server count: a size no profile probes yet.
 
-The last three are not in the model: each is fitted by alternating non-negative least squares (relative
+``floor`` and ``overlap`` are not in the model: each is fitted by alternating non-negative least squares (relative
 error) over a grid of its nonlinear constant. A form enters the model only when it meets the goals out of
 sample on every setup, not on one.
 """
@@ -44,8 +45,6 @@ from pfslayout.planner.classify import servers_touched
 from pfslayout.planner.hints import hints_for
 from pfslayout.units import parse_sizes
 
-SMALL_IO = 16384  # OrangeFS's PINT_SMALL_IO_MAXSIZE: a piece this large or larger travels in a flow
-
 Predict = Callable[[np.ndarray, list[CellConfig]], np.ndarray]  # (design of the cells, the cells) → seconds
 
 
@@ -67,25 +66,14 @@ def pieces(layout: str, g: int | None, servers: int, size: int) -> tuple[int, in
     return k, min(size, h.strip_size) if h.strip_size else size
 
 
-def small_write_bytes(cells: list[CellConfig], servers: int) -> np.ndarray:
-    """Per cell: the bytes all ranks write in requests split into pieces below the small-I/O limit over two
-    servers or more (a request on one server is bounded by its one link either way)."""
-    out = []
-    for c in cells:
-        k, piece = pieces(c.layout, c.g, servers, c.request_size)
-        small = getattr(c, "op", "read") == "write" and k >= 2 and piece < SMALL_IO
-        out.append(float(c.p * c.requests_per_rank * c.request_size) if small else 0.0)
-    return np.array(out)
-
-
 def fit_small_writes(cal: list[Cell], servers: int) -> tuple[Predict, str]:
-    """The overlapped form with e_write and the small-write column on the network side, fitted jointly by
-    the operator's alternating NNLS (relative error, columns scaled)."""
+    """The overlapped form with e_write and the column of v_small_write, fitted jointly by the operator's
+    alternating NNLS (relative error, columns scaled), the column kept whatever its value."""
     split = ("e",)
-    net = np.append(network_columns(columns(split, False)), True)
+    net = network_columns(columns(split, small=True))
 
     def design(cells: list[CellConfig]) -> np.ndarray:
-        return np.hstack([design_matrix(cells, servers, split=split), small_write_bytes(cells, servers)[:, None]])
+        return design_matrix(cells, servers, split=split, small=True)
     A, y = design(list(cal)), np.array([c.time for c in cal])
     Aw = A / y[:, None]
     scale = np.linalg.norm(Aw, axis=0)

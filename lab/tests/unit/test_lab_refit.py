@@ -79,22 +79,10 @@ def test_a_report_without_calibration_cells_is_refused(tmp_path: Path, monkeypat
         _refit().main()
 
 
-def test_small_write_bytes_counts_writes_split_below_the_small_io_limit() -> None:
-    # the small-writes form's column: every rank's bytes of writes whose pieces, as the planner's hints
-    # realise the layout, fall below OrangeFS's 16 KiB small-I/O limit on two servers or more
-    from pfslayout.calibration.design import CellConfig
-
+def test_pieces_are_the_hints_realisation() -> None:
+    # small_writes.py labels its cells with them: servers touched and the largest piece, as the planner's
+    # hints realise the layout (strips of at least 4 KiB)
     refit = _refit()
-
-    def cell(layout: str, g: int | None, size: int, op: str = "write", p: int = 2) -> CellConfig:
-        return CellConfig(layout=layout, g=g, op=op, pattern="sequential", p=p, m=p, request_size=size,
-                          requests_per_rank=8)
-    cells = [cell("2-D", 2, 16384),            # 2 × 8 KiB: small
-             cell("2-D", 2, 16384, op="read"),  # reads: not counted
-             cell("1-DV", None, 8192),          # one server: its link bounds it either way
-             cell("2-D", 2, 32768),             # 2 × 16 KiB: a flow
-             cell("1-DH", None, 32768, p=4),    # 4 × 8 KiB: small
-             cell("1-DH", None, 65536)]         # 4 × 16 KiB: a flow
-    got = refit.small_write_bytes(cells, 4)
-    np.testing.assert_array_equal(got, [2 * 8 * 16384, 0, 0, 0, 4 * 8 * 32768, 0])
-    assert refit.pieces("1-DH", None, 4, 12288) == (3, 4096)  # strips of at least 4 KiB: 3 of 4 servers
+    assert refit.pieces("1-DH", None, 4, 12288) == (3, 4096)  # 3 of 4 servers
+    assert refit.pieces("2-D", 2, 4, 32768) == (2, 16384)
+    assert refit.pieces("1-DV", None, 4, 8192) == (1, 8192)

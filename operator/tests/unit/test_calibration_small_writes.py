@@ -66,6 +66,7 @@ def test_the_standard_grid_and_the_fit_recover_it() -> None:
     result = fit(parse_probe(simulate_probe(grid, SMALL, noise=0.02, seed=5), "small.json"))
     assert result.params.v_small_write == pytest.approx(6.0e-9, rel=0.15)
     assert result.determined["v_small_write"] and "v_small_write" in result.small_note
+    assert result.params.overlap and result.overlap_note.startswith("network and storage overlap")  # kept
     assert params_block(result)["v_small_write"] == result.params.v_small_write  # status.params
     assert fit_block(result)["smallWrites"] == result.small_note  # status.fit.smallWrites
     assert CostParams.model_validate(result.to_dict()).v_small_write == result.params.v_small_write

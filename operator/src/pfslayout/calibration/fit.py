@@ -315,6 +315,7 @@ def _with_small(base: FitResult, measurements: Measurements, *, variant: str, we
     # the new column refits every column: kept terms are said with the values this fit publishes
     trial.split_note = _split_kept(trial, split) if split else base.split_note
     trial.shared_note = _shared_kept(trial) if shared else base.shared_note
+    trial.overlap_note = base.overlap_note  # the form was chosen before: the column does not change it
     trial.small_note = (f"writes split into pieces below the small-I/O limit also cost v_small_write = "
                         f"{trial.params.v_small_write:.3g} s per byte of all ranks' data")
     return trial
