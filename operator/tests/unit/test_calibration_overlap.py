@@ -84,7 +84,7 @@ def test_summed_measurements_keep_the_sum() -> None:
     assert not result.params.overlap
     assert result.overlap_note.startswith("network and storage add up")
     assert "above the sum's" in result.overlap_note  # the max explains summed times far worse
-    assert OVERLAP_GAIN > 0
+    assert OVERLAP_GAIN >= 0  # a tie keeps the seeds' sum
     assert "overlap" not in params_block(result)
     assert result.network_bound.all()  # in the sum every cell counts as network-bound
 

@@ -17,8 +17,8 @@ no term.
 
 Overlap (issue 33, docs/cost-model.md "Overlapped network and storage"): ``fit`` also fits the form in which
 a request takes the larger of its network side (T_e + T_x) and its storage side (T_s + T_rw), by alternating
-non-negative least squares over which side each cell is bound by, and keeps it when its residual is at least
-``OVERLAP_GAIN`` below the sum's without losing the identification of any term the sum identifies.
+non-negative least squares over which side each cell is bound by, and keeps it when its residual is below the
+sum's (by more than ``OVERLAP_GAIN``) without losing the identification of any term the sum identifies.
 
 Rows are weighted by 1/measured time by default, so the fit minimises *relative* error: a probe grid
 spans milliseconds to seconds, and unweighted least squares would let the largest cells decide alone.
@@ -207,25 +207,28 @@ def fit(measurements: Measurements, *, variant: str = "corrected", weighting: st
     return result
 
 
-# The overlapped form is kept only when its residual (the fit's objective) is at least this share below the
-# sum's: on the product loop's two setups it was 45% and 57% below; where network and storage do not
-# overlap, or the grid cannot tell, the seeds' sum stays.
-OVERLAP_GAIN = 0.2
+# The overlapped form is kept when its residual (the fit's objective) is more than this share below the sum's:
+# both forms have the same parameters, so the one that explains the calibration better wins and a tie keeps
+# the seeds' sum. It was 0.2 (the product loop's first two setups: 45% and 57% below) until the 8-server
+# loop calibrated with the `standard` grid came out only 5% below: the sum it kept picked 19 of 23 decisive
+# held-out cells, the overlapped form from the same cells 23 of 23 — the in-sample margin did not predict
+# which form chooses better, and on every product-loop report the overlapped form chose at least as well.
+OVERLAP_GAIN = 0.0
 
 
 def _with_overlap(summed: FitResult, measurements: Measurements, *, variant: str, weighting: str) -> FitResult:
-    """The overlapped fit when it explains the measurements markedly better (see the module's docstring),
-    else ``summed``; ``overlap_note`` says which and why."""
+    """The overlapped fit when it explains the measurements better (see the module's docstring), else
+    ``summed``; ``overlap_note`` says which and why."""
     if variant != "corrected":  # ``printed`` is 003's table as printed, sum included
         summed.overlap_note = "network and storage add up (the printed variant is 003 as printed)"
         return summed
     trial = _fit_per_op(measurements, variant=variant, weighting=weighting, overlap=True)
     gain = 1.0 - trial.objective / summed.objective if summed.objective > 0 else 0.0
     lost = _lost(summed, trial)
-    if gain < OVERLAP_GAIN or lost:
+    if gain <= OVERLAP_GAIN or lost:
         why = (f"{', '.join(lost)} would no longer be identified" if lost else
                f"the overlapped form's residual is {-gain:.0%} above the sum's" if gain < 0 else
-               f"the overlapped form's residual is only {gain:.0%} below the sum's (it must be "
+               f"the overlapped form's residual is only {gain:.0%} below the sum's (it must be more than "
                f"{OVERLAP_GAIN:.0%})")
         summed.overlap_note = f"network and storage add up ({why})"
         return summed
