@@ -258,19 +258,23 @@ def _lost(base: FitResult, trial: FitResult) -> list[str]:
     return [p for p in base.design.identified if p not in trial.design.identified]
 
 
+def _not_kept(base: FitResult, trial: FitResult, name: str) -> str:
+    """Why ``trial``'s added column ``name`` is not kept (empty when it is): it must be identified, positive and
+    determined, cost no term ``base`` identifies, and leave the design at full rank."""
+    return ("the grid does not identify it" if name not in trial.design.identified else
+            "the measurements give it no positive share" if name in trial.at_bound else
+            "poorly determined" if name in trial.poorly_determined else
+            f"{', '.join(lost)} would no longer be identified" if (lost := _lost(base, trial)) else
+            f"the design's rank is {trial.design.rank} of {len(trial.design.names)} columns"
+            if trial.design.rank < len(trial.design.names) else "")
+
+
 def _with_shared(five: FitResult, measurements: Measurements, *, variant: str, weighting: str,
                  overlap: bool = False) -> FitResult:
     """The fit with ``e_shared`` when the measurements determine it (see the module's docstring), else ``five``;
     ``shared_note`` says which and why."""
     trial = _fit_global(measurements, variant=variant, weighting=weighting, shared=True, overlap=overlap)
-    name = "e_shared"
-    why = ("the grid does not identify it" if name not in trial.design.identified else
-           "the measurements give it no positive share" if name in trial.at_bound else
-           "poorly determined" if name in trial.poorly_determined else
-           f"{', '.join(lost)} would no longer be identified" if (lost := _lost(five, trial)) else
-           f"the design's rank is {trial.design.rank} of {len(trial.design.names)} columns"
-           if trial.design.rank < len(trial.design.names) else "")
-    if why:
+    if why := _not_kept(five, trial, "e_shared"):
         five.shared_note = f"messages not charged for shared cores (e_shared: {why})"
         return five
     trial.shared_note = _shared_kept(trial)
@@ -305,14 +309,7 @@ def _with_small(base: FitResult, measurements: Measurements, *, variant: str, we
         return base
     trial = _fit_global(measurements, variant=variant, weighting=weighting, split=split, shared=shared,
                         small=True, overlap=bool(base.params.overlap))
-    name = "v_small_write"
-    why = ("the grid does not identify it" if name not in trial.design.identified else
-           "the measurements give it no positive share" if name in trial.at_bound else
-           "poorly determined" if name in trial.poorly_determined else
-           f"{', '.join(lost)} would no longer be identified" if (lost := _lost(base, trial)) else
-           f"the design's rank is {trial.design.rank} of {len(trial.design.names)} columns"
-           if trial.design.rank < len(trial.design.names) else "")
-    if why:
+    if why := _not_kept(base, trial, "v_small_write"):
         base.small_note = f"small split writes not charged (v_small_write: {why})"
         return base
     # the new column refits every column: kept terms are said with the values this fit publishes
