@@ -96,3 +96,17 @@ def test_independent_trace_has_no_collective_advice(tmp_path: Path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text("rank,op,offset,size,start,end,file\n0,read,0,4096,0,1,/d/f\n1,read,4096,4096,0,1,/d/f\n")
     assert plan_from_file(trace, "csv", 4).decisions[0].collective is None
+
+
+def test_collective_calls_are_costed_with_their_own_operations() -> None:
+    # a write-only call pays a write's terms (here the small-write one: 16 KiB on 1-DH over 4 servers is 4 KiB
+    # pieces); a read-only call does not — as the target's layout was costed (CostParams.mixed)
+    from pfslayout.costmodel import CostParams, cost
+    from pfslayout.planner.collective import CollectiveCall, advise
+
+    params = CostParams(e=1e-4, v=1e-8, alpha_seq=1e-5, alpha_rand=1e-5, beta=4e-8, v_small_write=1e-8)
+    reads, writes = (advise(CollectiveCall.contiguous(4, 16384, r, w), "1-DH", None, 4, params, "corrected")
+                     for r, w in ((1, 0), (0, 1)))
+    assert reads.independent == pytest.approx(float(cost("1-DH", 4, 4, 1, 16384, params=params.for_op("read")).total))
+    assert writes.independent == pytest.approx(float(cost("1-DH", 4, 4, 1, 16384, params=params).total))
+    assert writes.independent - reads.independent == pytest.approx(4 * 16384 * 1e-8)

@@ -92,6 +92,8 @@ def _shuffles(call: CollectiveCall, aggs: list[int], B_a: float, B_e: float,
 def advise(call: CollectiveCall, layout: LayoutName, g: int | None, n: int, params: CostParams, variant: str,
            cb_nodes: int | None = None) -> CollectiveAdvice:
     """The two-phase vs independent comparison and the hints for one target's collective calls."""
+    # costed with the calls' own mix of operations, as the layout was (a write's e, β and small-write term)
+    params = params.mixed(call.reads / (call.reads + call.writes) if call.reads + call.writes else 1.0)
     B_a, B_e, gamma = params.shuffle_values()
     ranks = int(call.size.size)
     nodes = sorted(set(call.node.tolist()))
