@@ -4,6 +4,12 @@ never; the fit keeps the term only where the grid and the measurements determine
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -82,3 +88,15 @@ def test_a_grid_without_small_pieces_says_so() -> None:
     grid = profile_grid("standard", 2, 1, 2)  # 32 KiB on 2 servers: 16 KiB pieces, none below the limit
     result = fit(parse_probe(simulate_probe(grid, SMALL, noise=0.02, seed=5), "two.json"))
     assert result.params.v_small_write is None and "no cell writes pieces below" in result.small_note
+
+
+def test_the_cli_table_shows_the_term_and_both_notes(tmp_path: Path) -> None:
+    doc = tmp_path / "small.json"
+    doc.write_text(json.dumps(simulate_probe(profile_grid("standard", 4, 1, 4), SMALL, noise=0.02, seed=5)))
+    script = Path(sys.executable).with_name("pfslayout")
+    command = [str(script)] if script.exists() else [sys.executable, "-c", "from pfslayout.cli import main; main()"]
+    out = subprocess.run([*command, "calibrate", "--measurements", str(doc)], capture_output=True, text=True,
+                         check=True, timeout=120, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "ns per byte of all ranks (small split writes)" in out
+    assert "small writes: writes split into pieces below the small-I/O limit also cost v_small_write" in out
+    assert "overlap: network and storage overlap" in out

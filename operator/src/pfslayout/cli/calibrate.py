@@ -146,6 +146,8 @@ def _human(result: dict[str, Any]) -> None:
         out.print(f"per operation: {quality['per_operation']}")
     if quality.get("shared_cores"):
         out.print(f"shared cores: {quality['shared_cores']}")
+    if quality.get("overlap"):
+        out.print(f"overlap: {quality['overlap']}")
     if quality.get("small_writes"):
         out.print(f"small writes: {quality['small_writes']}")
     worst = sorted(result["cells"], key=lambda c: -abs(c["relative_error"] or 0.0))[:5]
