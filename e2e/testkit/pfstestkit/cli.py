@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,13 @@ def entry_point() -> list[str]:
         return [str(script)]
     found = shutil.which("pfslayout")
     return [found] if found else [sys.executable, "-c", "from pfslayout.cli import main; main()"]
+
+
+def run_wide(*args: str) -> str:
+    """The real entry point's stdout for ``args`` (it must succeed), with a terminal wide enough that rich's
+    tables keep every cell on one line."""
+    return subprocess.run([*entry_point(), *args], capture_output=True, text=True, check=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "200"}).stdout
 
 
 def run_parallel(commands: dict[str, list[str]], cwd: Path) -> dict[str, Result]:

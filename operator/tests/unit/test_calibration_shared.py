@@ -6,9 +6,6 @@ down above 0."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +15,7 @@ from pfslayout.calibration import design_grid, fit, parse_probe, simulate_probe
 from pfslayout.calibration.design import CellConfig, columns, design_matrix
 from pfslayout.costmodel import CostParams, cost
 from pfslayout.kinds.costcalibration.status import params_block
+from pfstestkit.cli import run_wide
 
 MIB = 1 << 20
 BASE = CostParams(e=2.0e-4, v=1.0 / (300 * MIB), alpha_seq=5.0e-5, alpha_rand=3.0e-4, beta=1.0 / (30 * MIB))
@@ -81,10 +79,7 @@ def test_writes_keep_their_own_terms_beside_it() -> None:
 def test_the_cli_table_shows_the_term_and_why(tmp_path: Path) -> None:
     doc = tmp_path / "shared.json"
     doc.write_text(json.dumps(simulate_probe(design_grid(8, 2, 4), SHARED, noise=0.02, seed=3)))
-    script = Path(sys.executable).with_name("pfslayout")
-    command = [str(script)] if script.exists() else [sys.executable, "-c", "from pfslayout.cli import main; main()"]
-    out = subprocess.run([*command, "calibrate", "--measurements", str(doc)], capture_output=True, text=True,
-                         check=True, timeout=120, env={**os.environ, "COLUMNS": "200"}).stdout
+    out = run_wide("calibrate", "--measurements", str(doc))
     assert "ms per message of all ranks (shared cores)" in out
     assert "shared cores: every message of a round also costs e_shared" in out
 

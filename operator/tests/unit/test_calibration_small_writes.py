@@ -5,9 +5,6 @@ never; the fit keeps the term only where the grid and the measurements determine
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +16,7 @@ from pfslayout.calibration.profiles import profile_grid
 from pfslayout.costmodel import CostParams, cost
 from pfslayout.costmodel.fast import group_requests, layout_totals, per_request_totals
 from pfslayout.kinds.costcalibration.status import fit_block, params_block
+from pfstestkit.cli import run_wide
 
 KIB, MIB = 1 << 10, 1 << 20
 BASE = CostParams(e=8.0e-5, v=1.0e-8, alpha_seq=1.0e-5, alpha_rand=2.0e-5, beta=4.0e-8, overlap=True)
@@ -93,10 +91,7 @@ def test_a_grid_without_small_pieces_says_so() -> None:
 def test_the_cli_table_shows_the_term_and_both_notes(tmp_path: Path) -> None:
     doc = tmp_path / "small.json"
     doc.write_text(json.dumps(simulate_probe(profile_grid("standard", 4, 1, 4), SMALL, noise=0.02, seed=5)))
-    script = Path(sys.executable).with_name("pfslayout")
-    command = [str(script)] if script.exists() else [sys.executable, "-c", "from pfslayout.cli import main; main()"]
-    out = subprocess.run([*command, "calibrate", "--measurements", str(doc)], capture_output=True, text=True,
-                         check=True, timeout=120, env={**os.environ, "COLUMNS": "200"}).stdout
+    out = run_wide("calibrate", "--measurements", str(doc))
     assert "ns per byte of all ranks (small split writes)" in out
     assert "small writes: writes split into pieces below the small-I/O limit also cost v_small_write" in out
     assert "overlap: network and storage overlap" in out
