@@ -17,8 +17,8 @@ from pfslayout.calibration import (
     requests_for,
     useful_groups,
 )
-from pfslayout.calibration.grid import DEFAULT_SIZES
 from pfslayout.errors import InputError
+from pfslayout.request_sizes import DEFAULT_SIZES
 
 PLATFORMS = [(2, 1, 4), (4, 2, 4), (4, 1, 2), (6, 3, 2), (8, 4, 8), (16, 8, 8)]
 

@@ -23,13 +23,9 @@ import numpy as np
 from pfslayout.calibration.design import PARAMS, CellConfig, Identifiability, design_matrix, identifiability
 from pfslayout.costmodel import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
+from pfslayout.request_sizes import DEFAULT_SIZES  # the grid's default sizes: one home, no imports
 
 GRID_FORMAT = "pfsprobe-grid/1"
-# CostCalibration's default spec.grid.requestSizes (the CRD and the `standard` profile take them from here).
-# 32 KiB: on 4 or 8 servers 1-DH splits it into pieces below OrangeFS's small-I/O limit (16 KiB) and 2-D
-# (g = n/2 resp. n/4) into pieces of 16 KiB — the contrast that identifies v_small_write (docs/cost-model.md
-# "Small writes"); without it the 4-server product loop missed 16 KiB writes by 48%.
-DEFAULT_SIZES = (4096, 32768, 65536, 1 << 20, 4 << 20)
 
 
 @dataclass(frozen=True)

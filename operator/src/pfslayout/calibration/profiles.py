@@ -14,7 +14,7 @@ R² 0.78-0.93 run to run; this grid fitted beta_write and e_shared as ``standard
 113 s against 149-158 s (it moves half the bytes: on the 4-server example at 200 Mbit/s, minutes). Its small
 size is 8 KiB, not 4 KiB: layouts are realised with strips of at least 4 KiB, so a 4 KiB request
 touches one server under every layout and its cells could not tell e from α on 2 servers. ``standard``
-also probes 32 KiB (``grid.DEFAULT_SIZES``): the size at which the cost of writes split into small pieces
+also probes 32 KiB (``pfslayout.request_sizes``): the size at which the cost of writes split into small pieces
 (``v_small_write``, docs/cost-model.md "Small writes") showed on the 4-server product loop and was fitted
 (`--profile standard` there: docs/results.md); quick's 8 KiB cells identify the column too, but their
 small-write bytes are too few to weigh against the per-message terms. Both are checked to identify all
@@ -28,8 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pfslayout.calibration.grid import DEFAULT_SIZES, ProbeGrid, design_grid
+from pfslayout.calibration.grid import ProbeGrid, design_grid
 from pfslayout.errors import InputError
+from pfslayout.request_sizes import DEFAULT_SIZES
 
 KIB = 1 << 10
 MIB = 1 << 20

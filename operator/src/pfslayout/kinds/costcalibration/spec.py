@@ -11,10 +11,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pfslayout import naming
-from pfslayout.calibration.grid import DEFAULT_SIZES
 from pfslayout.images import DEFAULT_MPI_IMAGE
 from pfslayout.kinds.orangefscluster.spec import Resources, Toleration
 from pfslayout.kinds.specs import parse_model
+from pfslayout.request_sizes import DEFAULT_SIZES
 
 
 class _Model(BaseModel):
