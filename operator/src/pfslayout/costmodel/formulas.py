@@ -47,8 +47,20 @@ class Coefficients:
     ca: np.ndarray
     cb: np.ndarray
     cm: np.ndarray
-    cs: np.ndarray
-    nt: np.ndarray
+    p: np.ndarray  # processes (float), and the request sizes: what nt and cs are computed from when asked
+    s: np.ndarray
+
+    # nt and cs on demand: the planner's grouped path (unit sizes, every candidate of every target) needs
+    # neither unless the parameters carry v_small_write, and computing them always made it 2.5× slower
+    @property
+    def nt(self) -> np.ndarray:
+        """Servers one request touches (cm = p·nt)."""
+        return np.asarray(self.cm / self.p)
+
+    @property
+    def cs(self) -> np.ndarray:
+        """p·s where ``small_split``, else 0."""
+        return np.asarray(np.where(small_split(self.nt, self.s), self.p * self.s, 0.0))
 
 
 def small_split(nt: Any, s: Any) -> Any:
@@ -62,10 +74,10 @@ def message_time(ce: Any, cm: Any, params: Any) -> Any:
     return ce * params.e if shared is None else ce * params.e + cm * shared
 
 
-def transfer_time(cv: Any, cs: Any, params: Any) -> Any:
-    """T_x of coefficients ``cv``, ``cs`` under ``params``: cv·v, plus cs·v_small_write when set."""
+def transfer_time(c: Coefficients, params: Any) -> Any:
+    """T_x of coefficients ``c`` under ``params``: cv·v, plus cs·v_small_write when set."""
     small = params.v_small_write
-    return cv * params.v if small is None else cv * params.v + cs * small
+    return c.cv * params.v if small is None else c.cv * params.v + c.cs * small
 
 
 def total_time(T_e: Any, T_x: Any, T_s: Any, T_rw: Any, params: Any) -> Any:
@@ -230,7 +242,5 @@ def unchecked_coefficients(layout: str, p: np.ndarray, n: int, m: np.ndarray, s:
 
 def _coefficients(ce: Any, cv: Any, ca: Any, cb: Any, p: np.ndarray, nt: Any, s: np.ndarray) -> Coefficients:
     """The coefficients from a layout's four, the processes p and the servers nt one request touches: cm = p·nt
-    messages, cs = p·s small-write bytes where ``small_split``."""
-    shape = np.broadcast(ce, cv, ca, cb, p, nt, s).shape
-    ntf = np.broadcast_to(np.asarray(nt, dtype=np.float64), shape)
-    return Coefficients(ce=ce, cv=cv, ca=ca, cb=cb, cm=p * ntf, cs=np.where(small_split(ntf, s), p * s, 0.0), nt=ntf)
+    messages (nt and cs follow from p and s when asked)."""
+    return Coefficients(ce=ce, cv=cv, ca=ca, cb=cb, cm=p * nt, p=p, s=s)

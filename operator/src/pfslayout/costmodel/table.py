@@ -64,7 +64,7 @@ def cost(layout: str, p: ArrayLike, n: int, m: ArrayLike, s: ArrayLike, g: Array
     alpha = np.where(rnd, params.alpha_rand, params.alpha_seq) if rnd.ndim else (
         params.alpha_rand if bool(rnd) else params.alpha_seq)
     T_e = message_time(c.ce, c.cm, params)
-    T_x = transfer_time(c.cv, c.cs, params)
+    T_x = transfer_time(c, params)
     T_s = c.ca * alpha
     T_rw = c.cb * params.beta
     total = total_time(T_e, T_x, T_s, T_rw, params)
