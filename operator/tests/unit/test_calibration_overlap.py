@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from pfslayout.calibration import design_grid, fit, parse_probe, simulate_probe
-from pfslayout.calibration.design import CellConfig, model_times
+from pfslayout.calibration.design import CellConfig, identifiability, model_times
 from pfslayout.calibration.fit import OVERLAP_GAIN
+from pfslayout.calibration.grid import GridCell, ProbeGrid
 from pfslayout.costmodel import CostParams, cost
 from pfslayout.costmodel.fast import group_requests, layout_totals, layout_totals_many, per_request_totals
 from pfslayout.kinds.costcalibration.status import fit_block, params_block
@@ -87,6 +88,22 @@ def test_summed_measurements_keep_the_sum() -> None:
     assert OVERLAP_GAIN >= 0  # a tie keeps the seeds' sum
     assert "overlap" not in params_block(result)
     assert result.network_bound.all()  # in the sum every cell counts as network-bound
+
+
+def test_one_server_keeps_the_sum_even_when_times_overlap() -> None:
+    # One server (a local-directory probe): the sum's grid confounds e with α and v with β, so the side that
+    # bounds a cell would be decided by where the noise puts the max's kink — the fit must not try that form
+    # (a real POSIX probe took it in 12 of 16 runs and reported e and v identified from the kink alone).
+    cells = [GridCell("1-DV", None, op, pattern, p, p, size, 16, 5)
+             for p in (1, 2) for size in (4096, 65536, MIB) for pattern in ("sequential", "random")
+             for op in ("write", "read")]
+    grid = ProbeGrid(servers=1, nodes=1, ranks_per_node=2, cells=cells, design=identifiability(np.eye(5)))
+    result = fit(parse_probe(simulate_probe(grid, OVERLAPPED, noise=0.02, seed=5), "one-server.json"))
+    assert not result.params.overlap
+    assert set(result.design.confounded) == {("e", "alpha_seq", "alpha_rand"), ("v", "beta")}
+    assert result.overlap_note == ("network and storage add up (the grid cannot tell the two sides apart, it "
+                                   "determines only e+alpha_seq+alpha_rand and v+beta: probe with at least 2 "
+                                   "servers)")
 
 
 def test_the_printed_variant_keeps_the_sum() -> None:
