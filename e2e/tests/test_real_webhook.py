@@ -303,6 +303,14 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster: Cluster, webhook_oper
     out = cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(nocal), check=False)
     assert out.returncode != 0 and "LayoutPolicy wh-nocal" in out.stderr and "spec.calibrationRef" in out.stderr, \
         out.stderr
+    # an Open MPI launch agent on mpirun's command line would start the workers' ranks without the shim
+    agent = openmpi_job("ompi-agent", SELECTED, "/tmp")
+    agent["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"][1:1] = [
+        "--mca", "orte_launch_agent", "/usr/bin/orted"]
+    out = cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(place(agent, cluster.mode)),
+                          check=False)
+    assert out.returncode != 0 and "LayoutPolicy wh selects this MPIJob" in out.stderr, out.stderr
+    assert "containers[0].args sets Open MPI's launch agent (orte_launch_agent)" in out.stderr, out.stderr
     stored = cluster.kubectl_json("get", "mpijobs.kubeflow.org", "-n", namespace)["items"]
     assert stored == []
 
@@ -375,18 +383,22 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster: Cluster, webhook_oper
 
     # Open MPI: the same policy selects a job of the image's Open MPI flavour; it gets the shim built for
     # Open MPI's ABI, and the variables reach every rank through orted's launch agent, beside the user's -x.
+    # The job sets its own agent (orted by its path) in the environment: the shim is chained into it.
     host_out = Path(f"/tmp/pfse2e-{namespace}")  # the real node is this machine
     host_out.mkdir()
     host_out.chmod(0o777)
     try:
         ompi = place(openmpi_job("ompi-wh", SELECTED, str(host_out)), cluster.mode)
+        ompi["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0].setdefault("env", []).append(
+            {"name": "OMPI_MCA_orte_launch_agent", "value": "/usr/bin/orted"})
         cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(ompi))
         got = get_job(cluster, namespace, "ompi-wh")
         assert got["metadata"]["annotations"]["pfslayout.io/injected"] == "wh"
         launcher = got["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
         assert launcher["initContainers"][0]["command"][1] == "/usr/local/lib/openmpi/libpfsshim.so"
         env = {e["name"]: e["value"] for e in launcher["containers"][0]["env"]}
-        assert "LD_PRELOAD=/pfslayout/lib/libpfsshim.so" in env["OMPI_MCA_orte_launch_agent"].split()
+        agent_words = env["OMPI_MCA_orte_launch_agent"].split()
+        assert "LD_PRELOAD=/pfslayout/lib/libpfsshim.so" in agent_words and agent_words[-1] == "/usr/bin/orted"
         assert "LD_PRELOAD" not in env  # mpirun itself is no MPI program
         state = finished(cluster, namespace, "ompi-wh")
         log = launcher_log(cluster, namespace, "ompi-wh")

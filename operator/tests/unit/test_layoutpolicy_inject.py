@@ -26,7 +26,7 @@ def policy(name: str = "lp", selector: dict[str, Any] | None = None, ready: str 
         {"type": "Calibrated", "status": "False", "reason": calibrated, "message": "c"}]}}
 
 
-def job(impl: str = "MPICH", labels: dict[str, str] | None = None, env: list[dict[str, str]] | None = None
+def job(impl: str = "MPICH", labels: dict[str, str] | None = None, env: list[dict[str, Any]] | None = None
         ) -> dict[str, Any]:
     def pod(role: str) -> dict[str, Any]:
         return {"spec": {"containers": [{"name": role, "image": "user/app:1", "command": ["run"],
@@ -194,3 +194,53 @@ def test_the_shims_image_is_the_policys_else_the_operators() -> None:
     assert copier(policy(shim={"enabled": True})) == DEFAULT_MPI_IMAGE
     assert copier(policy(shim={"enabled": True, "image": "mine/mpi:2"}), shim_image="reg.example/pfs/mpi:1") \
         == "mine/mpi:2"
+
+
+@pytest.mark.parametrize("words", [
+    ["mpirun", "--mca", "orte_launch_agent", "/opt/ompi/bin/orted", "ior"],
+    ["mpirun", "-mca", "prte_launch_agent", "prted", "ior"],
+    ["mpirun", "--launch-agent", "/opt/ompi/bin/orted", "ior"],
+    ["mpirun", "-launch-agent", "orted", "ior"],
+    ["sh", "-c", "export OMPI_MCA_orte_launch_agent=orted; mpirun ior"],
+])
+@pytest.mark.parametrize("field", ["command", "args"])
+def test_an_open_mpi_launch_agent_on_the_command_line_is_refused(words: list[str], field: str) -> None:
+    # it would override the agent the shim's variables travel in: the workers' ranks would run without it
+    j = job("OpenMPI")
+    j["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0][field] = words
+    with pytest.raises(inject.Refusal) as err:
+        inject.decide(j, [policy()])
+    text = str(err.value)
+    assert text.startswith("LayoutPolicy lp selects this MPIJob, but "), text
+    assert f"Launcher.template.spec.containers[0].{field}" in text and "launch" in text, text
+    assert "set the agent as env OMPI_MCA_orte_launch_agent" in text, text  # the fix
+
+
+@pytest.mark.parametrize("words", [["mpirun", "--mca", "plm_rsh_agent", "ssh", "ior"],
+                                   ["mpirun", "-x", "MY_LAUNCH_AGENTS=1", "ior", "--my-launch-agent"]])
+def test_other_options_are_not_taken_for_a_launch_agent(words: list[str]) -> None:
+    j = job("OpenMPI")
+    j["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"] = words
+    assert inject.decide(j, [policy()]) is not None
+
+
+def test_an_open_mpi_launch_agent_in_the_environment_is_chained() -> None:
+    own = [{"name": "OMPI_MCA_orte_launch_agent", "value": " /opt/ompi/bin/orted --debug-daemons "}]
+    out = inject.inject(job("OpenMPI", env=own), policy(), "fs")
+    env = env_of(out["Launcher"]["template"]["spec"]["containers"][0])
+    agent = env["OMPI_MCA_orte_launch_agent"].split()
+    assert agent[0] == "env" and agent[-2:] == ["/opt/ompi/bin/orted", "--debug-daemons"]  # theirs, run by env
+    assert f"LD_PRELOAD={inject.SHIM_LIB}" in agent
+    assert env["PRTE_MCA_prte_launch_agent"].split()[-1] == "prted"  # the one they did not set: the default
+    names = [e["name"] for e in out["Launcher"]["template"]["spec"]["containers"][0]["env"]]
+    assert names.count("OMPI_MCA_orte_launch_agent") == 1
+    # MPICH jobs have no launch agent: a variable of that name is theirs, untouched
+    mpich = inject.inject(job("MPICH", env=own), policy(), "fs")
+    assert env_of(mpich["Launcher"]["template"]["spec"]["containers"][0])["OMPI_MCA_orte_launch_agent"] == \
+        own[0]["value"]
+
+
+def test_a_launch_agent_from_a_reference_is_refused() -> None:
+    own = [{"name": "PRTE_MCA_prte_launch_agent", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}]
+    with pytest.raises(inject.Refusal, match=r"containers\[0\]\.env PRTE_MCA_prte_launch_agent has no value"):
+        inject.decide(job("OpenMPI", env=own), [policy()])

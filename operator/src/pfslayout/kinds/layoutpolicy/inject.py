@@ -26,6 +26,7 @@ docs/shim.md).
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from pfslayout import naming
@@ -44,6 +45,16 @@ INJECTED = "pfslayout.io/injected"  # annotation: the policy whose shim the job 
 # suspend mode: the annotation says why the job stays suspended; the label of the same name ("true")
 # lets the policy's retry LIST only those jobs
 REFUSED = "pfslayout.io/injection-refused"
+
+
+# Open MPI starts orted (PRRTE's prted in Open MPI 5) on each worker with its launch agent's command, which is
+# how the shim's variables reach the workers' ranks. The agent a user sets in the launcher's environment is
+# chained (``env VAR=value ... <their agent>``); one given on mpirun's command line overrides ours, so the
+# workers' ranks would run without the shim, silently — such a job is refused.
+AGENT_ENV = {"OMPI_MCA_orte_launch_agent": "orted", "PRTE_MCA_prte_launch_agent": "prted"}
+# the MCA parameter in any spelling (--mca, -mca, an exported OMPI_MCA_ variable in a shell line) and
+# mpirun's own --launch-agent / -launch-agent
+AGENT_OPTION = re.compile(r"(?:orte|prte)_launch_agent\b|(?<![\w-])--?launch-agent\b")
 
 
 class Refusal(Exception):
@@ -118,8 +129,34 @@ def _templates(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def environment(impl: str, job_name: str, user_preload: str | None) -> tuple[list[dict[str, str]], dict[str, str]]:
-    """(launcher env entries, the variables every rank must see)."""
+def _agents(container: dict[str, Any]) -> dict[str, str]:
+    """The launch agents the user's launcher container sets (Open MPI), to chain the shim's variables into;
+    Refusal for one the injector cannot see or keep: on mpirun's command line, or from a reference."""
+    for field in ("command", "args"):
+        for word in container.get(field) or []:
+            if match := AGENT_OPTION.search(str(word)):
+                raise Refusal(
+                    f"spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].{field} sets Open MPI's launch "
+                    f"agent ({match.group(0)}), which would start the workers' ranks without the shim; remove it "
+                    "and set the agent as env OMPI_MCA_orte_launch_agent (PRTE_MCA_prte_launch_agent for Open "
+                    "MPI 5) on that container instead: the operator then runs it with the shim's variables")
+    agents = {}
+    for entry in container.get("env") or []:
+        name = entry.get("name")
+        if name not in AGENT_ENV:
+            continue
+        if entry.get("value") is None or not str(entry["value"]).strip():
+            raise Refusal(f"spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].env {name} has no value "
+                          "(valueFrom or empty): the operator chains the shim into the launch agent and must "
+                          "read it; set it as a value")
+        agents[name] = str(entry["value"]).strip()
+    return agents
+
+
+def environment(impl: str, job_name: str, user_preload: str | None, agents: dict[str, str] | None = None
+                ) -> tuple[list[dict[str, str]], dict[str, str]]:
+    """(launcher env entries, the variables every rank must see). ``agents``: the user's own launch agents
+    (Open MPI; ``_agents``), which the shim's variables are chained into."""
     # a shim the user preloads already (by hand, from this image) would be a second copy: ours replaces it
     theirs = [p for p in (user_preload or "").replace(" ", ":").split(":") if p and not p.endswith("/libpfsshim.so")]
     preload = ":".join([SHIM_LIB, *theirs])
@@ -131,10 +168,11 @@ def environment(impl: str, job_name: str, user_preload: str | None) -> tuple[lis
         # OMPI_MCA_mca_base_env_list: Open MPI refuses it beside a user's own `-x` ("does not support
         # mixing these two methods"). PRRTE's name of the same parameter covers Open MPI 5. The launcher
         # gets the variables but LD_PRELOAD (mpirun is no MPI program), for ranks it forks itself.
+        # A user's own agent (a wrapper, orted at another path) is kept: `env` runs it with the variables.
         agent = "env " + " ".join(f"{k}={v}" for k, v in ranks.items())
         local = [{"name": k, "value": v} for k, v in ranks.items() if k != "LD_PRELOAD"]
-        return [{"name": "OMPI_MCA_orte_launch_agent", "value": f"{agent} orted"},
-                {"name": "PRTE_MCA_prte_launch_agent", "value": f"{agent} prted"}, *local], ranks
+        return [{"name": k, "value": f"{agent} {(agents or {}).get(k, daemon)}"} for k, daemon in AGENT_ENV.items()] \
+            + local, ranks
     # Hydra: the workers' proxies reach the launcher by the pod interface's address, not by a DNS name
     # that may not exist yet when they start (they would fail and mpiexec would wait forever).
     hydra = [{"name": "HYDRA_IFACE", "value": "eth0"}] if impl == "MPICH" else []
@@ -158,7 +196,8 @@ def inject(job: dict[str, Any], policy: dict[str, Any], cluster_name: str, shim_
                           "was the job injected already? rename that volume")
         first = pod["containers"][0]
         user_env = {e.get("name"): e.get("value") for e in first.get("env") or []}
-        launcher_env, ranks = environment(impl, name, user_env.get("LD_PRELOAD"))
+        agents = _agents(first) if impl == "OpenMPI" and role == "Launcher" else {}
+        launcher_env, ranks = environment(impl, name, user_env.get("LD_PRELOAD"), agents)
         # Workers get the variables but not LD_PRELOAD: their container runs sshd, which must not load an
         # MPI library; ranks get LD_PRELOAD from the launcher through the MPI's own forwarding.
         add_env = launcher_env if role == "Launcher" else [{"name": k, "value": v} for k, v in ranks.items()
