@@ -158,7 +158,8 @@ key_of() { # memoised: the key of an image
              for c in $(components_of "$name"); do
                # (an assignment, so a failing host.sh key stops here instead of hashing an empty key)
                if [ "$TREES" = host ]; then tk=$("$build_dir/host.sh" key "$c"); echo "$c tree $tk"
-               elif [ "$(source_of "$c")" = shim ]; then echo "$c source"; shim_files | hash_files
+               elif [ "$(source_of "$c")" = shim ]; then echo "$c source jansson $JANSSON_CONTENT_SHA256"
+                 shim_files | hash_files
                else echo "$c source $(content_hash_of "$c")"; fi
              done; } | h16) ;;
   esac
@@ -186,6 +187,8 @@ assemble_context() { # name dir
     elif [ "$(source_of "$c")" = shim ]; then
       mkdir -p "$ctx/in/$c/source"
       shim_files | (cd "$repo/shim" && sed -z 's|^shim/||' | tar --null -T - -cf -) | tar -xf - -C "$ctx/in/$c/source"
+      # jansson's archive beside the shim's sources: shim.sh builds it into the shim (no download in the image)
+      link_or_copy "$("$build_dir/fetch-source.sh" jansson)" "$ctx/in/$c/jansson.tar.gz"
     else
       link_or_copy "$("$build_dir/fetch-source.sh" "$(source_of "$c")")" "$ctx/in/$c/source"
     fi

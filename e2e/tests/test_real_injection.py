@@ -12,6 +12,7 @@ the reason."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from pfstestkit.kinds import MOUNT
@@ -58,7 +59,10 @@ def test_suspended_jobs_get_the_shim_in_every_rank(cluster, lp_operator, namespa
     created = get_job(cluster, namespace, "plain")
 
     # The selected job, as a user writes it: IOR through ROMIO's pvfs2 driver, a file per rank, nothing else.
-    ior = "mpiexec -n 4 ior -a MPIIO -F -o pvfs2:/mnt/orangefs/ior/fpp -t 1m -b 2m -w -r -k"
+    # Its image (Debian + MPICH) holds no libjansson: the shim copied into the pod needs only libc and libmpi
+    # (the launcher prints what its loader has and what the shim loads).
+    ior = ("echo \"jansson libraries: $(ldconfig -p | grep -c libjansson || true)\"; ldd /pfslayout/lib/libpfsshim.so\n"
+           "mpiexec -n 4 ior -a MPIIO -F -o pvfs2:/mnt/orangefs/ior/fpp -t 1m -b 2m -w -r -k")
     job = place(mpijob("ior-injected", ior, {"pfslayout.io/policy": "inject"}, suspend=True), cluster.mode)
     cluster.apply(job, namespace=namespace)
     assert finished(cluster, namespace, "ior-injected") == "Succeeded", launcher_log(cluster, namespace,
@@ -73,6 +77,10 @@ def test_suspended_jobs_get_the_shim_in_every_rank(cluster, lp_operator, namespa
             "containers"][0]["args"]  # the user's container is the user's
     log = launcher_log(cluster, namespace, "ior-injected")
     assert "Summary of all tests" in log and "cannot write the trace" not in log, log[-3000:]
+    assert "jansson libraries: 0" in log and re.search(r"libmpi\.so\.12 => /opt/mpich/lib/libmpi\.so\.12", log), \
+        log[:3000]
+    loads = log.split("jansson libraries: 0", 1)[1].split("IOR-", 1)[0]  # ldd's lines, before IOR's banner
+    assert "libc.so.6" in loads and "jansson" not in loads and "not found" not in loads, loads
     # Every rank loaded the shim: each wrote its trace onto OrangeFS through MPI-IO.
     tool = toolbox(cluster, namespace, "inj")
     listing = sh(cluster, namespace, tool, f"pvfs2-ls {MOUNT}/.pfslayout/traces/{namespace}")

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Prints the path of a verified source archive for one pinned source (images/sources.env):
-#   fetch-source.sh orangefs|ior|mpich
+#   fetch-source.sh orangefs|ior|mpich|jansson
 # Where it comes from (the offline-mirror pattern, docs/images.md "Sources"):
 #   - PFSLAYOUT_SOURCE_MIRROR set: that directory must hold the archive under its pinned file name
-#     (OrangeFS, IOR; MPICH is taken from there when present, else as below);
-#   - otherwise: the upstream archive (OrangeFS, IOR) or Debian's source package (MPICH, through the
-#     machine's own apt mirror), downloaded once into ~/.cache/pfs-layout-operator/sources/.
+#     (OrangeFS, IOR; MPICH and jansson are taken from there when present, else as below);
+#   - otherwise: the upstream archive (OrangeFS, IOR) or Debian's source package (MPICH, jansson, through
+#     the machine's own apt mirror), downloaded once into ~/.cache/pfs-layout-operator/sources/.
 # Either way the archive's content hash must match the pin; anything else fails with one line naming
 # the file, the expected hash and the setting to fix. A verified archive is stamped in the cache (never
 # in the mirror, which may be shared or read-only), so a warm run does not hash it again.
@@ -22,8 +22,10 @@ name=${1:-}
 case $name in
   orangefs) archive=$ORANGEFS_ARCHIVE want=$ORANGEFS_CONTENT_SHA256 url=$ORANGEFS_URL ;;
   ior) archive=$IOR_ARCHIVE want=$IOR_CONTENT_SHA256 url=$IOR_URL ;;
-  mpich) archive=$MPICH_ARCHIVE want=$MPICH_CONTENT_SHA256 url="apt-get source $MPICH_DEBIAN_SOURCE" ;;
-  *) die "usage: fetch-source.sh orangefs|ior|mpich" ;;
+  mpich) archive=$MPICH_ARCHIVE want=$MPICH_CONTENT_SHA256 debian=$MPICH_DEBIAN_SOURCE url="apt-get source $debian" ;;
+  jansson) archive=$JANSSON_ARCHIVE want=$JANSSON_CONTENT_SHA256 debian=$JANSSON_DEBIAN_SOURCE
+           url="apt-get source $debian" ;;
+  *) die "usage: fetch-source.sh orangefs|ior|mpich|jansson" ;;
 esac
 
 # The tree's hash, whatever compressed it: extract without the top directory, hash every file in
@@ -65,13 +67,13 @@ apt_source() { # downloads Debian's orig tarball into $1 through a private apt c
               -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache::Archives=$apt/archives"
               -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Sandbox::User=root")
   apt-get "${opts[@]}" -qq update >&2 || die "apt-get update of the deb-src entries failed: check the machine's apt sources, or set PFSLAYOUT_SOURCE_MIRROR to a directory holding $archive"
-  (cd "$dir" && apt-get "${opts[@]}" -qq source --download-only "$MPICH_DEBIAN_SOURCE" >&2) \
-    || die "apt-get source $MPICH_DEBIAN_SOURCE failed: set PFSLAYOUT_SOURCE_MIRROR to a directory holding $archive"
+  (cd "$dir" && apt-get "${opts[@]}" -qq source --download-only "$debian" >&2) \
+    || die "apt-get source $debian failed: set PFSLAYOUT_SOURCE_MIRROR to a directory holding $archive"
 }
 
-# MPICH comes from a package registry every machine reaches (Debian's source archive), so a mirror
-# need not carry it: it is used from the mirror when there, and fetched through apt otherwise.
-if [ -n "$MIRROR" ] && { [ "$name" != mpich ] || [ -f "$MIRROR/$archive" ]; }; then
+# MPICH and jansson come from a package registry every machine reaches (Debian's source archive), so a
+# mirror need not carry them: each is used from the mirror when there, and fetched through apt otherwise.
+if [ -n "$MIRROR" ] && { [ -z "${debian:-}" ] || [ -f "$MIRROR/$archive" ]; }; then
   file=$MIRROR/$archive
   [ -f "$file" ] || die "$file is missing (content hash $want): put $archive there, or unset PFSLAYOUT_SOURCE_MIRROR to download it from $url"
   verify "$file" "replace it in PFSLAYOUT_SOURCE_MIRROR=$MIRROR with the pinned archive, or unset the setting to download it"
@@ -85,7 +87,7 @@ exec 9>"$dir/.lock"
 flock -w 1800 9 || die "timed out waiting for $dir/.lock"
 file=$dir/$archive
 if [ ! -f "$file" ]; then
-  if [ "$name" = mpich ]; then
+  if [ -n "${debian:-}" ]; then
     apt_source "$dir"
   else
     curl -fsSL --retry 3 -o "$file.part" "$url" \

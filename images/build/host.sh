@@ -80,12 +80,12 @@ key() {
     mpich) { echo "mpich $MPICH_VERSION $MPICH_CONTENT_SHA256 $(key orangefs)"; recipe_text mpich.sh
              patch_sums mpich-patches; platform; } | h16 ;;
     ior) { echo "ior $IOR_VERSION $IOR_CONTENT_SHA256 $(key mpich)"; recipe_text ior.sh; platform; } | h16 ;;
-    shim) { echo "shim $(key mpich) $(key orangefs)"; recipe_text shim.sh; platform
+    shim) { echo "shim $(key mpich) $(key orangefs) jansson $JANSSON_CONTENT_SHA256"; recipe_text shim.sh; platform
             shim_files | (cd "$repo" && xargs -0 sha256sum); } | h16 ;;
     openmpi-ior) v=$(openmpi_version)
                  { echo "openmpi-ior $IOR_VERSION $IOR_CONTENT_SHA256 $v"; recipe_text ior.sh; platform; } | h16 ;;
     openmpi-shim) v=$(openmpi_version)
-                  { echo "openmpi-shim $v"; recipe_text shim.sh; platform
+                  { echo "openmpi-shim $v jansson $JANSSON_CONTENT_SHA256"; recipe_text shim.sh; platform
                     shim_files | (cd "$repo" && xargs -0 sha256sum); } | h16 ;;
     *) die "unknown component '$1': $COMPONENTS" ;;
   esac
@@ -188,11 +188,11 @@ with_libs() { # dirs... -- command: the linker and the loader find the trees' li
 recipe_orangefs() { "$here/orangefs.sh" "$ARCHIVE" "$1" "$2"; }
 recipe_mpich() { with_libs "$OFS/lib" -- "$here/mpich.sh" "$ARCHIVE" "$1" "$OFS" "$2"; }
 recipe_ior() { with_libs "$OFS/lib" "$MPI/lib" -- "$here/ior.sh" "$ARCHIVE" "$1" "$MPI" "$2"; }
-recipe_shim() { with_libs "$OFS/lib" "$MPI/lib" -- "$here/shim.sh" "$repo/shim" "$1" "$MPI" "$OFS" "$2"; }
+recipe_shim() { with_libs "$OFS/lib" "$MPI/lib" -- "$here/shim.sh" --jansson "$ARCHIVE" "$repo/shim" "$1" "$MPI" "$OFS" "$2"; }
 # The Open MPI flavours: Debian's Open MPI lives in the loader's default path; only libpfsshim.so, under
 # lib/openmpi (pfsprobe stays MPICH's).
 recipe_openmpi_ior() { "$here/ior.sh" "$ARCHIVE" "$1" "$OPENMPI_CC" "$2"; }
-recipe_openmpi_shim() { "$here/shim.sh" --libdir lib/openmpi "$repo/shim" "$1" "$OPENMPI_CC" - "$2"; }
+recipe_openmpi_shim() { "$here/shim.sh" --libdir lib/openmpi --jansson "$ARCHIVE" "$repo/shim" "$1" "$OPENMPI_CC" - "$2"; }
 
 # The raw cache path of a component (what other components build against).
 tree() {
@@ -209,11 +209,12 @@ tree() {
            ARCHIVE=$archive OFS=$ofs build mpich recipe_mpich ;;
     ior) ofs=$(tree orangefs); mpi=$(tree mpich); archive=$(source_of ior)
          ARCHIVE=$archive OFS=$ofs MPI=$mpi build ior recipe_ior ;;
-    shim) ofs=$(tree orangefs); mpi=$(tree mpich)
-          OFS=$ofs MPI=$mpi build shim recipe_shim ;;
+    shim) ofs=$(tree orangefs); mpi=$(tree mpich); archive=$(source_of jansson)
+          ARCHIVE=$archive OFS=$ofs MPI=$mpi build shim recipe_shim ;;
     openmpi-ior) archive=$(source_of ior)
                  ARCHIVE=$archive build openmpi-ior recipe_openmpi_ior ;;
-    openmpi-shim) build openmpi-shim recipe_openmpi_shim ;;
+    openmpi-shim) archive=$(source_of jansson)
+                  ARCHIVE=$archive build openmpi-shim recipe_openmpi_shim ;;
     *) die "unknown component '$name': $COMPONENTS" ;;
   esac
 }
