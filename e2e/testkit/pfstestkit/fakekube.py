@@ -144,6 +144,14 @@ class FakeKube(Kube):
         self.deleted.append((kind, namespace, name))
         return True
 
+    def scale(self, kind: str, namespace: str, name: str, replicas: int) -> None:
+        old = self.objects.get((kind, namespace, name))
+        if old is None:
+            raise ApiException(status=404, reason="Not Found")
+        new = copy.deepcopy(old)
+        new.setdefault("spec", {})["replicas"] = replicas
+        self.store(new, old)
+
     def list(self, kind: str, namespace: str, label_selector: str) -> builtins.list[Obj]:
         return [copy.deepcopy(o) for (k, ns, _), o in sorted(self.objects.items())
                 if k == kind and ns == namespace and matches(o, label_selector)]

@@ -16,8 +16,14 @@ import yaml
 CHART = Path(__file__).resolve().parents[3] / "charts" / "pfs-layout-operator"
 
 
+def uninstall_hook(d: dict[str, Any]) -> bool:
+    """An object of the pre-delete hook (templates/uninstall-hook.yaml): it exists only while `helm uninstall`
+    runs, so the release's own objects are counted without it (test_uninstall_hook_* check it)."""
+    return ((d.get("metadata") or {}).get("annotations") or {}).get("helm.sh/hook") == "pre-delete"
+
+
 def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [d for d in docs if d.get("kind") == kind]
+    return [d for d in docs if d.get("kind") == kind and not uninstall_hook(d)]
 
 Render = Callable[..., list[dict[str, Any]]]
 
@@ -386,3 +392,53 @@ def test_rendered_crds_equal_the_crds_folder(render: Render) -> None:
         assert annotations["pfslayout.io/source"].startswith("crds/")
         rendered[doc["metadata"]["name"]] = doc
     assert rendered == source
+
+
+def test_uninstall_hook_stops_the_operator_then_releases_its_objects_with_rights_of_its_own(render: Render) -> None:
+    docs = render("--set-json", 'operator.watchNamespaces=["e2e-*","batch"]')
+    hook = [d for d in docs if uninstall_hook(d)]
+    assert sorted(d["kind"] for d in hook) == ["ClusterRole", "ClusterRoleBinding", "Job", "Role", "RoleBinding",
+                                              "ServiceAccount"]
+    weights = {d["kind"]: int(d["metadata"]["annotations"]["helm.sh/hook-weight"]) for d in hook}
+    assert max(w for k, w in weights.items() if k != "Job") < weights["Job"]  # its rights exist before it runs
+    assert all(d["metadata"]["annotations"]["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+               for d in hook)
+    (job,) = [d for d in hook if d["kind"] == "Job"]
+    pod = job["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "rel-pfs-layout-operator-uninstall" and pod["restartPolicy"] == "Never"
+    (c,) = pod["containers"]
+    assert c["command"] == ["python3", "-m", "pfslayout.operator.uninstall", "--namespace=pfs-system",
+                            "--deployment=rel-pfs-layout-operator",
+                            "--selector=app.kubernetes.io/instance=rel,app.kubernetes.io/component=operator",
+                            "--watch-namespaces=e2e-*,batch", "--timeout=150"]
+    assert c["image"] == operator_container(docs)["image"] and job["spec"]["activeDeadlineSeconds"] == 180
+    assert c["securityContext"]["readOnlyRootFilesystem"] and pod["securityContext"]["runAsNonRoot"]
+    # the selector names the operator's pods, not the hook's own
+    (deploy,) = by_kind(docs, "Deployment")
+    assert deploy["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] == "operator"
+    assert job["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] == "uninstall"
+    (cluster_role,) = [d for d in hook if d["kind"] == "ClusterRole"]
+    assert _granted(cluster_role) == {("pfslayout.io", r): {"get", "list", "patch"}
+                                      for r in ("orangefsclusters", "costcalibrations", "layoutpolicies")}
+    (role,) = [d for d in hook if d["kind"] == "Role"]
+    assert role["metadata"]["namespace"] == "pfs-system"
+    assert role["rules"] == [{"apiGroups": ["apps"], "resources": ["deployments/scale"],
+                              "resourceNames": ["rel-pfs-layout-operator"], "verbs": ["patch"]},
+                             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
+    for binding in (d for d in hook if d["kind"].endswith("Binding")):
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rel-pfs-layout-operator-uninstall",
+                                        "namespace": "pfs-system"}]
+
+
+@pytest.mark.parametrize("args", [["--set", "uninstall.releaseObjects=false"],
+                                  VALUE_SETS["no-rbac-existing-sa"]], ids=["off", "no-rbac"])
+def test_uninstall_hook_can_be_turned_off(render: Render, args: list[str]) -> None:
+    assert [d for d in render(*args) if uninstall_hook(d)] == []
+
+
+@pytest.mark.parametrize("value", ["0", "59", "3601"])
+def test_uninstall_timeout_out_of_range_is_refused_by_the_schema(helm: list[str], helm_env: dict[str, str],
+                                                                 value: str) -> None:
+    proc = subprocess.run([*helm, "template", "rel", str(CHART), "--set", f"uninstall.timeoutSeconds={value}"],
+                          capture_output=True, text=True, timeout=120, check=False, env=helm_env)
+    assert proc.returncode != 0 and "/uninstall/timeoutSeconds" in proc.stderr, proc.stderr

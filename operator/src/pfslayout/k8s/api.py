@@ -152,6 +152,12 @@ class Kube:
             raise
         return bytes(resp.data).decode("utf-8", errors="replace")
 
+    def scale(self, kind: str, namespace: str, name: str, replicas: int) -> None:
+        """Set a workload's replicas through its `scale` subresource (a merge patch: no field ownership taken
+        from whoever applied the workload, e.g. Helm)."""
+        self._request("PATCH", kind, namespace, name, body={"spec": {"replicas": replicas}},
+                      content_type="application/merge-patch+json", suffix="/scale")
+
     def list(self, kind: str, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         resp = self._request("GET", kind, namespace, query=[("labelSelector", label_selector)] if label_selector
                              else None)
