@@ -131,3 +131,14 @@ def test_pod_log_reads_the_log_subresource() -> None:
     k, _ = kube((502, {"message": "kubelet unreachable"}))
     with pytest.raises(LogUnreadable, match="kubelet unreachable"):
         k.pod_log("ns", "p")
+
+
+def test_scale_is_a_merge_patch_of_the_scale_subresource_encoded_once() -> None:
+    k, t = kube((200, {"kind": "Scale", "spec": {"replicas": 0}}))
+    k.scale("Deployment", "sys", "op", 0)
+    (call,) = t.calls
+    assert (call["method"], call["url"]) == ("PATCH", "https://api.test:6443/apis/apps/v1/namespaces/sys/deployments/op/scale")
+    assert call["headers"]["Content-Type"] == "application/merge-patch+json"
+    # the object, which the REST client encodes: text would be encoded a second time, and the API server
+    # refuses a JSON string as a patch ("cannot unmarshal string into Go value", seen on the real cluster)
+    assert call["body"] == {"spec": {"replicas": 0}}

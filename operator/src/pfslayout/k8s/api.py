@@ -92,10 +92,12 @@ class Kube:
             path += "/" + quote(name, safe="")
         headers = {"Accept": "application/json, */*", "Content-Type": content_type}
         api: Any = self.api_client  # the client ships no annotations for the three calls below
+        # Serialized as the generated classes did (dates to ISO strings). The REST client JSON-encodes the body
+        # itself for a JSON content type (a merge patch), so that one gets the object; apply's YAML gets text.
+        sanitized = api.sanitize_for_serialization(body) if body is not None else None
         request = api.param_serialize(
             method=method, resource_path=path + suffix, query_params=query or [], header_params=headers,
-            # Serialized as the generated classes did (dates to ISO strings), then sent as that text.
-            body=json.dumps(api.sanitize_for_serialization(body)) if body is not None else None,
+            body=None if sanitized is None else sanitized if "json" in content_type else json.dumps(sanitized),
             auth_settings=["BearerToken"])
         resp: Any = api.call_api(*request, _request_timeout=self.timeout)
         resp.read()
