@@ -465,6 +465,9 @@ def cost_calibration_status() -> Schema:
         "phase": string("`Pending` (waiting for the cluster), `Running` (probing), `Fitting`, `Succeeded` "
                         "or `Failed`.", enum=["Pending", "Running", "Fitting", "Succeeded", "Failed"]),
         "run": integer("The current run: 1 for the first, +1 for every re-calibration.", minimum=0),
+        "servers": integer("The OrangeFSCluster's server count the current run measures. When the cluster is "
+                           "scaled to another count, the automatic calibration runs again and one a user made "
+                           "gets the condition `Stale`.", minimum=1, maximum=MAX_SERVERS),
         "params": obj("Fitted parameters, in the `--params` file format (seconds and bytes).",
                       params_fields(False) | {
                           "servers": array("Per-server overrides (only with `fit.perServer`).",

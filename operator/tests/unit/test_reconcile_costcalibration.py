@@ -324,3 +324,76 @@ def test_concurrent_probing_lets_a_second_calibration_probe_at_once() -> None:
     assert ready(st)["reason"] == "Probing"
     assert len(kube.custom.list(MPIJOB, NS, f"{objs.CALIBRATION_LABEL}=probe-4-again")) == 1
     assert len(kube.custom.list(MPIJOB, NS, f"{objs.CALIBRATION_LABEL}={NAME}")) == 1
+
+
+def calibrated(kube: FakeKube, events: Events, owned: bool = False) -> dict[str, Any]:
+    """The example calibrated to Succeeded on its 4-server cluster; `owned`: as the cluster's automatic
+    calibration (its controller owner reference), else as a user made it."""
+    ready_cluster(kube)
+    body = example("costcalibration.yaml", "CostCalibration")
+    if owned:
+        ofs = kube.custom.get(OFS, NS, NAME)
+        assert ofs is not None
+        body["metadata"]["ownerReferences"] = [{"apiVersion": OFS.api_version, "kind": OFS.kind, "name": NAME,
+                                                "uid": ofs["metadata"]["uid"], "controller": True}]
+    assert kube.custom.create(CC, NS, body) is not None
+    step(kube, events)
+    job = hint_job(kube)
+    kube.finish_job(NS, job["metadata"]["name"], ok=True, log=hint_log(job))
+    st = step(kube, events)
+    for _ in range(50):
+        running = kube.custom.list(MPIJOB, NS)
+        if not running:
+            break
+        kube.finish_mpijob(NS, running[0]["metadata"]["name"], ok=True, log=probe_log(kube, running[0]),
+                           worker_nodes=("node-a", "node-b"))
+        st = step(kube, events)
+    assert st["phase"] == "Succeeded" and st["servers"] == 4, st
+    return st
+
+
+def scale(kube: FakeKube, servers: int) -> None:
+    """The cluster's spec scaled and rolled out to Ready again by its own reconciler."""
+    from pfslayout.operator.reconcilers import orangefscluster
+
+    ofs = kube.custom.patch(OFS, NS, NAME, {"spec": {"servers": {"count": servers}}})
+    assert ofs is not None
+    orangefscluster.reconcile(context(kube, Events()), ofs)
+    kube.roll_out(NS, naming.server_statefulset(NAME))
+    ofs = kube.custom.get(OFS, NS, NAME)
+    assert ofs is not None
+    status = orangefscluster.refresh_status(context(kube, Events()), ofs)
+    assert status is not None and status["phase"] == "Ready" and status["servers"] == servers, status
+
+
+def test_a_scaled_cluster_runs_its_automatic_calibration_again() -> None:
+    kube, events = FakeKube(), Events()
+    first = calibrated(kube, events, owned=True)
+    assert step(kube, events)["run"] == first["run"]  # unchanged cluster: nothing new
+    scale(kube, 6)
+    st = step(kube, events)
+    assert st["run"] == first["run"] + 1 and st["phase"] == "Running" and st["servers"] == 6, st
+    assert "ServersChanged" in events.reasons()
+    assert "measured 4 servers; OrangeFSCluster probe-4 now has 6" in events.message("ServersChanged")
+    assert not any(c["type"] == "Stale" for c in st["conditions"])
+
+
+def test_a_scaled_cluster_marks_a_users_calibration_stale_until_it_is_run_again() -> None:
+    kube, events = FakeKube(), Events()
+    first = calibrated(kube, events)
+    scale(kube, 6)
+    st = step(kube, events)
+    assert st["run"] == first["run"] and st["phase"] == "Succeeded", st  # the user's to re-run
+    (stale,) = [c for c in st["conditions"] if c["type"] == "Stale"]
+    assert stale["status"] == "True" and stale["reason"] == "ServersChanged"
+    assert "measured 4 servers" in stale["message"] and "now has 6" in stale["message"]
+    assert "pfslayout.io/recalibrate" in stale["message"]  # the fix
+    assert ready(st)["status"] == "True"  # the parameters are still there to use, and flagged
+    assert events.reasons().count("Stale") == 1
+    again = step(kube, events)
+    assert again["conditions"] == st["conditions"] and events.reasons().count("Stale") == 1  # said once
+    # (OrangeFS cannot lose servers, so the cluster does not scale back.) The user re-runs it:
+    kube.custom.patch(CC, NS, NAME, {"metadata": {"annotations": {objs.RECALIBRATE_ANNOTATION: "after-scaling"}}})
+    rerun = step(kube, events)
+    assert rerun["run"] == first["run"] + 1 and rerun["servers"] == 6, rerun
+    assert not any(c["type"] == "Stale" for c in rerun["conditions"]), rerun["conditions"]

@@ -26,7 +26,7 @@ from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import MPIJOB
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfslayout.kinds.costcalibration import objects as objs
-from pfslayout.kinds.costcalibration import probe_slot
+from pfslayout.kinds.costcalibration import platform, probe_slot
 from pfslayout.kinds.costcalibration import status as st
 from pfslayout.kinds.costcalibration.probe_plan import PlanRefused, ProbeJob, ProbePlan, make_plan
 from pfslayout.kinds.costcalibration.results import ProbeOutputError, extract, job_failure, mpijob_state
@@ -117,6 +117,36 @@ class Reconcile(Reconciler):
         except InputError as err:
             return f"OrangeFSCluster {name} has an invalid spec ({err})"
 
+    def finished(self, spec: CostCalibrationSpec) -> dict[str, Any] | None:
+        """A finished run's status, with `Stale` when the cluster's server count is no longer the one it
+        measured (kinds/costcalibration/platform.py); None when it must run again (an automatic calibration
+        of a scaled cluster), which the caller then starts."""
+        found = self.cluster(spec)
+        if isinstance(found, str):
+            return self.old  # a cluster not Ready (scaling, say) is judged once it is Ready again
+        ofs, cluster = found
+        servers = int((ofs.get("status") or {}).get("servers") or cluster.servers.count)
+        measured = self.old.get("servers")
+        name = spec.cluster_ref.name
+        decision = platform.decide(measured, servers, platform.automatic(self.body, name))
+        if decision == platform.RERUN:
+            self.post(self.body, "Normal", "ServersChanged", f"run {self.old.get('run')} measured {measured} servers; "
+                      f"OrangeFSCluster {name} now has {servers}: calibrating again")
+            return None
+        conditions = list(self.old.get("conditions") or [])
+        had = any(c.get("type") == platform.STALE_CONDITION for c in conditions)
+        if decision == platform.CURRENT and not had:
+            return self.old
+        flag = platform.stale(decision == platform.STALE, measured, servers, name, int(self.old.get("run") or 0),
+                              self.generation, now(), conditions)
+        mine = [c for c in conditions if c.get("type") == platform.STALE_CONDITION]
+        if mine and all(mine[0].get(k) == flag.get(k) for k in ("status", "reason", "message")):
+            return self.old
+        if decision == platform.STALE and not (mine and mine[0].get("status") == "True"):
+            self.post(self.body, "Warning", "Stale", flag["message"])
+        rest = [c for c in conditions if c.get("type") != platform.STALE_CONDITION]
+        return self.write({**self.old, "conditions": [*rest, flag]})
+
     def start_run(self, spec: CostCalibrationSpec, plan: ProbePlan, previous: Run | None) -> Run:
         number = max(int(self.old.get("run") or 0), previous.number if previous else 0) + 1
         for job in self.kube.custom.list(MPIJOB, self.owner.namespace,
@@ -127,7 +157,10 @@ class Reconcile(Reconciler):
         self.post(self.body, "Normal", "RunStarted",
                   f"run {number}: {plan.total_cells} cells in {len(plan.jobs)} probe jobs on {plan.servers} servers, "
                   f"{len(plan.dirs)} probe directories")
-        self.write({"phase": "Running", "run": number, "startTime": now(),
+        # a new run measures the cluster as it is now: a Stale condition of the last one no longer applies
+        fresh = [c for c in self.old.get("conditions") or [] if c.get("type") != platform.STALE_CONDITION]
+        self.write({"phase": "Running", "run": number, "startTime": now(), "servers": plan.servers,
+                    "conditions": fresh,
                     "cells": st.progress(0, plan.total_cells),
                     "jobs": {"total": len(plan.jobs), "succeeded": 0, "failed": 0, "running": 0},
                     "measurementsConfigMap": naming.measurements_configmap(self.owner.name),
@@ -287,9 +320,11 @@ class Reconcile(Reconciler):
             return self.refuse("Failed", "InvalidSpec", str(err))
         cm = self.kube.get("ConfigMap", self.owner.namespace, naming.measurements_configmap(self.owner.name))
         current = _read_run(cm)
+        # this run is over; a spec change, the annotation or (automatic ones) a scaled cluster starts the next
         if current is not None and current.run_for == run_for(self.body) and self.old.get("run") == current.number \
-                and self.old.get("phase") in TERMINAL and self.old.get("observedGeneration") == self.generation:
-            return self.old  # this run is over; a spec change or the annotation starts the next
+                and self.old.get("phase") in TERMINAL and self.old.get("observedGeneration") == self.generation \
+                and (over := self.finished(spec)) is not None:
+            return over
         found = self.cluster(spec)
         if isinstance(found, str):
             return self.refuse("Pending", "ClusterNotReady", found)
