@@ -663,8 +663,21 @@ def layout_policy_spec() -> Schema:
                                        exclusiveMinimum=True, minimum=0, maximum=100),
             "recalibrateAfter": integer("Consecutive traced jobs above `recalibrateAbove` that trigger the "
                                         "recalibration.", minimum=1, maximum=1000, default=3),
+            "retain": obj("How many traced runs stay in `<path>/<namespace>` (a run: one job's rank traces and "
+                          "stats files). The learning loop's collector deletes the others: beyond the newest "
+                          "`runs`, and older than `maxAge` when set.", {
+                              "runs": integer("Runs kept, the newest by their files' modification time (the one "
+                                              "being collected always stays).", minimum=0, maximum=100000,
+                                              default=20),
+                              "maxAge": string("Runs older than this are deleted too, e.g. `72h`, `7d` or "
+                                               "`1d12h` (units d, h, m, s). Unset: no age limit.",
+                                               pattern=r"^([0-9]+[dhms])+$", maxLength=32),
+                          }, default={}),
         }, default={}),
     }, required=["clusterRef", "rules"], rules=[
+        rule("!(self.trace.enabled && self.trace.replan && has(self.selector)) || self.trace.retain.runs >= 1",
+             "trace.retain.runs must be at least 1 while the learning loop reads traces (trace.enabled, "
+             "trace.replan and a selector): it would delete the run it learns from", ".trace.retain.runs"),
         rule("!self.rules.exists(r, r.mode == 'auto' && has(r.auto) && r.auto.source == 'trace') || "
              "self.trace.enabled",
              "trace.enabled must be true when a rule uses auto.source: trace", ".trace.enabled"),

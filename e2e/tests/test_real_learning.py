@@ -72,6 +72,8 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
     ofs, lp, job = (place(docs[k], cluster.mode) for k in ("OrangeFSCluster", "LayoutPolicy", "MPIJob"))
     job = suspended(job)
     ofs["spec"]["reclaimPolicy"] = "Delete"
+    # one traced run kept: the second collection's listing marks the first run, the third deletes it
+    lp["spec"].setdefault("trace", {})["retain"] = {"runs": 1}
     name = lp["metadata"]["name"]
     cluster.apply(ofs, namespace=namespace)
     cluster.apply(lp, namespace=namespace)
@@ -165,6 +167,17 @@ def test_a_traced_run_replans_its_rule(cluster, lp_operator, namespace: str) -> 
     assert any("spec.rules[0].auto.source" in e["message"] and "PFSLAYOUT_SHIM_JOB" in e["message"]
                for e in warnings), [e["message"] for e in warnings]
     assert st["rules"][0]["applied"] and st["rules"][0]["trace"]["job"] == "ior-fpp"
+
+    # Retention (spec.trace.retain.runs: 1): that third collector deleted the first run's traces and stats
+    # files before it copied; the second run's stay.
+    left = sh(cluster, namespace, tool, f"pvfs2-ls {traces}").split()
+    assert not [x for x in left if x.startswith("ior-shared.")], left
+    assert sorted(x for x in left if x.startswith("ior-fpp.rank-")) == [
+        f"ior-fpp.rank-{r:06d}.pfstrace" for r in range(4)], left
+    pruned = cluster.kubectl_json("get", "events", "-n", namespace, "--field-selector",
+                                  f"involvedObject.name={name},reason=TracesPruned")["items"]
+    assert any("of 1 earlier runs" in e["message"] and "ior-shared" in e["message"] for e in pruned), \
+        [e["message"] for e in pruned]
 
 
 def test_a_model_that_stays_off_is_recalibrated(cluster, lp_operator, namespace: str) -> None:  # noqa: ANN001

@@ -8,7 +8,12 @@ The e2e tier (test_real_learning.py) runs the same loop with real IOR ranks writ
 from __future__ import annotations
 
 import json
+import subprocess
+import tempfile
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pfslayout import naming
 from pfslayout.kinds import LAYOUT_POLICY as LP
@@ -263,3 +268,90 @@ def test_learn_judge_and_the_streak_by_hand() -> None:
     assert learn.recalibration_due(1, 0.2, 0.5, 2) == (0, False)
     assert learn.recalibration_due(1, None, 0.5, 2) == (1, False)  # not judged: unchanged
     assert learn.recalibration_due(5, 9.0, None, 2) == (5, False)  # no bound: never
+
+
+# ------------------------------------------------------------------------------- trace retention
+
+def listing(*runs: tuple[str, str]) -> str:
+    """Collector listing lines (`pvfs2-ls -l --all-times`) for (job, mtime) runs of two ranks each, and a
+    file that is no run's."""
+    out = []
+    for job, mtime in runs:
+        for name in (f"{job}.rank-000000.pfstrace", f"{job}.rank-000001.pfstrace", f"{job}.stats.rank-000000.json"):
+            out.append(f"{learn.ENTRY_MARKER} -rw-r--r--    1 10001 10001 4096 {mtime} +0000  {mtime} +0000  "
+                       f"{mtime} +0000 {name}")
+    out.append(f"{learn.ENTRY_MARKER} drwxr-xr-x    1 10001 10001 4096 2026-01-01 00:00:00 +0000  2026-01-01 "
+               f"00:00:00 +0000  2026-01-01 00:00:00 +0000 notes")
+    return "\n".join(out) + "\n"
+
+
+def test_retention_picks_all_but_the_newest_runs_and_those_too_old() -> None:
+    runs = learn.listing_runs(listing(("a", "2026-11-01 10:00:00"), ("b", "2026-11-02 10:00:00"),
+                                      ("c", "2026-11-03 10:00:00")) + "garbage line\n")
+    assert sorted(runs) == ["a", "b", "c"]
+    now = runs["c"] + 3600
+    assert learn.expired(runs, learn.Retention(2, None), now, "c") == ["a"]
+    assert learn.expired(runs, learn.Retention(1, None), now, "a") == ["b", "c"]  # the one collected stays
+    assert learn.expired(runs, learn.Retention(20, learn.duration_s("1d12h")), now, "c") == ["a"]
+    assert learn.expired(runs, learn.Retention(0, None), now, "c") == ["a", "b"]
+    assert learn.duration_s("7d") == 7 * 86400 and learn.duration_s("90m") == 5400
+    with pytest.raises(ValueError, match="duration"):
+        learn.duration_s("7 days")
+
+
+def test_the_collector_deletes_only_the_runs_it_is_given() -> None:
+    script = learn.collector_script("/mnt/orangefs/t/ns", "new", ["old-1", "old.2"])
+    assert "pvfs2-rm /mnt/orangefs/t/ns/\"$f\"" in script
+    assert "old-1.rank-*|old-1.stats.rank-*|old.2.rank-*|old.2.stats.rank-*)" in script
+    assert learn.PRUNED_MARKER in script and "pvfs2-ls -l --all-times" in script
+    assert "pvfs2-rm" not in learn.collector_script("/d", "new")  # nothing to delete: no deletion step
+    # run for real by sh over a stand-in of the client tools: only the listed runs' files go
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        fs = root / "fs"
+        fs.mkdir()
+        for name in ("old-1.rank-000000.pfstrace", "old-1.stats.rank-000000.json", "keep.rank-000000.pfstrace",
+                     "new.rank-000000.pfstrace", "old-10.rank-000000.pfstrace"):
+            (fs / name).write_text("x")
+        (root / "traces").mkdir()
+        tools = root / "bin"
+        tools.mkdir()
+        (tools / "pvfs2-ls").write_text('#!/bin/sh\n[ "$1" = -l ] && exit 1\nls "$1"\n')
+        (tools / "pvfs2-rm").write_text('#!/bin/sh\nrm "$1"\n')
+        (tools / "pvfs2-cp").write_text('#!/bin/sh\ncp "$1" "$2"\n')
+        for t in tools.iterdir():
+            t.chmod(0o755)
+        text = learn.collector_script(str(fs), "new", ["old-1"]).replace("/traces/", f"{root}/traces/")
+        run = subprocess.run(["sh", "-c", text], capture_output=True, text=True, timeout=30, check=False,
+                             env={"PATH": f"{tools}:/usr/bin:/bin"})
+        assert run.returncode == 0, run.stderr
+        assert sorted(p.name for p in fs.iterdir()) == ["keep.rank-000000.pfstrace", "new.rank-000000.pfstrace",
+                                                        "old-10.rank-000000.pfstrace"]
+        assert f"{learn.PRUNED_MARKER} 2" in run.stdout and f"{learn.FILES_MARKER} 1" in run.stdout
+
+
+def test_the_next_collector_deletes_the_runs_beyond_the_policys_retention() -> None:
+    kube, events = FakeKube(), Events()
+    waiting(kube, events)
+    body = kube.custom.get(LP, NS, NAME)
+    assert body is not None
+    kube.custom.patch(LP, NS, NAME, {"spec": {"trace": {"retain": {"runs": 1}}}})
+    mpijob_succeeded(kube, "ior-shared")
+    step(kube, events)
+    first = collector(kube)
+    assert "pvfs2-rm" not in first["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
+    kube.finish_job(NS, first["metadata"]["name"], ok=True, log=summary_log(4, {SHARED.path: SHARED}) + listing(
+        ("older-job", "2026-11-29 10:00:00"), ("ior-shared", "2026-11-30 10:00:00")))
+    step(kube, events)
+    answer_hints(kube)
+    step(kube, events)
+    mpijob_succeeded(kube, "ior-again")
+    step(kube, events)
+    copy = collector(kube)["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
+    assert "older-job.rank-*|older-job.stats.rank-*)" in copy and "ior-shared.rank-*" not in copy
+    kube.finish_job(NS, collector(kube)["metadata"]["name"], ok=True,
+                    log=f"{learn.PRUNED_MARKER} 3\n" + summary_log(4, {SHARED.path: SHARED}))
+    step(kube, events)
+    said = events.message("TracesPruned")
+    assert "deleted 3 trace files of 1 earlier runs" in said and "older-job" in said, said
+    assert "spec.trace.retain keeps the newest 1" in said

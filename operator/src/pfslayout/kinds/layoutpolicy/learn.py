@@ -12,6 +12,11 @@ rule switches layout.
   job's trace files out of OrangeFS (`pvfs2-ls`, `pvfs2-cp`) into an emptyDir; the operator's own image
   reduces them to one small summary per `auto`/`trace` rule (`pfslayout summarise`) and prints it as one
   marker line, read back through `pods/log` like the calibration's results.
+* **Retention** (`retention`, `listing_runs`, `expired`): the collector also lists the trace directory
+  (`pvfs2-ls -l --all-times`, one marker line per entry); from it the operator picks the runs beyond
+  `spec.trace.retain` (the newest `runs`, and none older than `maxAge`), and the next collector deletes
+  their files before it copies (`collector_script`'s `prune`), printing how many it deleted. So the
+  directory stays bounded without a Job of its own, one collection late.
 * **Hysteresis** (`choose`): the new trace's cheapest allowed layout replaces the current one only when
   the current layout costs more than `1 + spec.trace.replanThreshold` times as much under the new trace;
   every trace leaves a history entry (kept or switched, with the predicted costs).
@@ -20,8 +25,10 @@ rule switches layout.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pfslayout import naming
@@ -36,6 +43,15 @@ from pfslayout.planner.summary import TraceSummary, plan_summary
 
 MARKER = "PFSLAYOUT-TRACE-SUMMARY"
 FILES_MARKER = "PFSLAYOUT-TRACE-FILES"
+ENTRY_MARKER = "PFSLAYOUT-TRACE-ENTRY"
+PRUNED_MARKER = "PFSLAYOUT-TRACE-PRUNED"
+DEFAULT_RETAIN_RUNS = 20
+# A run's files as the shim names them: `<job>.rank-NNNNNN.pfstrace` and `<job>.stats.rank-NNNNNN.json` (the
+# extension tells them apart: a job may itself be named `x.stats`).
+RUN_FILES = (re.compile(r"^(?P<job>[a-z0-9][-a-z0-9.]*)\.rank-[0-9]+\.pfstrace$"),
+             re.compile(r"^(?P<job>[a-z0-9][-a-z0-9.]*)\.stats\.rank-[0-9]+\.json$"))
+_DURATION = re.compile(r"([0-9]+)([dhms])")
+_UNIT_S = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 COLLECTOR_COMPONENT = "trace-collector"
 HISTORY_LIMIT = 10
 COLLECTED_LIMIT = 200
@@ -91,20 +107,92 @@ def collector_name(owner: Owner, job: dict[str, Any]) -> str:
     return naming.trace_collector_job(owner.name, content_hash(job["metadata"]["uid"]))
 
 
-def collector_script(source_dir: str, job_name: str) -> str:
+def collector_script(source_dir: str, job_name: str, prune: list[str] | tuple[str, ...] = ()) -> str:
+    """The copy step: the files of the runs in `prune` deleted, the job's rank traces copied to /traces, then
+    the directory listed for the next retention decision (`listing_runs`)."""
     q = shlex.quote(source_dir)
     prefix = shlex.quote(f"{job_name}.rank-")
-    return (f"set -u\nn=0\n"
-            f"for f in $(pvfs2-ls {q} 2>/dev/null); do\n"
-            f"  case \"$f\" in {prefix}*.pfstrace)\n"
-            f"    pvfs2-cp {q}/\"$f\" /traces/\"$f\" >/dev/null || {{ echo \"cannot copy $f\" >&2; exit 1; }}\n"
-            f"    n=$((n + 1)) ;;\n  esac\ndone\n"
-            f"echo {FILES_MARKER} $n\n")
+    lines = ["set -u", "n=0"]
+    if prune:
+        patterns = "|".join(f"{shlex.quote(j + '.rank-')}*|{shlex.quote(j + '.stats.rank-')}*" for j in prune)
+        lines += ["p=0", f"for f in $(pvfs2-ls {q} 2>/dev/null); do",
+                  f"  case \"$f\" in {patterns}) pvfs2-rm {q}/\"$f\" >/dev/null && p=$((p + 1)) ;; esac", "done",
+                  f"echo {PRUNED_MARKER} $p"]
+    lines += [f"for f in $(pvfs2-ls {q} 2>/dev/null); do",
+              f"  case \"$f\" in {prefix}*.pfstrace)",
+              f"    pvfs2-cp {q}/\"$f\" /traces/\"$f\" >/dev/null || {{ echo \"cannot copy $f\" >&2; exit 1; }}",
+              "    n=$((n + 1)) ;;", "  esac", "done",
+              f"echo {FILES_MARKER} $n",
+              # the retention decision's input; a listing that fails only costs the next pruning
+              f"pvfs2-ls -l --all-times {q} 2>/dev/null | while read -r line; do echo \"{ENTRY_MARKER} $line\"; done"]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Retention:
+    """`spec.trace.retain`: the newest `runs` runs stay, and none older than `max_age_s` (None: no limit)."""
+
+    runs: int
+    max_age_s: int | None
+
+
+def duration_s(text: str) -> int:
+    """`72h`, `7d`, `1d12h` (the CRD's pattern) in seconds."""
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"{text!r} is not a duration like 72h, 7d or 1d12h")
+    return sum(int(n) * _UNIT_S[u] for n, u in parts)
+
+
+def retention(spec: dict[str, Any]) -> Retention:
+    r = trace_settings(spec).get("retain") or {}
+    age = r.get("maxAge")
+    return Retention(int(r.get("runs", DEFAULT_RETAIN_RUNS)), duration_s(str(age)) if age else None)
+
+
+def listing_runs(log: str) -> dict[str, float]:
+    """The traced runs in a collector's listing (`pvfs2-ls -l --all-times` lines: mode, links, owner, group,
+    size, then mtime, atime and ctime as `YYYY-MM-DD HH:MM:SS +ZZZZ`, then the name): each run's job and its
+    newest file's modification time (epoch seconds). Other files and unreadable lines are left out."""
+    runs: dict[str, float] = {}
+    for line in log.splitlines():
+        if not line.startswith(ENTRY_MARKER + " "):
+            continue
+        words = line.split()[1:]
+        m = next((m for r in RUN_FILES if (m := r.match(words[-1]))), None) if len(words) >= 15 else None
+        if m is None:
+            continue
+        try:
+            t = datetime.strptime(" ".join(words[5:8]), "%Y-%m-%d %H:%M:%S %z").timestamp()
+        except ValueError:
+            continue
+        runs[m["job"]] = max(runs.get(m["job"], t), t)
+    return runs
+
+
+def expired(runs: dict[str, float], keep: Retention, now: float, current: str) -> list[str]:
+    """The runs to delete, oldest first: all but the newest `keep.runs` (the run being collected counts as
+    the newest and always stays), and any other older than `keep.max_age_s`."""
+    newest_first = sorted(runs, key=lambda j: (j == current, runs[j], j), reverse=True)
+    out = set(newest_first[keep.runs:]) - {current}
+    if keep.max_age_s is not None:
+        out |= {j for j in runs if j != current and now - runs[j] > keep.max_age_s}
+    return sorted(out, key=lambda j: (runs[j], j))
+
+
+def parse_pruned(log: str) -> int | None:
+    """How many files the collector deleted for retention (None: it had nothing to delete)."""
+    line = next((x for x in reversed(log.splitlines()) if x.startswith(PRUNED_MARKER + " ")), None)
+    try:
+        return int(line.split()[1]) if line else None
+    except (IndexError, ValueError):
+        return None
 
 
 def collector_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner, job: dict[str, Any],
                   source_dir: str, rule_paths: list[str], operator_image: str, pull_policy: str,
-                  labels: dict[str, str], deadline_s: int = 600) -> dict[str, Any]:
+                  labels: dict[str, str], deadline_s: int = 600, prune: list[str] | tuple[str, ...] = ()
+                  ) -> dict[str, Any]:
     name = collector_name(owner, job)
     summarise = ["pfslayout", "summarise", "--trace", "/traces", "--format", "shim", "--marker", MARKER]
     for p in rule_paths:
@@ -112,7 +200,7 @@ def collector_job(cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner,
     run = (f"if ls /traces/*.pfstrace >/dev/null 2>&1; then exec {shlex.join(summarise)}; "
            f"else echo '{MARKER} {{\"files\":0}}'; fi")
     mounts = [{"name": "traces", "mountPath": "/traces"}, {"name": "tmp", "mountPath": "/tmp"}]
-    copy = client_container(cluster, "copy", collector_script(source_dir, job["metadata"]["name"]), mounts)
+    copy = client_container(cluster, "copy", collector_script(source_dir, job["metadata"]["name"], prune), mounts)
     summariser = {
         "name": "summarise", "image": operator_image, "imagePullPolicy": pull_policy,
         "command": ["sh", "-c", run],

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -158,7 +159,7 @@ class Collector:
         paths = list(dict.fromkeys(full_path(platform, r["path"]) for _, r in self.all_rules))
         self.kube.apply(learn.collector_job(self.site.cluster, self.site.cluster_name, self.owner, mpijob,
                                             self.trace_dir, paths, s.operator_image, s.operator_image_pull_policy,
-                                            children.labels(self.owner)))
+                                            children.labels(self.owner), prune=list(self.state.get("prune") or [])))
         name = mpijob["metadata"]["name"]
         self.post(self.body, "Normal", "CollectingTrace",
                   f"MPIJob {name} succeeded: collecting its traces from {self.trace_dir}")
@@ -181,6 +182,7 @@ class Collector:
         log = "".join(self.kube.pod_log(self.owner.namespace, pod["metadata"]["name"], container) or ""
                       for pod in pods for container in ("summarise", "copy"))
         mpijob = {"metadata": {"name": job_name, "uid": uid}}
+        self.retain(log, job_name)
         try:
             if jstate == "failed":
                 raise learn.TraceError(f"collector Job {name} failed: {why or tail(log, 6) or 'no log'}")
@@ -204,6 +206,22 @@ class Collector:
             self.out.condition = (False, "NoMatchingRequests", f"MPIJob {job_name} made no request under the "
                                   f"directories of {self.where}; check the job's paths")
         return self.out
+
+    def retain(self, log: str, job_name: str) -> None:
+        """Retention (learn.retention): what this collector deleted, said; from its listing, the runs the next
+        one deletes (saved with the rest of the record)."""
+        keep = learn.retention(self.spec)
+        before = list(self.state.get("prune") or [])
+        pruned = learn.parse_pruned(log)
+        if before and pruned is not None:
+            age = (learn.trace_settings(self.spec).get("retain") or {}).get("maxAge")
+            limit = f"the newest {keep.runs}" + (f", none older than {age}" if age else "")
+            message = (f"deleted {pruned} trace files of {len(before)} earlier runs from {self.trace_dir} "
+                       f"(spec.trace.retain keeps {limit}): {', '.join(before)}")
+            self.post(self.body, "Normal", "TracesPruned", message[:1000])
+        runs = learn.listing_runs(log)
+        now = datetime.fromisoformat(self.now.replace("Z", "+00:00")).timestamp()
+        self.state["prune"] = learn.expired(runs, keep, now, job_name)
 
     @property
     def where(self) -> str:
