@@ -317,15 +317,25 @@ class FakeCustom(CustomObjects):
 def ready_cluster(kube: FakeKube, file: str, namespace: str, name: str) -> None:
     """The OrangeFSCluster of example `file`, reconciled and rolled out to Ready by its own reconciler (what
     a CostCalibration or LayoutPolicy waits for)."""
+    from pfslayout.kinds import ORANGEFS_CLUSTER
+
+    assert kube.custom.create(ORANGEFS_CLUSTER, namespace, example(file, "OrangeFSCluster")) is not None
+    assert roll_out_cluster(kube, namespace, name)["phase"] == "Ready"
+
+
+def roll_out_cluster(kube: FakeKube, namespace: str, name: str) -> Obj:
+    """The stored OrangeFSCluster `name` reconciled by its own reconciler, its servers rolled out, and its
+    status refreshed from them (what it then says)."""
     from pfslayout import naming
     from pfslayout.kinds import ORANGEFS_CLUSTER
     from pfslayout.operator.reconcilers import orangefscluster
 
-    cluster = kube.custom.create(ORANGEFS_CLUSTER, namespace, example(file, "OrangeFSCluster"))
+    cluster = kube.custom.get(ORANGEFS_CLUSTER, namespace, name)
     assert cluster is not None
     orangefscluster.reconcile(context(kube, Events()), cluster)
     kube.roll_out(namespace, naming.server_statefulset(name))
     cluster = kube.custom.get(ORANGEFS_CLUSTER, namespace, name)
     assert cluster is not None
     status = orangefscluster.refresh_status(context(kube, Events()), cluster)
-    assert status is not None and status["phase"] == "Ready"
+    assert status is not None
+    return status

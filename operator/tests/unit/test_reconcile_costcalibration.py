@@ -354,16 +354,9 @@ def calibrated(kube: FakeKube, events: Events, owned: bool = False) -> dict[str,
 
 def scale(kube: FakeKube, servers: int) -> None:
     """The cluster's spec scaled and rolled out to Ready again by its own reconciler."""
-    from pfslayout.operator.reconcilers import orangefscluster
-
-    ofs = kube.custom.patch(OFS, NS, NAME, {"spec": {"servers": {"count": servers}}})
-    assert ofs is not None
-    orangefscluster.reconcile(context(kube, Events()), ofs)
-    kube.roll_out(NS, naming.server_statefulset(NAME))
-    ofs = kube.custom.get(OFS, NS, NAME)
-    assert ofs is not None
-    status = orangefscluster.refresh_status(context(kube, Events()), ofs)
-    assert status is not None and status["phase"] == "Ready" and status["servers"] == servers, status
+    assert kube.custom.patch(OFS, NS, NAME, {"spec": {"servers": {"count": servers}}}) is not None
+    status = fakekube.roll_out_cluster(kube, NS, NAME)
+    assert status["phase"] == "Ready" and status["servers"] == servers, status
 
 
 def test_a_scaled_cluster_runs_its_automatic_calibration_again() -> None:
