@@ -219,3 +219,38 @@ def test_a_copy_that_cannot_be_made_leaves_the_original(orangefs: OrangeFS, serv
         assert datafiles(orangefs, servers, f"{d}/{name}") == 1
         assert get(orangefs, servers, f"{d}/{name}") == data[name]  # as root
     assert datafiles(orangefs, servers, f"{d}/mine") == 4 and get(orangefs, servers, f"{d}/mine") == data["mine"]
+
+
+def test_trace_retention_removes_only_the_runs_it_is_given(orangefs: OrangeFS, servers: ServerGroup,
+                                                          relayout_bin: Path) -> None:
+    """The learning loop's collector (kinds/layoutpolicy/learn.collector_script) on real OrangeFS: the
+    files of the runs to prune removed by `pfs-relayout remove`, the job's traces copied, and the listing
+    `pvfs2-ls -l --all-times` prints read back into runs for the next decision."""
+    from pfslayout.kinds.layoutpolicy import learn
+
+    start(servers, 2)
+    d = f"{MOUNT}/runs"  # not ".../traces/": the copy's destination /traces/ is replaced below
+    assert tool(orangefs, servers, "pvfs2-mkdir", d).returncode == 0
+    names = ["old.rank-000000.pfstrace", "old.rank-000001.pfstrace", "old.stats.rank-000000.json",
+             "older.rank-000000.pfstrace", "new.rank-000000.pfstrace", "new.stats.rank-000000.json", "notes"]
+    for name in names:
+        put(orangefs, servers, f"{d}/{name}", 100)
+    out = servers.work.path / "copied"
+    out.mkdir()
+    text = learn.collector_script(d, "new", ["old", "older"]).replace("/traces/", f"{out}/")
+    run = subprocess.run(["sh", "-c", text], capture_output=True, text=True, timeout=120, check=False,
+                         env=orangefs.env(PVFS2TAB_FILE=str(servers.work.path / "pvfs2tab"),
+                                          PATH=f"{relayout_bin}:{orangefs.prefix}/bin:{os.environ['PATH']}"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{learn.PRUNED_MARKER} 4" in run.stdout and f"{learn.FILES_MARKER} 1" in run.stdout, run.stdout
+    assert sorted(listing(orangefs, servers, d)) == [".", "new.rank-000000.pfstrace", "new.stats.rank-000000.json",
+                                                     "notes"]
+    assert [p.name for p in out.iterdir()] == ["new.rank-000000.pfstrace"]
+    runs = learn.listing_runs(run.stdout)  # what the operator decides the next deletions from
+    assert list(runs) == ["new"], run.stdout
+    # a file that is not there is said, and the others still go
+    gone = subprocess.run([str(relayout_bin / "pfs-relayout"), "remove", f"{d}/missing", f"{d}/notes"],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env=orangefs.env(PVFS2TAB_FILE=str(servers.work.path / "pvfs2tab")))
+    assert gone.returncode == 1 and f"{d}/missing: cannot remove" in gone.stderr, gone.stderr
+    assert gone.stdout == f"PFSLAYOUT-REMOVED\t{d}/notes\n"

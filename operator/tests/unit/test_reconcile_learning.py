@@ -301,11 +301,12 @@ def test_retention_picks_all_but_the_newest_runs_and_those_too_old() -> None:
 
 def test_the_collector_deletes_only_the_runs_it_is_given() -> None:
     script = learn.collector_script("/mnt/orangefs/t/ns", "new", ["old-1", "old.2"])
-    assert "pvfs2-rm /mnt/orangefs/t/ns/\"$f\"" in script
+    assert 'pfs-relayout remove "$@"' in script
     assert "old-1.rank-*|old-1.stats.rank-*|old.2.rank-*|old.2.stats.rank-*)" in script
     assert learn.PRUNED_MARKER in script and "pvfs2-ls -l --all-times" in script
-    assert "pvfs2-rm" not in learn.collector_script("/d", "new")  # nothing to delete: no deletion step
-    # run for real by sh over a stand-in of the client tools: only the listed runs' files go
+    assert "pfs-relayout" not in learn.collector_script("/d", "new")  # nothing to delete: no deletion step
+    # run by sh over stand-ins of the client tools (test_relayout_loopback.py runs it on real OrangeFS): only
+    # the listed runs' files go
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         fs = root / "fs"
@@ -317,7 +318,8 @@ def test_the_collector_deletes_only_the_runs_it_is_given() -> None:
         tools = root / "bin"
         tools.mkdir()
         (tools / "pvfs2-ls").write_text('#!/bin/sh\n[ "$1" = -l ] && exit 1\nls "$1"\n')
-        (tools / "pvfs2-rm").write_text('#!/bin/sh\nrm "$1"\n')
+        (tools / "pfs-relayout").write_text(
+            '#!/bin/sh\nshift\nfor f; do rm "$f" && echo "PFSLAYOUT-REMOVED\t$f"; done\n')
         (tools / "pvfs2-cp").write_text('#!/bin/sh\ncp "$1" "$2"\n')
         for t in tools.iterdir():
             t.chmod(0o755)
@@ -339,7 +341,7 @@ def test_the_next_collector_deletes_the_runs_beyond_the_policys_retention() -> N
     mpijob_succeeded(kube, "ior-shared")
     step(kube, events)
     first = collector(kube)
-    assert "pvfs2-rm" not in first["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
+    assert "pfs-relayout" not in first["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
     kube.finish_job(NS, first["metadata"]["name"], ok=True, log=summary_log(4, {SHARED.path: SHARED}) + listing(
         ("older-job", "2026-11-29 10:00:00"), ("ior-shared", "2026-11-30 10:00:00")))
     step(kube, events)

@@ -4,6 +4,7 @@
  *   pfs-relayout scan    [--max-list N] DIR...
  *   pfs-relayout migrate [--max-list N] [--max-migrate M] DIR...
  *   pfs-relayout inspect PATH...
+ *   pfs-relayout remove PATH...
  *
  * DIR and PATH are client paths below a pvfs2tab mount point (PVFS2TAB_FILE), as for pvfs2-ls; no
  * mount is needed. Directory hints (user.pvfs2.num_dfiles, dist_name, dist_params) apply to files
@@ -31,6 +32,8 @@
  * next run continues where this one stopped. inspect prints one line per path:
  *
  *   PFSLAYOUT-LAYOUT <path> <datafiles> <datafiles stored now> <stuffed|unstuffed> <dist name> <params or ->
+ *
+ * remove deletes each file PATH (remove.c) and prints "PFSLAYOUT-REMOVED <path>" for each one removed.
  *
  * In names, a tab, newline and backslash are written \t, \n and \\. Exit status: 0 when everything
  * could be read (MIGRATE-FAILED lines are results, not errors), 1 when a directory, file or probe
@@ -74,7 +77,8 @@ static int usage(void)
 {
     fputs("usage: pfs-relayout scan [--max-list N] DIR...\n"
           "       pfs-relayout migrate [--max-list N] [--max-migrate M] DIR...\n"
-          "       pfs-relayout inspect PATH...\n",
+          "       pfs-relayout inspect PATH...\n"
+          "       pfs-relayout remove PATH...\n",
           stderr);
     return 2;
 }
@@ -133,16 +137,18 @@ int main(int argc, char **argv)
     if (argc < 2)
         return usage();
     int scan = strcmp(argv[1], "scan") == 0, migrate = strcmp(argv[1], "migrate") == 0;
-    int inspect = strcmp(argv[1], "inspect") == 0;
+    int inspect = strcmp(argv[1], "inspect") == 0, remove = strcmp(argv[1], "remove") == 0;
     opt.migrate = migrate;
-    if (!(scan || migrate || inspect) || parse_options(argc, argv, migrate, &opt, &first) < 0)
+    if (!(scan || migrate || inspect || remove) || parse_options(argc, argv, migrate, &opt, &first) < 0)
         return usage();
     /* Line-buffered: report lines and stderr complaints interleave in the Job log as they happened. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (start(&s) < 0)
         return 2;
     for (int i = first; i < argc; i++) {
-        int ret = inspect ? inspect_path(&s, argv[i]) : scan_directory(&s, argv[i], &opt, &tot);
+        int ret = inspect ? inspect_path(&s, argv[i])
+                  : remove ? remove_path(&s, argv[i])
+                           : scan_directory(&s, argv[i], &opt, &tot);
         if (ret < 0)
             status = 1;
     }

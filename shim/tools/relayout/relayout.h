@@ -70,5 +70,11 @@ struct scan_totals {
 };
 int scan_directory(struct session *s, const char *path, struct scan_options *opt, struct scan_totals *tot);
 int inspect_path(struct session *s, const char *path);
+/* a client path to its object (links followed); a report field (tab, newline, backslash escaped) */
+int resolve_path(struct session *s, const char *path, PVFS_object_ref *ref);
+void put_report_field(const char *text);
+
+/* remove.c */
+int remove_path(struct session *s, const char *path);
 
 #endif

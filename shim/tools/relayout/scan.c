@@ -21,7 +21,7 @@ struct probe {
 
 /* Report fields are tab-separated, one record a line: a tab, newline or backslash in a name is
  * written as \t, \n or \\ so that no name can forge or split a line. */
-static void put_field(const char *text)
+void put_report_field(const char *text)
 {
     putchar('\t');
     for (const char *p = text; *p; p++) {
@@ -45,10 +45,10 @@ static void put_strip(const struct layout *l)
 static void report_stale(struct walk *w, const char *path, const struct layout *l)
 {
     fputs("PFSLAYOUT-STALE", stdout);
-    put_field(w->root);
-    put_field(path);
+    put_report_field(w->root);
+    put_report_field(path);
     printf("\t%d", l->datafiles);
-    put_field(l->dist_name);
+    put_report_field(l->dist_name);
     put_strip(l);
     putchar('\n');
 }
@@ -56,17 +56,17 @@ static void report_stale(struct walk *w, const char *path, const struct layout *
 static void report_migrated(struct walk *w, const char *path, const struct layout *old, const struct layout *now)
 {
     fputs("PFSLAYOUT-MIGRATED", stdout);
-    put_field(w->root);
-    put_field(path);
+    put_report_field(w->root);
+    put_report_field(path);
     printf("\t%d\t%d\n", old->datafiles, now->datafiles);
 }
 
 static void report_failed(struct walk *w, const char *path, const char *why)
 {
     fputs("PFSLAYOUT-MIGRATE-FAILED", stdout);
-    put_field(w->root);
-    put_field(path);
-    put_field(why);
+    put_report_field(w->root);
+    put_report_field(path);
+    put_report_field(why);
     putchar('\n');
 }
 
@@ -88,7 +88,7 @@ static char *join(const char *dir, const char *name)
     return out;
 }
 
-static int resolve(struct session *s, const char *path, PVFS_object_ref *ref)
+int resolve_path(struct session *s, const char *path, PVFS_object_ref *ref)
 {
     char fspath[PVFS_NAME_MAX + 1];
     PVFS_fs_id fs_id;
@@ -216,14 +216,14 @@ int scan_directory(struct session *s, const char *path, struct scan_options *opt
 {
     struct walk w = {s, opt, tot, path, 0, 0, 0, 0};
     PVFS_object_ref ref;
-    int ret = resolve(s, path, &ref);
+    int ret = resolve_path(s, path, &ref);
     if (ret < 0) {
         complain(&w, path, "cannot resolve the directory", ret);
         return ret;
     }
     walk_dir(&w, ref, path);
     fputs("PFSLAYOUT-STALE-COUNT", stdout);
-    put_field(path);
+    put_report_field(path);
     printf("\t%ld\t%ld\n", w.stale, w.scanned);
     tot->scanned += w.scanned;
     tot->stale += w.stale;
@@ -238,7 +238,7 @@ int inspect_path(struct session *s, const char *path)
     PVFS_object_ref ref;
     PVFS_sys_attr attr;
     struct layout l;
-    int ret = resolve(s, path, &ref);
+    int ret = resolve_path(s, path, &ref);
     if (ret == 0 && (ret = pvfs_getattr(s, ref, &attr)) == 0) {
         ret = layout_read(s, ref, attr.dfile_count, &l);
         PVFS_util_release_sys_attr(&attr);
@@ -248,10 +248,10 @@ int inspect_path(struct session *s, const char *path)
         return ret;
     }
     fputs("PFSLAYOUT-LAYOUT", stdout);
-    put_field(path);
+    put_report_field(path);
     printf("\t%d\t%d\t%s", l.datafiles, l.stored, l.stuffed ? "stuffed" : "unstuffed");
-    put_field(l.dist_name);
-    put_field(l.params[0] ? l.params : "-");
+    put_report_field(l.dist_name);
+    put_report_field(l.params[0] ? l.params : "-");
     putchar('\n');
     return 0;
 }

@@ -114,9 +114,14 @@ def collector_script(source_dir: str, job_name: str, prune: list[str] | tuple[st
     prefix = shlex.quote(f"{job_name}.rank-")
     lines = ["set -u", "n=0"]
     if prune:
+        # OrangeFS's client tools have no rm: pfs-relayout (the OrangeFS image's libpvfs2 tool) removes them,
+        # in one client session for all; what it could not remove it says on stderr, and the next
+        # collector's listing still shows
         patterns = "|".join(f"{shlex.quote(j + '.rank-')}*|{shlex.quote(j + '.stats.rank-')}*" for j in prune)
-        lines += ["p=0", f"for f in $(pvfs2-ls {q} 2>/dev/null); do",
-                  f"  case \"$f\" in {patterns}) pvfs2-rm {q}/\"$f\" >/dev/null && p=$((p + 1)) ;; esac", "done",
+        lines += ["set --", f"for f in $(pvfs2-ls {q} 2>/dev/null); do",
+                  f"  case \"$f\" in {patterns}) set -- \"$@\" {q}/\"$f\" ;; esac", "done",
+                  "p=0",
+                  'if [ $# -gt 0 ]; then p=$(pfs-relayout remove "$@" | grep -c "^PFSLAYOUT-REMOVED"); fi',
                   f"echo {PRUNED_MARKER} $p"]
     lines += [f"for f in $(pvfs2-ls {q} 2>/dev/null); do",
               f"  case \"$f\" in {prefix}*.pfstrace)",
