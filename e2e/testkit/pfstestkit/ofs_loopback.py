@@ -13,6 +13,7 @@ import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -145,7 +146,7 @@ class ServerGroup:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise AssertionError(f"{alias} exited with {proc.returncode}: {self.output(alias)}")
+                raise AssertionError(f"{alias} exited with {proc.returncode}: {self.output(alias)}{_null_hint()}")
             with socket.socket() as s:
                 s.settimeout(0.5)
                 if s.connect_ex(("127.0.0.1", port)) == 0:
@@ -168,6 +169,15 @@ class ServerGroup:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
             del self.procs[alias]
+
+
+def _null_hint() -> str:
+    """Why an unprivileged pvfs2-server cannot open its LogFile /dev/null (fsconf.DEFAULT_LOG_FILE): once on
+    this machine /dev/null was left mode 000 by something outside the repository, and every loopback server
+    failed with "error opening log file /dev/null"."""
+    mode = stat.S_IMODE(os.stat("/dev/null").st_mode)
+    return "" if mode & 0o666 == 0o666 else (f"\n/dev/null is mode {mode:03o} on this machine, so the servers "
+                                             "(not root) cannot open their log: restore it with chmod 666 /dev/null")
 
 
 @pytest.fixture

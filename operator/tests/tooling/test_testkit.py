@@ -392,3 +392,23 @@ def test_poll_delays_grow_from_the_interval_to_the_ceiling() -> None:
     assert all(b >= a for a, b in pairwise(short))
     assert short[-1] == 1.0 and sum(short[:4]) < 2.1  # four answers within about two seconds
     assert list(islice(poll_delays(2.0), 3)) == [2.0, 2.0, 2.0]  # a longer interval is kept as given
+
+
+def test_a_dev_null_no_one_may_write_is_named_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import stat as st
+
+    from pfstestkit import ofs_loopback
+
+    real = os.stat
+
+    def fake(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        got = real(path, *args, **kwargs)  # type: ignore[arg-type]
+        if path != "/dev/null":
+            return got
+        fields = list(got)
+        fields[0] = st.S_IFCHR  # mode 000, as found on this machine once
+        return os.stat_result(fields)
+
+    assert ofs_loopback._null_hint() == "" or "chmod 666" in ofs_loopback._null_hint()
+    monkeypatch.setattr(os, "stat", fake)
+    assert "/dev/null is mode 000" in ofs_loopback._null_hint() and "chmod 666 /dev/null" in ofs_loopback._null_hint()
