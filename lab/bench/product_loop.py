@@ -54,6 +54,7 @@ from pfslayout.calibration import merge_measurements, parse_probe
 from pfslayout.calibration.profiles import DEFAULT_PROFILE, PROFILES, get_profile
 from pfslayout.costmodel import CostParams
 from pfslayout.errors import InputError
+from pfslayout.kinds.costcalibration.spec import parse_spec as parse_cc_spec
 from pfslayout.units import parse_size, parse_sizes
 from pfstestkit.kube import RELEASE, RELEASE_NS, REPO, Cluster
 from pfstestkit.real import place
@@ -218,6 +219,12 @@ def sizes_arg(text: str, option: str = "--holdout-sizes") -> list[int]:
         raise  # unreachable: fail exits
 
 
+def holdout_manifest(name: str, holdout: list[int], args: argparse.Namespace, min_bytes: int) -> dict[str, Any]:
+    """One round's CostCalibration over the held-out sizes: every layout, one repetition, and the default."""
+    return loop.calibration_manifest(name, OFS_NAME, holdout, ranks=args.ranks, max_configs=None,
+                                     requests=args.requests, repetitions=1, min_bytes=min_bytes, baseline=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--servers", type=int, default=4)
@@ -254,6 +261,12 @@ def main() -> None:
         raise  # unreachable: fail exits
     if args.rounds < 1:
         fail(f"--rounds {args.rounds}: at least 1")
+    # Checked by the operator's own spec parser before the calibration's 20 minutes, not refused by the API
+    # server after them (one held-out size was: requestSizes needs two).
+    try:
+        parse_cc_spec(holdout_manifest("loop-holdout-r0", holdout, args, min_bytes)["spec"])
+    except InputError as err:
+        fail(f"--holdout-sizes {args.holdout_sizes}: the held-out CostCalibration would be refused: {err}")
     configs = holdout_configs(args.servers, holdout, args.ranks, args.requests, 1, min_bytes)
     veths: list[str] = []
     t0 = time.monotonic()
@@ -291,10 +304,7 @@ def main() -> None:
         rounds = []
         for r in range(args.rounds):
             name = f"loop-holdout-r{r}"
-            hold = loop.calibration_manifest(name, OFS_NAME, holdout, ranks=args.ranks, max_configs=None,
-                                             requests=args.requests, repetitions=1, min_bytes=min_bytes,
-                                             baseline=True)
-            c.apply([place(hold, c.mode)], NS)
+            c.apply([place(holdout_manifest(name, holdout, args, min_bytes), c.mode)], NS)
             log(f"measuring the held-out configurations, round {r + 1} of {args.rounds} (CostCalibration {name})")
             rounds.append(measurements(c, wait_cc(c, name, 3600), args.servers))
         # group_cells pools a layout's repetitions over the rounds and takes the median of the pool
