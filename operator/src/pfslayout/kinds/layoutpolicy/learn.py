@@ -112,18 +112,19 @@ def collector_script(source_dir: str, job_name: str, prune: list[str] | tuple[st
     the directory listed for the next retention decision (`listing_runs`)."""
     q = shlex.quote(source_dir)
     prefix = shlex.quote(f"{job_name}.rank-")
-    lines = ["set -u", "n=0"]
+    # one listing for the deletions and the copy (a big directory is listed once, not twice)
+    lines = ["set -u", "n=0", f"names=$(pvfs2-ls {q} 2>/dev/null)"]
     if prune:
         # OrangeFS's client tools have no rm: pfs-relayout (the OrangeFS image's libpvfs2 tool) removes them,
         # in one client session for all; what it could not remove it says on stderr, and the next
         # collector's listing still shows
         patterns = "|".join(f"{shlex.quote(j + '.rank-')}*|{shlex.quote(j + '.stats.rank-')}*" for j in prune)
-        lines += ["set --", f"for f in $(pvfs2-ls {q} 2>/dev/null); do",
+        lines += ["set --", "for f in $names; do",
                   f"  case \"$f\" in {patterns}) set -- \"$@\" {q}/\"$f\" ;; esac", "done",
                   "p=0",
                   'if [ $# -gt 0 ]; then p=$(pfs-relayout remove "$@" | grep -c "^PFSLAYOUT-REMOVED"); fi',
                   f"echo {PRUNED_MARKER} $p"]
-    lines += [f"for f in $(pvfs2-ls {q} 2>/dev/null); do",
+    lines += ["for f in $names; do",
               f"  case \"$f\" in {prefix}*.pfstrace)",
               f"    pvfs2-cp {q}/\"$f\" /traces/\"$f\" >/dev/null || {{ echo \"cannot copy $f\" >&2; exit 1; }}",
               "    n=$((n + 1)) ;;", "  esac", "done",

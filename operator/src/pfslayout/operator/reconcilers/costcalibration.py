@@ -117,11 +117,11 @@ class Reconcile(Reconciler):
         except InputError as err:
             return f"OrangeFSCluster {name} has an invalid spec ({err})"
 
-    def finished(self, spec: CostCalibrationSpec) -> dict[str, Any] | None:
-        """A finished run's status, with `Stale` when the cluster's server count is no longer the one it
-        measured (kinds/costcalibration/platform.py); None when it must run again (an automatic calibration
-        of a scaled cluster), which the caller then starts."""
-        found = self.cluster(spec)
+    def finished(self, spec: CostCalibrationSpec, found: tuple[dict[str, Any], OrangeFSClusterSpec] | str
+                 ) -> dict[str, Any] | None:
+        """A finished run's status, with `Stale` when the cluster's server count (`found`: `cluster()`'s answer)
+        is no longer the one it measured (kinds/costcalibration/platform.py); None when it must run again (an
+        automatic calibration of a scaled cluster), which the caller then starts."""
         if isinstance(found, str):
             return self.old  # a cluster not Ready (scaling, say) is judged once it is Ready again
         ofs, cluster = found
@@ -134,15 +134,14 @@ class Reconcile(Reconciler):
                       f"OrangeFSCluster {name} now has {servers}: calibrating again")
             return None
         conditions = list(self.old.get("conditions") or [])
-        had = any(c.get("type") == platform.STALE_CONDITION for c in conditions)
-        if decision == platform.CURRENT and not had:
+        mine = next((c for c in conditions if c.get("type") == platform.STALE_CONDITION), None)
+        if decision == platform.CURRENT and mine is None:
             return self.old
         flag = platform.stale(decision == platform.STALE, measured, servers, name, int(self.old.get("run") or 0),
                               self.generation, now(), conditions)
-        mine = [c for c in conditions if c.get("type") == platform.STALE_CONDITION]
-        if mine and all(mine[0].get(k) == flag.get(k) for k in ("status", "reason", "message")):
+        if mine is not None and all(mine.get(k) == flag.get(k) for k in ("status", "reason", "message")):
             return self.old
-        if decision == platform.STALE and not (mine and mine[0].get("status") == "True"):
+        if decision == platform.STALE and (mine or {}).get("status") != "True":
             self.post(self.body, "Warning", "Stale", flag["message"])
         rest = [c for c in conditions if c.get("type") != platform.STALE_CONDITION]
         return self.write({**self.old, "conditions": [*rest, flag]})
@@ -320,12 +319,12 @@ class Reconcile(Reconciler):
             return self.refuse("Failed", "InvalidSpec", str(err))
         cm = self.kube.get("ConfigMap", self.owner.namespace, naming.measurements_configmap(self.owner.name))
         current = _read_run(cm)
+        found = self.cluster(spec)
         # this run is over; a spec change, the annotation or (automatic ones) a scaled cluster starts the next
         if current is not None and current.run_for == run_for(self.body) and self.old.get("run") == current.number \
                 and self.old.get("phase") in TERMINAL and self.old.get("observedGeneration") == self.generation \
-                and (over := self.finished(spec)) is not None:
+                and (over := self.finished(spec, found)) is not None:
             return over
-        found = self.cluster(spec)
         if isinstance(found, str):
             return self.refuse("Pending", "ClusterNotReady", found)
         ofs, cluster = found

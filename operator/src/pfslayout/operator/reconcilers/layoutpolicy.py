@@ -33,7 +33,7 @@ from pfslayout.operator.admission import suspend
 from pfslayout.operator.reconcilers import trace_collector
 from pfslayout.operator.reconcilers.base import Context, Reconciler
 from pfslayout.operator.shared.apply_hints import HintOutcome, ensure_hints, release
-from pfslayout.operator.shared.clock import now
+from pfslayout.operator.shared.clock import epoch, now
 from pfslayout.operator.shared.locks import with_fresh
 from pfslayout.orangefs.dirhints import DirectoryHints
 
@@ -78,8 +78,7 @@ def load_params(kube: Kube, namespace: str, spec: dict[str, Any], ofs: dict[str,
 def _age_s(stamp: str | None) -> float:
     if not stamp:
         return float("inf")
-    then = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    return (dt.datetime.now(dt.UTC) - then).total_seconds()
+    return dt.datetime.now(dt.UTC).timestamp() - epoch(stamp)
 
 
 def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:

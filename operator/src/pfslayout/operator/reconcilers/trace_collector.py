@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -35,6 +34,7 @@ from pfslayout.kinds.layoutpolicy import children, learn
 from pfslayout.kinds.layoutpolicy.rules import Platform, full_path
 from pfslayout.kinds.orangefscluster.spec import OrangeFSClusterSpec
 from pfslayout.operator.reconcilers.base import Context
+from pfslayout.operator.shared.clock import epoch
 
 
 @dataclass(frozen=True)
@@ -220,8 +220,7 @@ class Collector:
                        f"(spec.trace.retain keeps {limit}): {', '.join(before)}")
             self.post(self.body, "Normal", "TracesPruned", message[:1000])
         runs = learn.listing_runs(log)
-        now = datetime.fromisoformat(self.now.replace("Z", "+00:00")).timestamp()
-        self.state["prune"] = learn.expired(runs, keep, now, job_name)
+        self.state["prune"] = learn.expired(runs, keep, epoch(self.now), job_name)
 
     @property
     def where(self) -> str:
