@@ -57,8 +57,21 @@ start_etcd() {
   wait_for "etcd health" etcd curl -fsS "http://127.0.0.1:$PORT_ETCD_CLIENT/health"
 }
 
+# PFSLAYOUT_E2E_AUDIT_LOG=<file>: the API server also writes an audit log there (one JSON line per request,
+# metadata only), e.g. for operator/bench/idle_policies.py, which counts the operator's requests from it.
+# Off by default: every request would cost a write. Read at each start (a restart without it turns it off).
+audit_args() {
+  [ -n "${PFSLAYOUT_E2E_AUDIT_LOG:-}" ] || return 0
+  printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' 'rules:' \
+    '  - level: Metadata' > "$STATE_DIR/audit-policy.yaml"
+  printf '%s\n' --audit-policy-file="$STATE_DIR/audit-policy.yaml" --audit-log-path="$PFSLAYOUT_E2E_AUDIT_LOG" \
+    --audit-log-format=json --audit-log-maxsize=500 --audit-log-maxbackup=1
+}
+
 start_apiserver() {
-  start kube-apiserver "$K8S_DIR/bin/kube-apiserver" \
+  local audit
+  mapfile -t audit < <(audit_args)
+  start kube-apiserver "$K8S_DIR/bin/kube-apiserver" "${audit[@]}" \
     --etcd-servers="http://127.0.0.1:$PORT_ETCD_CLIENT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$PORT_APISERVER" \
     --endpoint-reconciler-type=none \

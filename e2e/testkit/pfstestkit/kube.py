@@ -75,8 +75,9 @@ class Cluster:
         self.k("create", "rolebinding", RELEASE, "-n", ns, f"--clusterrole={BENCH.namespace_role}",
                f"--serviceaccount={BENCH.service_account}", check=False)
 
-    def install_chart(self) -> None:
-        """The chart in-cluster on the real node, rolled when the operator image was rebuilt."""
+    def install_chart(self, *values: str) -> None:
+        """The chart in-cluster on the real node, rolled when the operator image was rebuilt; `values`: more
+        of helm's `--set` arguments."""
         self.run(self.helm, "upgrade", "--install", RELEASE, str(CHART), "-n", RELEASE_NS, "--create-namespace",
-                 *operator_chart_values(self.mode, self.state_dir), *BENCH.watch_values,
+                 *operator_chart_values(self.mode, self.state_dir), *BENCH.watch_values, *values,
                  "--wait", "--timeout", "300s")

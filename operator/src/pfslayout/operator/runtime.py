@@ -12,6 +12,7 @@ from pfslayout.k8s.api import Kube
 from pfslayout.operator import settings
 from pfslayout.operator.reconcilers.base import Context
 from pfslayout.operator.shared.clock import now
+from pfslayout.operator.shared.watched import WATCHED
 
 _kube: Kube | None = None
 
@@ -48,4 +49,4 @@ def post_direct(body: dict[str, Any], type_: str, reason: str, message: str) -> 
 
 def context(s: settings.Settings) -> Context:
     """What the reconcilers are handed in this process: the API client, Kopf's Event poster, the settings."""
-    return Context(kube(), post, s)
+    return Context(kube(), post, s, watched=WATCHED)

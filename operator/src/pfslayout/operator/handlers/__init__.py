@@ -3,10 +3,10 @@ entry module, operator/main.py, calls them all). Importing them registers nothin
 
 from __future__ import annotations
 
-from pfslayout.operator.handlers import costcalibration, finalizers, layoutpolicy, mpijob, orangefscluster
+from pfslayout.operator.handlers import costcalibration, finalizers, layoutpolicy, mpijob, orangefscluster, wakeups
 from pfslayout.operator.settings import Settings
 
 
 def register(s: Settings) -> None:
-    for module in (orangefscluster, costcalibration, layoutpolicy, mpijob, finalizers):
+    for module in (orangefscluster, costcalibration, layoutpolicy, mpijob, finalizers, wakeups):
         module.register(s)

@@ -1,7 +1,7 @@
 """Kopf entry points for CostCalibration: the level-triggered `reconcilers.costcalibration.reconcile` on
-create, update (spec or the `pfslayout.io/recalibrate` annotation), resume, and a timer every
-`PFSLAYOUT_CALIBRATION_POLL_SECONDS` (5) that drives running probe jobs forward and notices a cluster
-becoming Ready."""
+create, update (spec or the `pfslayout.io/recalibrate` annotation), resume, and its daemon's alarm
+(handlers/leveltriggered.py): every `PFSLAYOUT_CALIBRATION_POLL_SECONDS` (5) while probe jobs run, when
+its cluster changes (becomes Ready, is scaled), and once per `PFSLAYOUT_RESYNC_SECONDS` (300) otherwise."""
 
 from __future__ import annotations
 
@@ -18,4 +18,4 @@ def _describe(status: dict[str, Any]) -> str:
 
 
 def register(s: Settings) -> None:
-    leveltriggered.register(CC, reconciler.reconcile, s, _describe, poll_s=s.calibration_poll_s)
+    leveltriggered.register(CC, reconciler.reconcile, s, _describe, period_s=s.resync_s, driven=True)

@@ -1,7 +1,7 @@
 """Kopf entry points for LayoutPolicy: the level-triggered `reconcilers.layoutpolicy.reconcile` on create,
-update, resume, and a timer every `PFSLAYOUT_LAYOUT_POLL_SECONDS` (5) that picks up a finished hint Job
-and a calibration that became Ready (new parameters may change a decision) and runs the drift check
-every `PFSLAYOUT_LAYOUT_RECHECK_SECONDS` (300)."""
+update, resume, and its daemon's alarm (handlers/leveltriggered.py): when its cluster or calibration
+changes or a job it selects succeeds (handlers/wakeups.py), every `PFSLAYOUT_LAYOUT_POLL_SECONDS` (5)
+while a Job of its own runs, and for the drift check every `PFSLAYOUT_LAYOUT_RECHECK_SECONDS`."""
 
 from __future__ import annotations
 
@@ -39,5 +39,5 @@ def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def register(s: Settings) -> None:
-    leveltriggered.register(LP, reconcile, s, _describe, poll_s=s.layout_poll_s)
+    leveltriggered.register(LP, reconcile, s, _describe, period_s=s.layout_recheck_s, driven=True)
     kopf.on.event(LP.group, LP.version, LP.plural, id="admission-copy", when=scope.in_scope)(on_policy_event)

@@ -51,7 +51,7 @@ def _cleanup(body: kopf.Body, logger: Any, step: Callable[[], list[str]]) -> Non
 def register(s: Settings) -> None:
     # The create/update/resume apply and a timer that undoes drift nobody announced (a child edited or
     # deleted by hand), once the object has been left alone for half the period.
-    leveltriggered.register(OFS, reconciler.reconcile, s, _describe, poll_s=s.resync_s, timer="resync",
+    leveltriggered.register(OFS, reconciler.reconcile, s, _describe, period_s=s.resync_s, timer="resync",
                             idle_s=s.resync_s / 2, log_level=logging.INFO)
 
     def on_delete(body: kopf.Body, logger: Any, **_: Any) -> None:

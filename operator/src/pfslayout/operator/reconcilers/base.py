@@ -9,25 +9,53 @@ process global: what the process was configured with arrives in `Context.setting
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pfslayout.k8s.api import Kube
 from pfslayout.k8s.conditions import Event
 from pfslayout.k8s.meta import Owner, owner_of
 from pfslayout.k8s.resource import CustomResource
+from pfslayout.kinds import MPIJOB
+from pfslayout.kinds.layoutpolicy.learn import completion, label_selector
 from pfslayout.operator.settings import Settings
 from pfslayout.operator.shared.events import Post, post_all
+from pfslayout.operator.shared.watched import Watched
+
+
+def _no_requeue(seconds: float) -> None:
+    """Outside the operator's daemons (the CLI, a test that drives steps itself) nobody calls again."""
 
 
 @dataclass(frozen=True)
 class Context:
-    """What every reconciler works with: the API, the Event poster (Kopf's in the operator) and the
-    process's settings, read once at start-up (settings.py)."""
+    """What every reconciler works with: the API, the Event poster (Kopf's in the operator), the
+    process's settings, read once at start-up (settings.py), and `requeue(seconds)`: call me again
+    within that long — for work in flight that no watched change announces (a Job running, a retry
+    pause). Without it an object is reconciled again only when something changes or its period ends
+    (shared/wakeups.py)."""
 
     kube: Kube
     post: Post
     settings: Settings
+    requeue: Callable[[float], None] = field(default=_no_requeue)
+    # The operator's watch copies (shared/watched.py); None (tests, the CLI): every read goes to the API.
+    watched: Watched | None = None
+
+    def custom(self, resource: CustomResource, namespace: str, name: str) -> dict[str, Any] | None:
+        """A custom object another kind owns (the policy's cluster, its calibration), as the operator's watch
+        last showed it; from the API when the watch has not shown it."""
+        if self.watched is not None and (seen := self.watched.get(resource.plural, namespace, name)) is not None:
+            return seen
+        return self.kube.custom.get(resource, namespace, name)
+
+    def succeeded_mpijobs(self, namespace: str, selector: dict[str, Any]) -> list[dict[str, Any]]:
+        """The succeeded MPIJobs `selector` selects: from the MPIJob watch in the operator, else a LIST
+        (ApiException when the MPI Operator's CRD is missing)."""
+        if self.watched is not None:
+            return self.watched.succeeded(namespace, selector)
+        return [j for j in self.kube.custom.list(MPIJOB, namespace, label_selector(selector))
+                if completion(j) is not None]
 
 
 class Reconciler:

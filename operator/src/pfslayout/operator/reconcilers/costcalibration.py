@@ -103,7 +103,7 @@ class Reconcile(Reconciler):
 
     def cluster(self, spec: CostCalibrationSpec) -> tuple[dict[str, Any], OrangeFSClusterSpec] | str:
         name = spec.cluster_ref.name
-        ofs = self.kube.custom.get(OFS, self.owner.namespace, name)
+        ofs = self.ctx.custom(OFS, self.owner.namespace, name)
         if ofs is None:
             return (f"spec.clusterRef.name: no OrangeFSCluster {name!r} in namespace {self.owner.namespace}; "
                     "create it or point clusterRef at an existing one (waiting)")
@@ -420,5 +420,10 @@ def _finite_only(doc: Any) -> Any:
 
 
 def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
-    """Take the next step of one CostCalibration; returns the status written."""
-    return with_fresh(ctx.kube, CC, body, lambda fresh: Reconcile(ctx, fresh).run())
+    """Take the next step of one CostCalibration; returns the status written. While its probe jobs run (or
+    wait for the probing slot) it is called again every PFSLAYOUT_CALIBRATION_POLL_SECONDS; otherwise only
+    a change wakes it (its spec or annotation, its cluster: handlers/wakeups.py) or the resync period."""
+    status = with_fresh(ctx.kube, CC, body, lambda fresh: Reconcile(ctx, fresh).run())
+    if status.get("phase") in ("Running", "Fitting"):
+        ctx.requeue(ctx.settings.calibration_poll_s)
+    return status

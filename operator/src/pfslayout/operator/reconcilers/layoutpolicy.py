@@ -19,7 +19,6 @@ from pydantic import ValidationError
 from pfslayout import naming
 from pfslayout.costmodel import SEED_ETHERNET, CostParams
 from pfslayout.errors import InputError
-from pfslayout.k8s.api import Kube
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
@@ -43,16 +42,17 @@ VERIFIED = "every valid rule's hints are verified on the file system"
 Ready = tuple[bool, str, str]  # the Ready condition: (status, reason, message)
 
 
-def load_params(kube: Kube, namespace: str, spec: dict[str, Any], ofs: dict[str, Any]
+def load_params(ctx: Context, namespace: str, spec: dict[str, Any], ofs: dict[str, Any]
                 ) -> tuple[CostParams, str, tuple[bool, str, str]]:
     """(parameters, paramsSource, Calibrated condition): the policy's CostCalibration, else the cluster's
     current one, else the seeds' Ethernet values."""
+    kube = ctx.kube
     explicit = ((spec.get("calibrationRef") or {}).get("name"))
     name = explicit or ((ofs.get("status") or {}).get("calibrationRef") or {}).get("name")
     fallback = "using the seeds' Ethernet defaults ([003] Table 3) until then"
     if not name:
         return SEED_ETHERNET, DEFAULTS, (False, "NoCalibration", f"the cluster has no CostCalibration; {fallback}")
-    cc = kube.custom.get(CC, namespace, name)
+    cc = ctx.custom(CC, namespace, name)
     if cc is None:
         why = (f"spec.calibrationRef.name: no CostCalibration {name!r} in {namespace}; create it or drop "
                "calibrationRef to use the cluster's" if explicit else f"the cluster's CostCalibration {name} is gone")
@@ -120,7 +120,7 @@ class Reconcile(Reconciler):
         if isinstance(found, dict):
             return found
         ofs, cluster, platform = found
-        params, source, calibrated = load_params(self.kube, self.owner.namespace, self.spec, ofs)
+        params, source, calibrated = load_params(self.ctx, self.owner.namespace, self.spec, ofs)
         variant = str((self.spec.get("costModel") or {}).get("variant") or "corrected")
         calibration = source.split("/", 1)[1] if source.startswith("CostCalibration/") else None
         learned = trace_collector.collect(self.ctx, self.body, self.owner, trace_collector.Site(
@@ -149,13 +149,14 @@ class Reconcile(Reconciler):
         written = self.finish(status, ready, calibrated, learned.condition)
         if outcome is not None:
             release(self.kube, self.owner.namespace, outcome)  # only now that the status holds what it found
+        self.schedule(bool(dirs), outcome, written)
         return written
 
     # ---------------------------------------------------------------------------------------- steps
 
     def find_cluster(self) -> tuple[dict[str, Any], OrangeFSClusterSpec, Platform] | dict[str, Any]:
         """The policy's cluster, parsed, and the platform it offers; else the status written while waiting."""
-        ofs = self.kube.custom.get(OFS, self.owner.namespace, self.cluster_name)
+        ofs = self.ctx.custom(OFS, self.owner.namespace, self.cluster_name)
         ost = (ofs or {}).get("status") or {}
         if ofs is None or ost.get("phase") not in ("Ready", "Degraded"):
             why = (f"spec.clusterRef.name: no OrangeFSCluster {self.cluster_name!r} in {self.owner.namespace}; "
@@ -236,6 +237,18 @@ class Reconcile(Reconciler):
         due = bool(dirs) and (not self.same or recheck or bool(self.old.get("migrationPending")))
         return due and not (self.old.get("failedDigest") == self.digest and age < FAILED_RETRY_S)
 
+    def schedule(self, any_dirs: bool, outcome: HintOutcome | None, written: dict[str, Any]) -> None:
+        """When to be called again if nothing changes before (the policy's daemon, shared/wakeups.py): soon
+        while its hint Job runs or a migration has files left, after the pause of hints that failed, at the
+        next drift check otherwise (a cluster, calibration or selected job changing wakes it earlier)."""
+        s = self.ctx.settings
+        if (outcome is not None and outcome.state in ("created", "running")) or written.get("migrationPending"):
+            self.ctx.requeue(s.layout_poll_s)
+        elif any_dirs:
+            age = _age_s(written.get("lastCheckTime"))
+            failed = written.get("failedDigest") == self.digest and bool(self.digest)
+            self.ctx.requeue(max(s.layout_poll_s, (FAILED_RETRY_S if failed else s.layout_recheck_s) - age))
+
     def hint_job(self, outcome: HintOutcome, status: dict[str, Any], count: int) -> Ready:
         """Where the hint Job over `count` directories stands, recorded in `status`; the Ready condition it
         gives."""
@@ -243,8 +256,9 @@ class Reconcile(Reconciler):
         if outcome.state in ("created", "running"):
             if outcome.state == "created" and not same:
                 self.post(self.body, "Normal", "ApplyingHints", outcome.message)
+            # A drift check leaves Ready as it was (and the status unwritten): it is routine, not news.
             return (False, "Applying", f"Job {outcome.job} is setting and reading back the hints") if not same \
-                else (bool(self.old.get("hintsDigest")), "Applied", "hints applied; drift check running")
+                else (bool(self.old.get("hintsDigest")), "Applied", VERIFIED)
         if outcome.state == "failed":
             status.update(checks=checks + 1, lastCheckTime=now(), migrationPending=False, failedDigest=self.digest)
             return (False, "HintJobFailed", outcome.message)

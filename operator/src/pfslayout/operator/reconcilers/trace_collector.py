@@ -28,7 +28,7 @@ from pfslayout.k8s.api import Kube
 from pfslayout.k8s.meta import Owner, object_metadata, selector_string
 from pfslayout.k8s.workloads import job_state, pod_failure, tail
 from pfslayout.kinds import COST_CALIBRATION as CC
-from pfslayout.kinds import MANAGED_BY, MPIJOB
+from pfslayout.kinds import MANAGED_BY
 from pfslayout.kinds.costcalibration.objects import RECALIBRATE_ANNOTATION
 from pfslayout.kinds.layoutpolicy import children, learn
 from pfslayout.kinds.layoutpolicy.rules import Platform, full_path
@@ -93,6 +93,9 @@ def _trace_rules(spec: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
 def collect(ctx: Context, body: dict[str, Any], owner: Owner, site: Site, now: str) -> Learning:
     """One step of the policy's learning loop (called by each LayoutPolicy reconcile): what it has learned,
     after starting a collector Job for the next finished MPIJob or learning from the one that finished."""
+    spec = body.get("spec") or {}
+    if not learn.trace_settings(spec).get("enabled") and not _trace_rules(spec):
+        return Learning()  # nothing traced, nothing learned: no record to read
     return Collector(ctx, body, owner, site, now).step()
 
 
@@ -124,21 +127,30 @@ class Collector:
         if not learn.learning_enabled(self.spec):
             return self.out
         try:
-            jobs = self.kube.custom.list(MPIJOB, self.owner.namespace,
-                                         learn.label_selector(self.spec.get("selector") or {}))
+            # in the operator from its MPIJob watch (a succeeded job also wakes the policy: handlers/wakeups.py)
+            jobs = self.ctx.succeeded_mpijobs(self.owner.namespace, self.spec.get("selector") or {})
         except ApiException as err:
             self.out.condition = (False, "MPIJobsUnavailable", f"cannot list MPIJobs ({err.status} {err.reason}); "
                                   "is the MPI Operator installed?")
             return self.out
+        self.out.condition = self.standing()
+        nxt = learn.next_job(jobs, list(self.state.get("collected") or []))
+        # A collector can exist only while a job is left to collect or the last reconcile started one (a job is
+        # marked collected in the write that deletes its collector): otherwise no LIST.
+        if nxt is None and not self.collecting():
+            return self.out
         collectors = self.kube.list("Job", self.owner.namespace, selector_string(
             {children.POLICY_LABEL: self.owner.name, "app.kubernetes.io/component": learn.COLLECTOR_COMPONENT}))
-        self.out.condition = self.standing()
         if collectors:
             return self.finish(collectors[0])
-        nxt = learn.next_job(jobs, list(self.state.get("collected") or []))
         if nxt is not None:
             self.start(nxt)
         return self.out
+
+    def collecting(self) -> bool:
+        """The policy's status says a collector was running."""
+        return any(c.get("type") == "Learned" and c.get("reason") == "Collecting"
+                   for c in (self.body.get("status") or {}).get("conditions") or [])
 
     def standing(self) -> tuple[bool, str, str]:
         """The Learned condition as the record leaves it."""
@@ -164,6 +176,7 @@ class Collector:
         self.post(self.body, "Normal", "CollectingTrace",
                   f"MPIJob {name} succeeded: collecting its traces from {self.trace_dir}")
         self.out.condition = (self.out.condition[0], "Collecting", f"collecting the traces of MPIJob {name}")
+        self.ctx.requeue(self.ctx.settings.layout_poll_s)
 
     def finish(self, active: dict[str, Any]) -> Learning:
         """The collector Job's outcome: still running, failed or unusable (reported), or learned from."""
@@ -177,6 +190,7 @@ class Collector:
             if stuck is None:
                 self.out.condition = (self.out.condition[0], "Collecting",
                                       f"collecting the traces of MPIJob {job_name}")
+                self.ctx.requeue(self.ctx.settings.layout_poll_s)
                 return self.out
             jstate, why = "failed", stuck.message
         log = "".join(self.kube.pod_log(self.owner.namespace, pod["metadata"]["name"], container) or ""
@@ -195,6 +209,7 @@ class Collector:
         judged = self.judge_rules(summaries, job_name)
         self.state.pop("lastError", None)
         self.record(mpijob, name)
+        self.ctx.requeue(0)  # the next finished job, if any, starts now
         self.post(self.body, "Normal", "TraceLearned", (f"MPIJob {job_name}: {files} rank traces; " + (
             "; ".join(told + judged) or "no request under a rule's directory"))[:1000])
         self.out.rules = dict(self.state.get("rules") or {})
