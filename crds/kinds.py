@@ -738,6 +738,16 @@ def layout_policy_status() -> Schema:
                             maxItems=20),
             "incomplete": boolean("Some files could not be read while scanning."),
             "checkedAt": string("When the directory was scanned.", format="date-time"),
+            "scanning": obj("A scan in pages under way (a hint Job compares a bounded number of files); the "
+                            "figures above are the last complete scan's until it ends.", {
+                "after": string("The last file compared, relative to the directory: the next Job resumes after "
+                                "it."),
+                "olderLayout": integer("Files of an older layout found so far in this scan.", minimum=0),
+                "scanned": integer("Files compared so far in this scan.", minimum=0),
+                "pages": integer("Hint Jobs this scan has taken so far.", minimum=0),
+                "files": array("The first files of an older layout found so far (paths inside the file system).",
+                               string("A file."), maxItems=20),
+            }),
         }),
         "source": string("Where the decision came from: `spec` (explicit, hybrid), `workload` (the rule's "
                          "workload description) or `trace` (the last traced run).",

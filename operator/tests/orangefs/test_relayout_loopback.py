@@ -2,10 +2,12 @@
 real `pvfs2-server`s on loopback: files written under old hints are reported stale once the hints
 change, files created afterwards are not (small stuffed ones included), a migration gives them the new
 layout with the same bytes, owner-visible attributes and no temporaries left, within its budget, and is
-idempotent; a copy that cannot be made leaves the original as it was.
+idempotent; a copy that cannot be made leaves the original as it was; a scan in bounded pages, each
+resumed after the previous one's cursor, adds up to the scan in one run.
 
 pfs-relayout is built here from shim/tools/relayout against ORANGEFS_PREFIX (cmake, once per module),
-into a directory the unprivileged server user can reach."""
+into a directory the unprivileged server user can reach, with its test programs (the cursor order's
+unit test, a maker of many files)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,15 @@ from pathlib import Path
 import pytest
 
 from pfslayout.orangefs.dirhints import DirectoryHints, parse_report, script, verify
-from pfslayout.orangefs.relayout import TEMP_PREFIX, Migrated, parse_migrated, parse_stale
+from pfslayout.orangefs.relayout import (
+    INCOMPLETE_MARK,
+    PAGE_MARK,
+    TEMP_PREFIX,
+    Migrated,
+    parse_migrated,
+    parse_pages,
+    parse_stale,
+)
 from pfstestkit.ofs_loopback import MOUNT, OrangeFS, ServerGroup, datafiles, free_ports, init_and_start, render, tool
 
 SOURCE = Path(__file__).resolve().parents[3] / "shim" / "tools" / "relayout"
@@ -40,7 +50,9 @@ def relayout_bin(orangefs: OrangeFS) -> Iterator[Path]:
     try:
         build = out / "build"
         for argv in (["cmake", "-S", str(SOURCE), "-B", str(build), f"-DORANGEFS_PREFIX={orangefs.prefix}",
-                      "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], ["cmake", "--build", str(build)]):
+                      "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+                     ["cmake", "--build", str(build), "--target", "pfs-relayout", "relayout-mkfiles",
+                      "relayout-test-cursor"]):
             result = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
             assert result.returncode == 0, result.stdout + result.stderr
         for p in (out, build):
@@ -254,3 +266,117 @@ def test_trace_retention_removes_only_the_runs_it_is_given(orangefs: OrangeFS, s
                           env=orangefs.env(PVFS2TAB_FILE=str(servers.work.path / "pvfs2tab")))
     assert gone.returncode == 1 and f"{d}/missing: cannot remove" in gone.stderr, gone.stderr
     assert gone.stdout == f"PFSLAYOUT-REMOVED\t{d}/notes\n"
+
+
+def test_the_resume_order_is_the_walk_order(relayout_bin: Path) -> None:
+    """cursor.c's unit test (pure C, no servers): a resumed walk visits exactly the files after the cursor,
+    whether or not the cursor's file still exists."""
+    result = subprocess.run([str(relayout_bin / "relayout-test-cursor")], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0 and result.stdout.startswith("ok:"), result.stdout + result.stderr
+
+
+def make_files(orangefs: OrangeFS, servers: ServerGroup, tooldir: Path, d: str, first: int, count: int) -> None:
+    """Empty files d/f<first>... (7 digits), one libpvfs2 create each: a process per file would take minutes."""
+    result = subprocess.run([str(tooldir / "relayout-mkfiles"), d, str(first), str(count)], capture_output=True,
+                            text=True, timeout=300, check=False,
+                            env=orangefs.env(PVFS2TAB_FILE=str(servers.work.path / "pvfs2tab")))
+    assert result.returncode == 0, result.stderr
+
+
+def walk_key(rel: str) -> tuple[str, ...]:
+    """The walk's order: components compared as strcmp compares them (ASCII names here)."""
+    return tuple(rel.split("/"))
+
+
+def test_a_scan_in_pages_adds_up_to_the_scan_in_one_run(orangefs: OrangeFS, servers: ServerGroup,
+                                                       relayout_bin: Path) -> None:
+    start(servers)
+    dirs = [f"{MOUNT}/pages{i}" for i in range(3)]
+    for d in dirs:
+        # Half of each directory's files written under the old hints (stale), half under the new ones.
+        assert run_script(orangefs, servers, relayout_bin, [DirectoryHints(d, OLD)]).returncode == 0
+        make_files(orangefs, servers, relayout_bin, d, 0, 350)
+        if d == dirs[0]:
+            # Below the first directory, walked between its f* files and any later name.
+            assert tool(orangefs, servers, "pvfs2-mkdir", f"{d}/sub").returncode == 0
+            make_files(orangefs, servers, relayout_bin, f"{d}/sub", 0, 200)
+        assert run_script(orangefs, servers, relayout_bin, [DirectoryHints(d, NEW)]).returncode == 0
+        make_files(orangefs, servers, relayout_bin, d, 350, 350)
+    unlimited = 10**9  # every STALE line, so that the pages' lines can be compared with one run's
+    whole = run_script(orangefs, servers, relayout_bin, [DirectoryHints(d, NEW, scan=True) for d in dirs],
+                       max_list=unlimited, max_files=unlimited)
+    assert whole.returncode == 0 and PAGE_MARK not in whole.stdout, whole.stdout[-2000:] + whole.stderr
+    one_run = parse_stale(whole.stdout)
+    assert [(one_run[d].count, one_run[d].scanned) for d in dirs] == [(350, 900), (350, 700), (350, 700)]
+
+    cursor = dict.fromkeys(dirs, "")
+    totals = {d: [0, 0] for d in dirs}
+    listed: dict[str, list[str]] = {d: [] for d in dirs}
+    going, runs, added = list(dirs), 0, False
+    while going:
+        runs += 1
+        assert runs <= 10, "the pages do not end"
+        # As the operator will: every rule directory scanned, each resumed after its last page's cursor.
+        result = run_script(orangefs, servers, relayout_bin,
+                            [DirectoryHints(d, NEW, scan=True, resume_after=cursor[d]) for d in going],
+                            max_list=unlimited, max_files=500)
+        assert result.returncode == 0 and INCOMPLETE_MARK not in result.stdout, result.stdout[-2000:] + result.stderr
+        pages, ends = parse_pages(result.stdout), parse_stale(result.stdout)
+        assert sorted([*pages, *ends]) == sorted(going), result.stdout[-2000:]
+        assert sum(p.scanned for p in pages.values()) + sum(e.scanned for e in ends.values()) <= 500
+        for d in going:
+            page, end = pages.get(d), ends.get(d)
+            files = [f.path for f in (page.files if page else end.files if end else ())]
+            rel = [f[len(d) + 1:] for f in files]
+            # This page's stale files lie after the previous cursor and, unless the pass ended, up to its own.
+            assert all(walk_key(r) > walk_key(cursor[d]) for r in rel if cursor[d]), (cursor[d], rel[:3])
+            if page is not None and page.after:
+                assert all(walk_key(r) <= walk_key(page.after) for r in rel)
+                assert not cursor[d] or walk_key(page.after) >= walk_key(cursor[d])
+            listed[d] += files
+            totals[d][0] += page.stale if page else end.count if end else 0
+            totals[d][1] += page.scanned if page else end.scanned if end else 0
+            if page is not None:
+                cursor[d] = page.after
+        if not added:
+            # Between pages: a file before the first directory's cursor waits for the next pass, one
+            # after it is part of this one.
+            assert cursor[dirs[0]] == "f0000499", cursor
+            put(orangefs, servers, f"{dirs[0]}/f0000001a", SMALL)
+            put(orangefs, servers, f"{dirs[0]}/zz-late", SMALL)
+            added = True
+        going = [d for d in going if d not in ends]
+        assert (PAGE_MARK in result.stdout) == bool(going)  # every run but the last stops somewhere
+    assert runs == 5  # 2300 files + the late one, 500 a run
+    for d in dirs:
+        assert len(listed[d]) == len(set(listed[d])), "a file compared twice"
+        assert sorted(listed[d]) == sorted(f.path for f in one_run[d].files)
+        late = 1 if d == dirs[0] else 0  # zz-late, after the cursor; f0000001a was passed already
+        assert totals[d] == [one_run[d].count, one_run[d].scanned + late], d
+    again = parse_stale(run_script(orangefs, servers, relayout_bin, [DirectoryHints(dirs[0], NEW, scan=True)],
+                                   max_files=unlimited).stdout)[dirs[0]]
+    assert again.scanned == one_run[dirs[0]].scanned + 2  # the next pass sees both
+
+
+def test_a_migration_in_pages_moves_on(orangefs: OrangeFS, servers: ServerGroup, relayout_bin: Path) -> None:
+    """migrate pages the same way: each page re-lays out what it compares (within max_migrate) and the
+    pass ends with nothing stale."""
+    start(servers)
+    d = f"{MOUNT}/moving"
+    assert run_script(orangefs, servers, relayout_bin, [DirectoryHints(d, OLD)]).returncode == 0
+    make_files(orangefs, servers, relayout_bin, d, 0, 25)
+    after, moved = "", []
+    for _ in range(3):
+        result = run_script(orangefs, servers, relayout_bin, [DirectoryHints(d, NEW, migrate=True,
+                                                                             resume_after=after)], max_files=10)
+        assert result.returncode == 0, result.stdout + result.stderr
+        moved += [m.path for m in parse_migrated(result.stdout).get(d, []) if m.ok]
+        page = parse_pages(result.stdout).get(d)
+        if page is None:
+            break
+        assert page.stale == 0 and page.scanned == 10
+        after = page.after
+    assert parse_stale(result.stdout)[d].count == 0 and page is None
+    assert moved == [f"{d}/f{i:07d}" for i in range(25)]  # each once, in order
+    assert not [n for n in listing(orangefs, servers, d) if n.startswith(TEMP_PREFIX)]

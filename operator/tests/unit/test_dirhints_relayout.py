@@ -1,21 +1,29 @@
 """The hint script's scan and migrate steps (pure): existing callers get the very script and Job name
 they always did, scan/migrate directories are remembered and handed to pfs-relayout after every hint,
-and the report lines parse into typed results (escaped names, bounds, malformed lines ignored)."""
+each with its resume cursor whatever the names hold, and the report lines parse into typed results
+(escaped names, bounds, pages, malformed lines ignored)."""
 
 from __future__ import annotations
 
 import hashlib
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pfslayout.kinds.orangefscluster.hintjob import hints_digest
 from pfslayout.orangefs import relayout
 from pfslayout.orangefs.dirhints import DirectoryHints, script
 from pfslayout.orangefs.relayout import (
     Migrated,
+    Page,
     StaleFile,
     StaleReport,
     parse_migrated,
+    parse_pages,
     parse_stale,
     unreported,
 )
@@ -61,13 +69,14 @@ def test_relayout_runs_after_every_hint_once_per_mode() -> None:
     calls = [i for i, x in enumerate(lines) if "pfs-relayout" in x]
     last_hint = max(i for i, x in enumerate(lines) if x.startswith("if mkdir_p "))
     assert len(calls) == 2 and min(calls) > last_hint and lines[-1] == 'exit "$fail"'
-    assert lines[calls[0]] == ('if [ "$#" -gt 0 ]; then pfs-relayout scan --max-list 7 -- "$@" || '
-                               f"{relayout.incomplete('scan')}; fi")
-    assert lines[calls[1]] == ('if [ "$#" -gt 0 ]; then pfs-relayout migrate --max-list 7 --max-migrate 3 -- "$@" '
-                               f"|| {relayout.incomplete('migrate')}; fi")
+    # The argument list starts as "--": one more than it means a directory to scan.
+    assert lines[calls[0]] == ('if [ "$#" -gt 1 ]; then pfs-relayout scan --max-list 7 --max-files '
+                               f'{relayout.DEFAULT_MAX_FILES} "$@" || {relayout.incomplete("scan")}; fi')
+    assert lines[calls[1]] == ('if [ "$#" -gt 1 ]; then pfs-relayout migrate --max-list 7 --max-migrate 3 '
+                               f'--max-files {relayout.DEFAULT_MAX_FILES} "$@" || {relayout.incomplete("migrate")}; fi')
     # migrate implies scan: a directory is in one call only; the migrate call gets both migrate dirs, in order.
     migrate_args = lines[calls[0] + 1:calls[1]]
-    assert migrate_args == ["set --",
+    assert migrate_args == ["set -- --",
                             """if [ "${relayout_2:-}" = 1 ]; then set -- "$@" '/mnt/ofs/m it'; fi""",
                             """if [ "${relayout_3:-}" = 1 ]; then set -- "$@" /mnt/ofs/m2; fi"""]
     assert [x for x in lines if "relayout_0:-" in x] == \
@@ -76,7 +85,7 @@ def test_relayout_runs_after_every_hint_once_per_mode() -> None:
 
 def test_scan_only_has_no_migrate_call() -> None:
     text = script([DirectoryHints("/mnt/ofs/s", {}, scan=True)])
-    assert "pfs-relayout scan --max-list 100 --" in text and "pfs-relayout migrate" not in text
+    assert "pfs-relayout scan --max-list 100 --max-files" in text and "pfs-relayout migrate" not in text
     assert "if mkdir_p /mnt/ofs/s; then relayout_0=1; fi" in text.splitlines()
 
 
@@ -84,6 +93,87 @@ def test_scan_only_has_no_migrate_call() -> None:
 def test_limits_must_be_non_negative_integers(kw: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="non-negative integer"):
         script([DirectoryHints("/mnt/ofs/s", {}, scan=True)], **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.0])
+def test_a_page_must_hold_a_file(bad: object) -> None:
+    # pfs-relayout refuses --max-files 0 too: a page of nothing would never end a pass.
+    with pytest.raises(ValueError, match="max_files must be a positive integer"):
+        script([DirectoryHints("/mnt/ofs/s", {}, scan=True)], max_files=bad)  # type: ignore[arg-type]
+
+
+def test_the_cursor_is_not_part_of_the_job_name() -> None:
+    # The digest names the hints wanted; where a pass stands changes every page.
+    hints = {"user.pvfs2.num_dfiles": "4"}
+    first = DirectoryHints("/mnt/ofs/a", hints, scan=True)
+    assert hints_digest([first]) == hints_digest([DirectoryHints("/mnt/ofs/a", hints, scan=True,
+                                                                 resume_after="sub/f0000499")])
+
+
+FAKE_TOOL = """#!/bin/sh
+# Stands in for pfs-relayout: its arguments, one per NUL-terminated record.
+printf '%s\\0' "$@"
+"""
+
+
+def tool_argv(tmp_path: Path, text: str) -> list[list[str]]:
+    """The argument lists the script hands to pfs-relayout, one per call, run by a real POSIX shell."""
+    fake = tmp_path / "pfs-relayout"
+    fake.write_text(FAKE_TOOL)
+    fake.chmod(0o755)
+    # Only the relayout part, from its first line on: the hint lines need the client tools. The flags
+    # stand for mkdir_p's success. (Split on the text, not on lines: a name may hold a line break.)
+    part = text[text.index("set -- --\n"):text.rindex('exit "$fail"')]
+    shell = "".join(f"{flag}=1\n" for flag in sorted(set(re.findall(r"relayout_[0-9]+(?==1;)", text)))) + part
+    run = subprocess.run(["sh", "-c", shell], capture_output=True, timeout=30, check=True,
+                         env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    out = run.stdout.decode()
+    # Each call's records end where the next call starts: split on the mode word pfs-relayout gets first.
+    calls: list[list[str]] = []
+    for arg in out.split("\0")[:-1]:
+        if arg in ("scan", "migrate") and (not calls or "--" in calls[-1]):
+            calls.append([])
+        calls[-1].append(arg)
+    return calls
+
+
+def test_resume_cursors_go_before_the_directories(tmp_path: Path) -> None:
+    dirs = [DirectoryHints("/mnt/ofs/a", {}, scan=True, resume_after="sub/f7"),
+            DirectoryHints("/mnt/ofs/b", {}, scan=True),
+            DirectoryHints("/mnt/ofs/m", {}, migrate=True, resume_after="x")]
+    calls = tool_argv(tmp_path, script(dirs, max_list=3, max_migrate=2, max_files=500))
+    assert calls == [["scan", "--max-list", "3", "--max-files", "500", "--resume", "/mnt/ofs/a", "sub/f7", "--",
+                      "/mnt/ofs/a", "/mnt/ofs/b"],
+                     ["migrate", "--max-list", "3", "--max-migrate", "2", "--max-files", "500", "--resume",
+                      "/mnt/ofs/m", "x", "--", "/mnt/ofs/m"]]
+
+
+def test_a_directory_not_created_takes_its_cursor_with_it() -> None:
+    text = script([DirectoryHints("/mnt/ofs/a", {}, scan=True, resume_after="f1")])
+    # One line holds the directory and its --resume pair: a failed mkdir_p leaves out both.
+    assert """if [ "${relayout_0:-}" = 1 ]; then set -- --resume /mnt/ofs/a f1 "$@" /mnt/ofs/a; fi""" in \
+        text.splitlines()
+
+
+NAMES = st.text(st.characters(codec="utf-8", exclude_characters="\0/"), min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(dirs=st.lists(st.tuples(NAMES, st.lists(NAMES, max_size=3).map("/".join), st.booleans()), min_size=1,
+                     max_size=4, unique_by=lambda t: t[0]))
+def test_any_names_and_cursors_reach_the_tool_as_they_are(tmp_path: Path,
+                                                          dirs: list[tuple[str, str, bool]]) -> None:
+    hints = [DirectoryHints(f"/mnt/ofs/{name}", {}, scan=not migrate, migrate=migrate, resume_after=cursor)
+             for name, cursor, migrate in dirs]
+    calls = tool_argv(tmp_path, script(hints, max_files=9))
+    for mode, call in zip([m for m in ("scan", "migrate") if any(h.migrate == (m == "migrate") for h in hints)],
+                          calls, strict=True):
+        mine = [h for h in hints if h.migrate == (mode == "migrate")]
+        end = call.index("--")
+        assert call[end + 1:] == [h.path for h in mine]
+        opts = call[:end]
+        resumes = {opts[i + 1]: opts[i + 2] for i, a in enumerate(opts) if a == "--resume"}
+        assert resumes == {h.path: h.resume_after for h in mine if h.resume_after}
 
 
 LOG = "\n".join([
@@ -97,6 +187,11 @@ LOG = "\n".join([
     "PFSLAYOUT-STALE\t/mnt/ofs/gone\t/mnt/ofs/gone/x\t1\tsimple_stripe\t65536",
     "PFSLAYOUT-STALE\tshort",
     "PFSLAYOUT-STALE-COUNT\t/mnt/ofs/bad\tmany\t3",
+    "PFSLAYOUT-STALE\t/mnt/ofs/p\t/mnt/ofs/p/sub/f1\t1\tsimple_stripe\t65536",
+    "PFSLAYOUT-STALE-PAGE\t/mnt/ofs/p\t1\t500\tsub/tab\\there",
+    "PFSLAYOUT-STALE-PAGE\t/mnt/ofs/later\t0\t0\t",
+    "PFSLAYOUT-STALE-PAGE\t/mnt/ofs/bad\t0\tsome\tx",
+    "PFSLAYOUT-STALE-PAGE\t/mnt/ofs/short\t0\t0",
     "pfs-relayout: /mnt/ofs/x: cannot resolve the directory: No such file or directory (-1073741826)",
 ])
 
@@ -107,8 +202,19 @@ def test_parse_stale() -> None:
                                           StaleFile("/mnt/ofs/d/line\nbreak\\x", 2, "varstrip_dist", None)]),
         "/mnt/ofs/e": StaleReport(0, 3, []),
     }
-    # A directory without its count line did not finish its scan: it is not reported as scanned.
-    assert unreported(["/mnt/ofs/d", "/mnt/ofs/gone", "/mnt/ofs/x"], LOG) == ["/mnt/ofs/gone", "/mnt/ofs/x"]
+    # A directory without its count line did not finish its scan: it is not reported as scanned. One with
+    # a page line was scanned as far as the budget went: it is reported, as a page.
+    assert unreported(["/mnt/ofs/d", "/mnt/ofs/gone", "/mnt/ofs/x", "/mnt/ofs/p", "/mnt/ofs/later",
+                       "/mnt/ofs/short"], LOG) == ["/mnt/ofs/gone", "/mnt/ofs/x", "/mnt/ofs/short"]
+
+
+def test_parse_pages() -> None:
+    assert parse_pages(LOG) == {
+        "/mnt/ofs/p": Page(1, 500, "sub/tab\there", (StaleFile("/mnt/ofs/p/sub/f1", 1, "simple_stripe", 65536),)),
+        # Not reached, the budget spent: no files, and an empty cursor starts it from its beginning.
+        "/mnt/ofs/later": Page(0, 0, ""),
+    }
+    assert parse_pages("") == {} and "/mnt/ofs/p" not in parse_stale(LOG)
 
 
 def test_parse_migrated() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.operator.reconcilers import layoutpolicy as rec
+from pfslayout.orangefs import relayout
 from pfstestkit import fakekube
 from pfstestkit.fakekube import Events, FakeKube, context, example, hint_log
 
@@ -209,3 +210,38 @@ def test_an_object_being_deleted_or_gone_is_left_alone() -> None:
     assert body is not None
     kube.custom.delete(LP, NS, NAME)
     assert rec.reconcile(context(kube, events, layout_recheck_s=RECHECK_S), body) == {}
+
+
+def paged(log: str, directory: str, stale: int, scanned: int, cursor: str | None) -> str:
+    """`log` with `directory`'s count line replaced by a page that stopped after `cursor` (None: the
+    pass's last page, a count line with these figures)."""
+    lines = [x for x in log.splitlines() if not (x.startswith(relayout.COUNT_MARK + "\t")
+                                                 and x.split("\t")[1] == directory)]
+    lines.append(f"{relayout.PAGE_MARK}\t{directory}\t{stale}\t{scanned}\t{cursor}" if cursor is not None
+                 else f"{relayout.COUNT_MARK}\t{directory}\t{stale}\t{scanned}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_big_directory_is_scanned_in_pages_each_job_resuming_where_the_last_stopped() -> None:
+    kube, events = FakeKube(), Events()
+    applied(kube, events)
+    step(kube, events, recheck_s=0)  # a drift check: its scan stops at its bound
+    job = hint_job(kube)
+    # the first rule's directory, as its scan reports it
+    directory = next(x.split("\t")[1] for x in hint_log(job).splitlines() if x.startswith(relayout.COUNT_MARK))
+    assert "--resume" not in job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    answer(kube, log=paged(hint_log(job), directory, 3, 20000, "sub/f19999"))
+    st = step(kube, events, recheck_s=0)  # the check's outcome read (still due until it is recorded)
+    files = st["rules"][0]["existingFiles"]
+    assert files["scanning"]["after"] == "sub/f19999" and files["scanning"]["olderLayout"] == 3
+    assert st["migrationPending"] and "olderLayout" in files  # the first pass's figures stay until this one ends
+    step(kube, events)  # the next page's Job, resuming
+    job = hint_job(kube)
+    script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert f"--resume {directory} sub/f19999" in script
+    answer(kube, log=paged(hint_log(job), directory, 2, 5000, None))
+    st = step(kube, events)
+    files = st["rules"][0]["existingFiles"]
+    assert "scanning" not in files and (files["olderLayout"], files["scanned"]) == (5, 25000)
+    assert not st["migrationPending"] and cond(st)["reason"] == "Applied"
+    assert ("Normal", "OlderLayouts") in {(t, r) for t, r, _ in events.posted}

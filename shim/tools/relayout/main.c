@@ -1,8 +1,8 @@
 /* pfs-relayout: find (and re-lay out) files whose OrangeFS layout is not the one their directory's
  * hints give new files.
  *
- *   pfs-relayout scan    [--max-list N] DIR...
- *   pfs-relayout migrate [--max-list N] [--max-migrate M] DIR...
+ *   pfs-relayout scan    [--max-list N] [--max-files F] [--resume DIR CURSOR]... [--] DIR...
+ *   pfs-relayout migrate [--max-list N] [--max-migrate M] [--max-files F] [--resume DIR CURSOR]... [--] DIR...
  *   pfs-relayout inspect PATH...
  *   pfs-relayout remove PATH...
  *
@@ -17,6 +17,21 @@
  *   PFSLAYOUT-STALE        <dir> <file> <datafiles> <dist name> <strip size or ->   (at most N per DIR, default 100)
  *   PFSLAYOUT-STALE-COUNT  <dir> <stale files> <files scanned>                       (one per DIR)
  *
+ * Pages. A large tree takes longer than a Job may run, so --max-files F bounds the files compared (F >= 1,
+ * shared by all DIRs of the run; no bound without it). The walk is depth-first with each directory's
+ * entries in strcmp order, so a position in it is the path of a file relative to DIR. When the budget
+ * runs out inside a DIR, its count line is replaced by
+ *
+ *   PFSLAYOUT-STALE-PAGE   <dir> <stale files> <files scanned> <cursor>
+ *
+ * with the counts of this run and the cursor: the last file compared, relative to DIR (sub/b/file7).
+ * "--resume DIR CURSOR" (DIR exactly as among the operands) starts the next run after it: in each
+ * directory on the cursor's path, names before the cursor's are skipped (cursor.c). It is an order, not
+ * a lookup, so a cursor whose file has gone meanwhile still works; files created before the cursor
+ * meanwhile wait for the next pass. A DIR the run does not reach because the budget is spent gets a
+ * PAGE line with 0 0 and the cursor it was given (empty: from its beginning). A DIR that finishes prints
+ * its count line, with the counts of this run only (the caller sums the pages of a pass).
+ *
  * migrate does the same and re-lays out up to M stale files (default 50: copies started, shared by
  * all DIRs of the run; a file it refuses before copying costs none: when not run as root, files of
  * other owners, whose owner the copy could not keep — at most N such lines per DIR): each is copied into ".pfslayout-migrate-<name>" beside it, which is created now and so
@@ -29,7 +44,8 @@
  *   PFSLAYOUT-MIGRATE-FAILED  <dir> <file> <reason>
  *
  * and its STALE lines and count are the files still stale after the run (failed or beyond M), so the
- * next run continues where this one stopped. inspect prints one line per path:
+ * next run continues where this one stopped. Pages work the same way in migrate (M still applies).
+ * inspect prints one line per path:
  *
  *   PFSLAYOUT-LAYOUT <path> <datafiles> <datafiles stored now> <stuffed|unstuffed> <dist name> <params or ->
  *
@@ -75,8 +91,9 @@
 
 static int usage(void)
 {
-    fputs("usage: pfs-relayout scan [--max-list N] DIR...\n"
-          "       pfs-relayout migrate [--max-list N] [--max-migrate M] DIR...\n"
+    fputs("usage: pfs-relayout scan [--max-list N] [--max-files F] [--resume DIR CURSOR]... [--] DIR...\n"
+          "       pfs-relayout migrate [--max-list N] [--max-migrate M] [--max-files F]\n"
+          "                            [--resume DIR CURSOR]... [--] DIR...\n"
           "       pfs-relayout inspect PATH...\n"
           "       pfs-relayout remove PATH...\n",
           stderr);
@@ -93,8 +110,42 @@ static int parse_count(const char *text, long *out)
     return 0;
 }
 
+/* The --resume pairs of a run: argv[at[k]] is a DIR, argv[at[k] + 1] its cursor. */
+struct resumes {
+    int *at;
+    int count;
+};
+
+/* Each DIR named once, and among the operands: a cursor for a directory not scanned is a caller's
+ * mistake, not something to ignore. */
+static int check_resumes(int argc, char **argv, int first, const struct resumes *r)
+{
+    for (int k = 0; k < r->count; k++) {
+        const char *dir = argv[r->at[k]];
+        int known = 0;
+        for (int i = first; i < argc && !known; i++)
+            known = strcmp(argv[i], dir) == 0;
+        for (int j = 0; j < k && known; j++)
+            known = strcmp(argv[r->at[j]], dir) != 0;
+        if (!known) {
+            fprintf(stderr, "pfs-relayout: --resume %s: not one of the directories, or named twice\n", dir);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const char *resume_of(char **argv, const struct resumes *r, const char *dir)
+{
+    for (int k = 0; k < r->count; k++)
+        if (strcmp(argv[r->at[k]], dir) == 0)
+            return argv[r->at[k] + 1];
+    return NULL;
+}
+
 /* Options come first; what follows them is the list of directories (or paths for inspect). */
-static int parse_options(int argc, char **argv, int migrate, struct scan_options *opt, int *first)
+static int parse_options(int argc, char **argv, int paged, struct scan_options *opt, struct resumes *r,
+                         int *first)
 {
     int i = 2;
     for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
@@ -102,17 +153,25 @@ static int parse_options(int argc, char **argv, int migrate, struct scan_options
             i++;
             break;
         }
-        long *target = strcmp(argv[i], "--max-list") == 0                ? &opt->max_list
-                       : migrate && strcmp(argv[i], "--max-migrate") == 0 ? &opt->max_migrate
-                                                                           : NULL;
-        if (!target || i + 1 >= argc || parse_count(argv[i + 1], target) < 0) {
+        if (paged && strcmp(argv[i], "--resume") == 0 && i + 2 < argc) {
+            r->at[r->count++] = i + 1;
+            i += 2;
+            continue;
+        }
+        long *target = strcmp(argv[i], "--max-list") == 0                   ? &opt->max_list
+                       : opt->migrate && strcmp(argv[i], "--max-migrate") == 0 ? &opt->max_migrate
+                       : paged && strcmp(argv[i], "--max-files") == 0        ? &opt->max_files
+                                                                              : NULL;
+        /* A budget of no files would make no progress: pages must move. */
+        if (!target || i + 1 >= argc || parse_count(argv[i + 1], target) < 0 ||
+            (target == &opt->max_files && *target < 1)) {
             fprintf(stderr, "pfs-relayout: bad option %s\n", argv[i]);
             return -1;
         }
         i++;
     }
     *first = i;
-    return i < argc ? 0 : -1;
+    return i < argc ? check_resumes(argc, argv, i, r) : -1;
 }
 
 static int start(struct session *s)
@@ -130,7 +189,7 @@ static int start(struct session *s)
 
 int main(int argc, char **argv)
 {
-    struct scan_options opt = {0, 100, 50};
+    struct scan_options opt = {0, 100, 50, -1};
     struct scan_totals tot = {0};
     struct session s;
     int first, status = 0;
@@ -139,21 +198,34 @@ int main(int argc, char **argv)
     int scan = strcmp(argv[1], "scan") == 0, migrate = strcmp(argv[1], "migrate") == 0;
     int inspect = strcmp(argv[1], "inspect") == 0, remove = strcmp(argv[1], "remove") == 0;
     opt.migrate = migrate;
-    if (!(scan || migrate || inspect || remove) || parse_options(argc, argv, migrate, &opt, &first) < 0)
+    /* At most one --resume per three arguments. */
+    struct resumes resumes = {calloc((size_t)argc / 3 + 1, sizeof(int)), 0};
+    if (!resumes.at)
+        return 2;
+    if (!(scan || migrate || inspect || remove) ||
+        parse_options(argc, argv, scan || migrate, &opt, &resumes, &first) < 0) {
+        free(resumes.at);
         return usage();
+    }
     /* Line-buffered: report lines and stderr complaints interleave in the Job log as they happened. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (start(&s) < 0)
         return 2;
     for (int i = first; i < argc; i++) {
+        const char *resume = resume_of(argv, &resumes, argv[i]);
+        if ((scan || migrate) && opt.max_files == 0) {
+            report_not_started(argv[i], resume);
+            continue;
+        }
         int ret = inspect ? inspect_path(&s, argv[i])
                   : remove ? remove_path(&s, argv[i])
-                           : scan_directory(&s, argv[i], &opt, &tot);
+                           : scan_directory(&s, argv[i], resume, &opt, &tot);
         if (ret < 0)
             status = 1;
     }
     if (tot.errors)
         status = 1;
     PVFS_sys_finalize();
+    free(resumes.at);
     return status;
 }

@@ -58,21 +58,50 @@ int migrate_refused(const struct session *s, const PVFS_sys_attr *attr, char *wh
 int migrate_file(struct session *s, PVFS_object_ref dir, const char *name, PVFS_object_ref file,
                  const struct layout *current, struct layout *now, char *why, size_t whylen);
 
+/* cursor.c: where a bounded scan stopped, as the relative path of the last file compared */
+struct cursor {
+    char *text;    /* a copy of the path, split in place */
+    char **parts;  /* its components, empty ones dropped */
+    size_t count;  /* 0: no cursor, the walk starts at the beginning */
+};
+/* Where an entry of a directory on the cursor's path stands (directories off that path are walked whole). */
+enum cursor_step {
+    CURSOR_BEFORE,  /* before the cursor: compared in an earlier page, skipped */
+    CURSOR_ON_PATH, /* the cursor's component here. A file: the cursor itself, or one that sorts before the
+                     * cursor's path below it: skipped. A directory: walked with the cursor (below the
+                     * cursor's last component, which a directory may have replaced, all follows it) */
+    CURSOR_AFTER,   /* after the cursor: walked as usual */
+};
+int cursor_parse(const char *text, struct cursor *c);
+void cursor_free(struct cursor *c);
+enum cursor_step cursor_step(const struct cursor *c, size_t depth, const char *name);
+
 /* scan.c */
 struct scan_options {
     int migrate;      /* re-lay out stale files (else only report them) */
     long max_list;    /* stale files listed per directory */
     long max_migrate; /* copies this run may still start (shared by all directories) */
+    long max_files;   /* files this run may still compare (shared by all directories); -1: no bound */
 };
 struct scan_totals {
     long scanned, stale, migrated, failed;
     int errors; /* something could not be read: the report is incomplete */
 };
-int scan_directory(struct session *s, const char *path, struct scan_options *opt, struct scan_totals *tot);
+/* `resume`: the cursor a previous page of this directory printed ("" or NULL: from the beginning). */
+int scan_directory(struct session *s, const char *path, const char *resume, struct scan_options *opt,
+                   struct scan_totals *tot);
 int inspect_path(struct session *s, const char *path);
-/* a client path to its object (links followed); a report field (tab, newline, backslash escaped) */
+/* a client path to its object (links followed) */
 int resolve_path(struct session *s, const char *path, PVFS_object_ref *ref);
+
+/* report.c: the lines main.c's header lists; each field with its tab, newline, backslash escaped */
 void put_report_field(const char *text);
+void report_stale(const char *root, const char *path, const struct layout *l);
+void report_migrated(const char *root, const char *path, const struct layout *old, const struct layout *now);
+void report_failed(const char *root, const char *path, const char *why);
+void report_page(const char *root, long stale, long scanned, const char *after);
+/* The line of a directory this run did not start (the file budget was spent): resume where it was. */
+void report_not_started(const char *root, const char *resume);
 
 /* remove.c */
 int remove_path(struct session *s, const char *path);

@@ -87,6 +87,9 @@ class DirectoryHints:
     check: bool = False  # also create a probe file under the hints and report its datafile count
     scan: bool = False  # then list existing files whose layout is not the current one
     migrate: bool = False  # then re-lay them out (implies scan)
+    # Where this directory's scan resumes: the cursor its last PAGE line printed ("": from the beginning).
+    # Where a pass stands, not which hints are wanted: hintjob.hints_digest leaves it out.
+    resume_after: str = ""
 
     def check_size(self) -> int:
         """One byte past the largest strip the hints name (64 KiB, OrangeFS's default, when none)."""
@@ -105,14 +108,16 @@ class Reported:
 
 
 def script(dirs: Iterable[DirectoryHints], max_list: int = relayout.DEFAULT_MAX_LIST,
-           max_migrate: int = relayout.DEFAULT_MAX_MIGRATE) -> str:
+           max_migrate: int = relayout.DEFAULT_MAX_MIGRATE, max_files: int = relayout.DEFAULT_MAX_FILES) -> str:
     """The POSIX shell script that creates `dirs` and sets their hints, then scans (at most `max_list`
-    stale files listed per directory) and migrates (at most `max_migrate` files in all) those that ask
-    for it; exits 1 if anything failed."""
-    relayout.check_limits(max_list, max_migrate)
+    stale files listed per directory, `max_files` files compared in all, each directory resumed after
+    its `resume_after`) and migrates (at most `max_migrate` files in all) those that ask for it; exits 1
+    if anything failed."""
+    relayout.check_limits(max_list, max_migrate, max_files)
     lines = [_PRELUDE]
     scan: list[tuple[int, str]] = []
     migrate: list[tuple[int, str]] = []
+    resume: dict[str, str] = {}
     for i, d in enumerate(dirs):
         q = shlex.quote(d.path)
         calls = [f"hint {q} {shlex.quote(k)} {shlex.quote(v)}" for k, v in sorted(d.xattrs.items())]
@@ -122,8 +127,10 @@ def script(dirs: Iterable[DirectoryHints], max_list: int = relayout.DEFAULT_MAX_
             # Remembered, not run here: every directory's hints come first, then one call per mode.
             calls.append(f"{relayout.flag(i)}=1")
             (migrate if d.migrate else scan).append((i, d.path))
+            if d.resume_after:
+                resume.setdefault(d.path, d.resume_after)
         lines.append(f"if mkdir_p {q}; then " + ("; ".join(calls) or ":") + "; fi")
-    lines += relayout.commands(scan, migrate, max_list, max_migrate)
+    lines += relayout.commands(scan, migrate, max_list, max_migrate, max_files, resume)
     lines.append('exit "$fail"')
     return "\n".join(lines) + "\n"
 

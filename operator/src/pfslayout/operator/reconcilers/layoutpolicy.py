@@ -10,6 +10,7 @@ restarted operator finds the one it started.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from typing import Any
@@ -112,6 +113,7 @@ class Reconcile(Reconciler):
         self.rules: list[dict[str, Any]] = []
         self.digest = ""
         self.same = False
+        self.cursors: dict[str, str] = {}  # rule directory -> where its scan resumes ("": from the start)
 
     # ----------------------------------------------------------------------------------------- main
 
@@ -133,6 +135,7 @@ class Reconcile(Reconciler):
         self.publish_shim_config(params)
         self.digest = hints_digest(dirs) if dirs else ""
         self.same = self.old.get("hintsDigest") == self.digest
+        dirs = self.resuming(dirs)
         self.rules = self.carried_over()
         for r in self.rules:  # the model against the last traced job that reached the rule
             if (judged := learned.predictions.get(str(r.get("path")))) is not None:
@@ -189,6 +192,17 @@ class Reconcile(Reconciler):
             # where the shim writes the traces of this namespace's jobs (ROMIO cannot create directories)
             dirs.append(DirectoryHints(self.trace_dir, {}))
         return dirs
+
+    def resuming(self, dirs: list[DirectoryHints]) -> list[DirectoryHints]:
+        """A scan that stopped at its bound (a big directory: orangefs/relayout.py pages) goes on after the
+        file where the last Job stopped, while the hints are the ones it judged against; new hints start
+        a new pass."""
+        for d in self.decisions:
+            if _settable(d):
+                before = (self.previous.get(d.path) or {}).get("existingFiles")
+                self.cursors[d.dirs[0].path] = existing.resume_after(before) if self.same else ""
+        return [dataclasses.replace(x, resume_after=self.cursors.get(x.path, "")) if x.scan or x.migrate else x
+                for x in dirs]
 
     def publish_shim_config(self, params: CostParams) -> None:
         """The config selected jobs run with (tracing, the replica sets of hybrid rules); where no webhook
@@ -279,7 +293,8 @@ class Reconcile(Reconciler):
 
     def record_applied(self, outcome: HintOutcome, stamp: str) -> bool:
         """What the finished Job verified, per rule: applied, the datafiles a new file gets, the files that
-        keep an older layout (Events for what changed); True while a `migrate` rule has files left."""
+        keep an older layout (Events for what changed); True while a scan has pages left or a `migrate` rule
+        has files left."""
         pending = False
         for d, r in zip(self.decisions, self.rules):
             if not _settable(d):
@@ -290,13 +305,16 @@ class Reconcile(Reconciler):
             if got is not None:
                 r["datafiles"] = got
             before = (self.previous.get(d.path) or {}).get("existingFiles")
+            if before and not self.cursors.get(primary):  # a pass from the start: the last one's sums go
+                before = {k: v for k, v in before.items() if k != "scanning"}
             r["existingFiles"] = existing.files_status(
                 outcome.stale.get(primary), outcome.migrated.get(primary, []), primary in outcome.unscanned,
-                self.platform.mount_path, stamp, before)
+                self.platform.mount_path, stamp, before, outcome.pages.get(primary))
             migrate = bool(self.rule_specs[d.index].get("migrate"))
             for ev in existing.events(d.index, d.path, migrate, r["existingFiles"], before):
                 self.post(self.body, ev.type, ev.reason, ev.message[:1000])
-            pending = pending or (migrate and existing.progress(r["existingFiles"]))
+            # a scan with pages left, or a migration that moved files and left some: another Job soon
+            pending = pending or existing.progress(r["existingFiles"])
         return pending
 
     def between_checks(self, any_dirs: bool) -> Ready:

@@ -26,7 +26,15 @@ from pfslayout.orangefs.dirhints import (
     verify,
     verify_datafiles,
 )
-from pfslayout.orangefs.relayout import Migrated, StaleReport, parse_migrated, parse_stale, unreported
+from pfslayout.orangefs.relayout import (
+    Migrated,
+    Page,
+    StaleReport,
+    parse_migrated,
+    parse_pages,
+    parse_stale,
+    unreported,
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,7 @@ class HintOutcome:
     stale: dict[str, StaleReport] = field(default_factory=dict)  # scanned directories: files keeping old layouts
     migrated: dict[str, list[Migrated]] = field(default_factory=dict)  # migrate directories: what was copied
     unscanned: tuple[str, ...] = ()  # directories asked to scan that report no count (unreadable)
+    pages: dict[str, Page] = field(default_factory=dict)  # scanned directories whose scan stopped at its bound
 
 
 def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, owner: Owner,
@@ -75,7 +84,8 @@ def ensure_hints(kube: Kube, cluster: OrangeFSClusterSpec, cluster_name: str, ow
                     if r.action == "set")
     scanned = [d.path for d in dirs if d.scan or d.migrate]
     return HintOutcome("applied", name, f"{len(dirs)} directories verified", changed(report), parse_datafiles(log),
-                       drifted, parse_stale(log), parse_migrated(log), tuple(unreported(scanned, log)))
+                       drifted, parse_stale(log), parse_migrated(log), tuple(unreported(scanned, log)),
+                       parse_pages(log))
 
 
 def release(kube: Kube, namespace: str, outcome: HintOutcome) -> None:
