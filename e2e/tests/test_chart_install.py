@@ -37,7 +37,12 @@ def can_i(cluster, verb: str, resource: str, *extra: str) -> bool:  # noqa: ANN0
 
 def test_release_objects(cluster, release: str) -> None:  # noqa: ANN001
     deploy = cluster.kubectl_json("get", "deployment", RELEASE, "-n", RELEASE_NS)
-    assert deploy["spec"]["strategy"]["type"] == "Recreate" and deploy["spec"]["replicas"] == 1
+    # rolled without a gap; the e2e lanes run one replica (lanes.py), test_real_ha.py two
+    assert deploy["spec"]["strategy"] == {"type": "RollingUpdate",
+                                          "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    pdb = cluster.kubectl_json("get", "poddisruptionbudget", RELEASE, "-n", RELEASE_NS)
+    assert pdb["spec"]["maxUnavailable"] == 1
+    cluster.kubectl("get", "crd", "clusterkopfpeerings.kopf.dev")
     assert deploy["spec"]["template"]["spec"]["serviceAccountName"] == RELEASE
     cluster.kubectl("get", "serviceaccount", RELEASE, "-n", RELEASE_NS)
     svc = cluster.kubectl_json("get", "service", RELEASE, "-n", RELEASE_NS)
@@ -223,7 +228,7 @@ def test_second_release_without_crds_installs_beside_the_first(cluster, release:
     assert refused.returncode != 0 and "cannot be imported" in refused.stderr, refused.stderr
     try:
         cluster.helm("install", other, *chart_source(cluster), "-n", ns, "--create-namespace", "--set",
-                     "crds.install=false",
+                     "crds.install=false", "--set", "replicas=1",
                      "--wait", "--timeout", "120s", timeout=180)
         assert cluster.kubectl_json("get", "clusterrole", f"{other}-pfs-layout-operator")["rules"]
         crd = cluster.kubectl_json("get", "crd", "orangefsclusters.pfslayout.io")

@@ -55,6 +55,9 @@ def test_uninstall_with_objects_present_leaves_their_namespace_deletable(
         assert cluster.kubectl_json("get", "deployments", "-n", lane.release_ns)["items"] == []
         left = {k: cluster.kubectl_json("get", k, "kept", "-n", ns)["metadata"].get("finalizers") or [] for k in KINDS}
         assert all(mine not in f for f in left.values()), left
+        # the replicas' peering object (cluster-scoped) went with the release
+        peerings = cluster.kubectl("get", "clusterkopfpeerings.kopf.dev", "-o", "name").stdout.split()
+        assert not [p for p in peerings if p.rsplit("/", 1)[-1].startswith(lane.release)], peerings
         # the hook's own objects went with its success
         hooks = cluster.kubectl_json("get", "jobs,serviceaccounts", "-n", lane.release_ns, "-l",
                                      "app.kubernetes.io/component=uninstall")["items"]

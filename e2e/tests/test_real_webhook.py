@@ -72,7 +72,8 @@ def webhook_operator(cluster: Cluster) -> Iterator[dict[str, Any]]:
     cluster.helm("upgrade", "--install", RELEASE, *chart_source(cluster), "-n", RELEASE_NS,
                  "--create-namespace",
                  *operator_chart_values(cluster.mode, cluster.state_dir), *current().watch_values,
-                 "--set", "webhook.syncSeconds=2", "--wait", "--timeout", "300s", timeout=360)
+                 # one replica: these tests restart and scale it (two are test_real_ha.py's)
+                 "--set", "replicas=1", "--set", "webhook.syncSeconds=2", "--wait", "--timeout", "300s", timeout=360)
     pods = cluster.wait_until(lambda: operator_pods(cluster), "the operator pod Ready", timeout=180, interval=1)
     assert_real_pods(cluster, pods)
     cluster.wait_until(lambda: webhook_config(cluster)["clientConfig"].get("caBundle"),

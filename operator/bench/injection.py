@@ -9,7 +9,8 @@ What it does, on the shared cluster (its namespaces are `pfsbench-*`, removed af
 installed in-cluster on the real node like e2e/tests/test_real_webhook.py does, and uninstalled):
 
 1. one real OrangeFSCluster and the LayoutPolicy `bench` selecting `app=bench` in `pfsbench-a`; the other
-   policies spread over 19 namespaces, pointing at absent clusters (reconciled every 5 s like any);
+   policies spread over 19 namespaces, pointing at absent clusters; `--replicas` operator replicas (the
+   chart's 2: the API server sends each review to either);
 2. `--samples` AdmissionReviews sent straight to the webhook over HTTPS, as the API server sends them
    (dry run), timed one by one: the admission latency itself, p50/p99. Then `--samples` creations of a
    selected MPIJob in `pfsbench-a` (injected by the webhook) and as many of an
@@ -17,8 +18,8 @@ installed in-cluster on the real node like e2e/tests/test_real_webhook.py does, 
    wall time of each CREATE over one kept-alive connection, p50/p99; the webhook's share from the API
    server's `apiserver_admission_webhook_admission_duration_seconds` and the operator's own
    `pfslayout_reconcile_duration_seconds{handler="admission"}` histograms (bucket bounds);
-3. more jobs until `--jobs` exist, then the operator process's VmRSS (read from /proc on the real node,
-   which is this machine) sampled for 60 s of steady state.
+3. more jobs until `--jobs` exist, then the operator processes' VmRSS (read from /proc on the real node,
+   which is this machine; the larger of the replicas) sampled for 60 s of steady state.
 
 The jobs carry `runPolicy.managedBy: kueue.x-k8s.io/multikueue`, so the MPI Operator leaves them alone
 (no pods): the benchmark measures admission and the operator, not the MPI Operator.
@@ -82,20 +83,24 @@ def bucket_quantile(before: dict[float, float], after: dict[float, float], q: fl
     return "n/a"
 
 
-def operator_pid() -> int:
-    pids = [int(p) for p in subprocess.run(["pgrep", "-f", "kopf run --standalone"], capture_output=True,
+def operator_pids(replicas: int) -> list[int]:
+    """The chart's operator processes on this node (the real node), once all `replicas` run; [] before."""
+    pids = [int(p) for p in subprocess.run(["pgrep", "-f", "kopf run --peering"], capture_output=True,
                                            text=True, check=False).stdout.split()]
     ours = [p for p in pids if "pfslayout.operator" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
-    if len(ours) != 1:
-        sys.exit(f"injection bench: expected one operator process on this node, found {ours}")
-    return ours[0]
+    if len(ours) > replicas:
+        sys.exit(f"injection bench: expected {replicas} operator processes on this node, found {ours}")
+    return ours if len(ours) == replicas else []
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+def rss_mb(pids: list[int]) -> float:
+    """The largest resident set of the replicas (the leader's, normally: the standby only serves admissions)."""
+    out = []
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                out.append(int(line.split()[1]) / 1024)
+    return max(out, default=float("nan"))
 
 
 def webhook_latencies(c: Cluster, ns: str, n: int) -> list[float]:
@@ -155,6 +160,7 @@ def main() -> None:
     ap.add_argument("--policies", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=200)
+    ap.add_argument("--replicas", type=int, default=2, help="operator replicas (the chart's default: 2)")
     args = ap.parse_args()
     c = Cluster("injection bench")
     if c.mode != "local":
@@ -164,10 +170,10 @@ def main() -> None:
     spaces = ["pfsbench-a", "pfsbench-free"] + [f"pfsbench-{i}" for i in range(1, 20)]
     t_start = time.monotonic()
     try:
-        c.install_chart()
-        pid = c.wait(lambda: (operator_pid() if c.k("get", "mutatingwebhookconfiguration", RELEASE, "-o",
-                                                     "jsonpath={.webhooks[0].clientConfig.caBundle}") else 0),
-                     "the operator serving its webhook", 180)
+        c.install_chart("--set", f"replicas={args.replicas}")
+        pid = c.wait(lambda: (operator_pids(args.replicas) if c.k(
+            "get", "mutatingwebhookconfiguration", RELEASE, "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}")
+            else []), "the operator serving its webhook", 180)
         rss_idle = rss_mb(pid)
         for ns in spaces:
             c.namespace(ns)
@@ -234,8 +240,8 @@ def main() -> None:
         p50, p99 = percentile(selected, 50), percentile(selected, 99)
         b50, b99 = percentile(baseline, 50), percentile(baseline, 99)
         hook = {"name": "mpijobs.pfslayout.io"}
-        print(f"injection bench: {args.policies} LayoutPolicies in {len(spaces) - 1} namespaces, {made} MPIJobs "
-              f"({time.monotonic() - t_start:.0f} s)")
+        print(f"injection bench: {args.policies} LayoutPolicies in {len(spaces) - 1} namespaces, {made} MPIJobs, "
+              f"{args.replicas} operator replicas ({time.monotonic() - t_start:.0f} s)")
         d50, d99 = percentile(direct, 50), percentile(direct, 99)
         print(f"  admission review at the webhook (HTTPS, TLS verified): p50 {d50:6.1f} ms   p99 {d99:6.1f} ms   "
               f"n={len(direct)}")

@@ -60,6 +60,7 @@ MODULES: dict[str, str] = {
     "test_generated_specs.py": "e",
     # the serial lane: after everything else, alone
     "test_real_upgrade.py": SERIAL,
+    "test_real_ha.py": SERIAL,  # kills the shared release's leader
     "test_real_pod_hardening.py": SERIAL,
     "test_real_node_stop.py": SERIAL,
 }
@@ -129,10 +130,12 @@ class Lane:
 
     @property
     def chart_values(self) -> list[str]:
-        """Helm values of the lane's release beyond the watched namespaces: a lane's own release leaves the
-        CRDs and the admission webhook to the shared one."""
+        """Helm values of the lane's release beyond the watched namespaces: one operator replica (the chart's
+        two, leader and standby, are test_real_ha.py's: a standby per lane would cost the 2-core machine a
+        process each for nothing the lane tests); a lane's own release leaves the CRDs and the admission
+        webhook to the shared one."""
         extra = [] if self.shared else ["--set", "crds.install=false", "--set", "webhook.enabled=false"]
-        return [*self.watch_values, *extra]
+        return [*self.watch_values, "--set", "replicas=1", *extra]
 
 
 _current = Lane("r")

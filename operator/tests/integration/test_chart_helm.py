@@ -60,8 +60,13 @@ def test_every_value_set_renders_valid_objects(render: Render, args: list[str]) 
         assert {"apiVersion", "kind", "metadata"} <= set(d), d
         assert d["metadata"].get("name"), d
     (deploy,) = by_kind(docs, "Deployment")
-    assert deploy["spec"]["replicas"] == 1
-    assert deploy["spec"]["strategy"] == {"type": "Recreate"}
+    # two replicas, one leader (Kopf peering); an upgrade rolls without a gap in the webhook
+    assert deploy["spec"]["replicas"] == 2
+    assert deploy["spec"]["strategy"] == {"type": "RollingUpdate",
+                                          "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    (pdb,) = by_kind(docs, "PodDisruptionBudget")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"] == deploy["spec"]["selector"]
 
 
 def operator_container(docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -72,7 +77,7 @@ def operator_container(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_operator_command_is_the_kopf_contract(render: Render) -> None:
     c = operator_container(render())
-    assert c["command"][:5] == ["kopf", "run", "--standalone", "--all-namespaces",
+    assert c["command"][:5] == ["kopf", "run", "--peering=rel-pfs-layout-operator", "--all-namespaces",
                                 "--liveness=http://0.0.0.0:8080/healthz"]
     assert c["command"][-2:] == ["-m", "pfslayout.operator.main"]
     env = {e["name"]: e.get("value") for e in c["env"]}
@@ -81,11 +86,29 @@ def test_operator_command_is_the_kopf_contract(render: Render) -> None:
     assert env["PFSLAYOUT_NAMESPACE_ROLE"] == "rel-pfs-layout-operator-namespace"
     assert env["PFSLAYOUT_SERVICE_ACCOUNT"] == "pfs-system:rel-pfs-layout-operator"
     from_field = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"] if "valueFrom" in e}
-    assert from_field == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
+    assert from_field == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name", "POD_ID": "metadata.name"}
+    assert env["PFSLAYOUT_PEERING_LIFETIME_SECONDS"] == "10"
     for probe in ("livenessProbe", "readinessProbe"):
         assert c[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"health": 8080, "metrics": 9090, "webhook": 9443}
     assert env["PFSLAYOUT_WEBHOOK_ADDR"] == "0.0.0.0:9443"
+
+
+def test_replicas_peer_through_kopfs_crd_and_prefer_different_nodes(render: Render) -> None:
+    docs = render()
+    (crd,) = [d for d in by_kind(docs, "CustomResourceDefinition") if d["spec"]["group"] == "kopf.dev"]
+    assert crd["metadata"]["name"] == "clusterkopfpeerings.kopf.dev" and crd["spec"]["scope"] == "Cluster"
+    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert not by_kind(render("--set", "crds.install=false"), "CustomResourceDefinition")
+    (deploy,) = by_kind(docs, "Deployment")
+    term = deploy["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == deploy["spec"]["selector"]["matchLabels"]
+    (deploy,) = by_kind(render("--set", "replicas=1", "--set", "podDisruptionBudget.enabled=false",
+                               "--set-json", 'affinity={"nodeAffinity":{}}'), "Deployment")
+    assert deploy["spec"]["replicas"] == 1 and deploy["spec"]["template"]["spec"]["affinity"] == {"nodeAffinity": {}}
+    assert not by_kind(render("--set", "podDisruptionBudget.enabled=false"), "PodDisruptionBudget")
 
 
 def test_pod_is_hardened(render: Render) -> None:
@@ -128,11 +151,12 @@ def test_the_operator_leaves_a_lost_node_after_node_loss_toleration_seconds(rend
 def test_crd_toggles(render: Render) -> None:
     crds = by_kind(render(), "CustomResourceDefinition")
     assert sorted(c["metadata"]["name"] for c in crds) == [
-        "costcalibrations.pfslayout.io", "layoutpolicies.pfslayout.io", "orangefsclusters.pfslayout.io"]
+        "clusterkopfpeerings.kopf.dev", "costcalibrations.pfslayout.io", "layoutpolicies.pfslayout.io",
+        "orangefsclusters.pfslayout.io"]
     assert all(c["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep" for c in crds)
     assert by_kind(render("--set", "crds.install=false"), "CustomResourceDefinition") == []
     unkept = by_kind(render("--set", "crds.keep=false"), "CustomResourceDefinition")
-    assert len(unkept) == 3
+    assert len(unkept) == 4
     assert all("helm.sh/resource-policy" not in c["metadata"].get("annotations", {}) for c in unkept)
 
 
@@ -238,8 +262,9 @@ def _granted(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
         for field in ("apiGroups", "resources", "verbs"):
             assert "*" not in r[field], f"wildcard in {r}"
         assert "nonResourceURLs" not in r
-        # the one named rule: the chart's own webhook configuration (its CA bundle and scope)
-        assert "resourceNames" not in r or r["resources"] == ["mutatingwebhookconfigurations"]
+        # the named rules: the chart's own webhook configuration (its CA bundle and scope) and peering object
+        assert "resourceNames" not in r or r["resources"] in (["mutatingwebhookconfigurations"],
+                                                               ["clusterkopfpeerings"])
         for g in r["apiGroups"]:
             for res in r["resources"]:
                 granted.setdefault((g, res), set()).update(r["verbs"])
@@ -267,7 +292,9 @@ def test_rbac_is_least_privilege(render: Render) -> None:
     # that pin hostPath servers to their nodes (cluster-scoped: no RoleBinding can grant them).
     for (group, res), verbs in wide.items():
         assert group in ("pfslayout.io", "admissionregistration.k8s.io") or verbs <= READS \
-            or (group, res) == ("", "persistentvolumes"), (group, res, verbs)
+            or (group, res) in (("", "persistentvolumes"), ("kopf.dev", "clusterkopfpeerings")), (group, res, verbs)
+    # leader election: Kopf's peering objects, written only to create and keep this release's
+    assert wide[("kopf.dev", "clusterkopfpeerings")] == {"list", "watch", "create", "get", "patch"}
     assert wide[("", "persistentvolumes")] == {"get", "list", "create", "patch", "delete"}
     # the nodes servers spread over (servers.spread) are listed, nothing more
     assert wide[("", "nodes")] == {"list"} and ("", "nodes") not in local
@@ -292,8 +319,10 @@ def test_rbac_is_least_privilege(render: Render) -> None:
     assert local[("", "pods/log")] == {"get"}
     assert wide[("apiextensions.k8s.io", "customresourcedefinitions")] == READS
     assert "create" not in wide[("pfslayout.io", "orangefsclusters")]
-    (hooks,) = [r for r in roles["rel-pfs-layout-operator"]["rules"] if r.get("resourceNames")]
-    assert hooks["resourceNames"] == ["rel-pfs-layout-operator"] and hooks["verbs"] == ["get", "patch"]
+    named = {r["resources"][0]: r for r in roles["rel-pfs-layout-operator"]["rules"] if r.get("resourceNames")}
+    assert set(named) == {"mutatingwebhookconfigurations", "clusterkopfpeerings"}
+    for rule in named.values():
+        assert rule["resourceNames"] == ["rel-pfs-layout-operator"] and rule["verbs"] == ["get", "patch"]
 
 
 def test_watch_namespaces_bind_names_leave_globs_to_enrollment(render: Render) -> None:
@@ -359,6 +388,9 @@ BAD_VALUES = {
     "namespace not a DNS label": ({"operator": {"watchNamespaces": ["Batch_1"]}}, "Batch_1"),
     "negated glob (Kopf syntax fnmatch lacks)": ({"operator": {"watchNamespaces": ["!kube-*"]}}, "!kube-*"),
     "no namespace": ({"operator": {"watchNamespaces": []}}, "[]"),
+    "no replica": ({"replicas": 0}, "0"),
+    "a budget that blocks every drain": ({"podDisruptionBudget": {"enabled": True, "maxUnavailable": 0}}, "0"),
+    "a peering lifetime too short to renew": ({"peering": {"lifetimeSeconds": 1}}, "1"),
 }
 
 
@@ -388,6 +420,8 @@ def test_rendered_crds_equal_the_crds_folder(render: Render) -> None:
         source[doc["metadata"]["name"]] = doc
     rendered = {}
     for doc in by_kind(render(), "CustomResourceDefinition"):
+        if doc["spec"]["group"] == "kopf.dev":
+            continue  # Kopf's own peering CRD (templates/peering-crd.yaml), not a pfslayout.io kind
         annotations = doc["metadata"].pop("annotations")
         assert annotations["pfslayout.io/source"].startswith("crds/")
         rendered[doc["metadata"]["name"]] = doc
@@ -410,7 +444,7 @@ def test_uninstall_hook_stops_the_operator_then_releases_its_objects_with_rights
     assert c["command"] == ["python3", "-m", "pfslayout.operator.uninstall", "--namespace=pfs-system",
                             "--deployment=rel-pfs-layout-operator",
                             "--selector=app.kubernetes.io/instance=rel,app.kubernetes.io/component=operator",
-                            "--watch-namespaces=e2e-*,batch", "--timeout=150"]
+                            "--watch-namespaces=e2e-*,batch", "--timeout=150", "--peering=rel-pfs-layout-operator"]
     assert c["image"] == operator_container(docs)["image"] and job["spec"]["activeDeadlineSeconds"] == 180
     assert c["securityContext"]["readOnlyRootFilesystem"] and pod["securityContext"]["runAsNonRoot"]
     # the selector names the operator's pods, not the hook's own
@@ -418,8 +452,11 @@ def test_uninstall_hook_stops_the_operator_then_releases_its_objects_with_rights
     assert deploy["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] == "operator"
     assert job["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] == "uninstall"
     (cluster_role,) = [d for d in hook if d["kind"] == "ClusterRole"]
-    assert _granted(cluster_role) == {("pfslayout.io", r): {"get", "list", "patch"}
-                                      for r in ("orangefsclusters", "costcalibrations", "layoutpolicies")}
+    assert _granted(cluster_role) == {**{("pfslayout.io", r): {"get", "list", "patch"}
+                                         for r in ("orangefsclusters", "costcalibrations", "layoutpolicies")},
+                                      ("kopf.dev", "clusterkopfpeerings"): {"delete"}}
+    (peer,) = [r for r in cluster_role["rules"] if r.get("resourceNames")]
+    assert peer["resourceNames"] == ["rel-pfs-layout-operator"]  # only the release's own peering object
     (role,) = [d for d in hook if d["kind"] == "Role"]
     assert role["metadata"]["namespace"] == "pfs-system"
     assert role["rules"] == [{"apiGroups": ["apps"], "resources": ["deployments/scale"],

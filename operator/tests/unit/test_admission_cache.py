@@ -40,3 +40,15 @@ def test_events_win_over_an_older_listing_and_deletions_are_confirmed() -> None:
     assert sorted(confirmed) == [("a", "y"), ("b", "new")]
     cache.drop("b", "new")
     assert names(cache, "b") == [] and len(cache) == 1
+
+
+def test_the_watchs_listing_replaces_the_copy_whole() -> None:
+    """policy_watch.py lists, then watches from that list: what the list lacks is gone (a deletion the
+    thread missed while its watch was down), and the copy is seeded."""
+    cache = PolicyCache()
+    cache.put(lp("a", "stale"))
+    cache.replace([lp("a", "x", rv="5"), lp("b", "y")])
+    assert names(cache, "a") == ["x"] and names(cache, "b") == ["y"]
+    assert (cache.in_namespace("a") or [{}])[0]["metadata"]["resourceVersion"] == "5"
+    cache.replace([])
+    assert cache.in_namespace("a") == [] and len(cache) == 0

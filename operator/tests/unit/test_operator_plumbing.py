@@ -14,7 +14,7 @@ from pfslayout.operator import finalizer, settings
 
 def configured(env: dict[str, str]) -> kopf.OperatorSettings:
     s, ours = kopf.OperatorSettings(), settings.load(env)
-    settings.configure(s, ours, finalizer.name(ours.watch_namespaces))
+    settings.configure(s, ours, finalizer.name(ours.watch_namespaces), 1_700_000_000_123_456_789)
     return s
 
 
@@ -30,6 +30,18 @@ def test_kopf_settings_have_timeouts_and_pfslayout_keys() -> None:
     assert s.persistence.diffbase_storage.prefix == "operator.pfslayout.io"
     assert s.posting.enabled and s.posting.reporting_component == "pfs-layout-operator"
     assert s.posting.reporting_instance  # the events API rejects an empty one
+
+
+def test_peering_priorities_make_the_oldest_replica_lead() -> None:
+    """Kopf pauses an operator that sees a peer of higher or the same priority: the priority is the start
+    time negated (a younger replica stands by), the record's lifetime the configured failover time."""
+    older, younger = kopf.OperatorSettings(), kopf.OperatorSettings()
+    ours = settings.load({"PFSLAYOUT_PEERING_LIFETIME_SECONDS": "12"})
+    settings.configure(older, ours, "f", 1_700_000_000_000_000_000)
+    settings.configure(younger, ours, "f", 1_700_000_000_000_001_000)  # one microsecond later
+    assert older.peering.priority > younger.peering.priority
+    assert older.peering.lifetime == 12 and older.peering.stealth
+    assert configured({}).peering.lifetime == 10
 
 
 def test_every_retried_handler_and_timer_backs_off_seconds_not_kopfs_minute() -> None:

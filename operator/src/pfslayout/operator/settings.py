@@ -94,6 +94,7 @@ class Settings:
     calibration_probing: str  # "exclusive": one CostCalibration probes at a time (probe_slot.py); "concurrent"
     layout_poll_s: float
     layout_recheck_s: float
+    peering_lifetime_s: float  # a replica's peering record without a keep-alive: the failover after a crash
     metrics_addr: tuple[str, int] | None
     cluster_domain: str
     # The images of the objects the operator makes when theirs names none (one place: the chart's values
@@ -231,6 +232,7 @@ def load(env: Mapping[str, str]) -> Settings:
         # requests each); 10 minutes keeps 200 idle policies under one request per policy and minute
         # (operator/bench/idle_policies.py, docs/operator.md "Driven by events").
         layout_recheck_s=r.seconds("PFSLAYOUT_LAYOUT_RECHECK_SECONDS", DEFAULT_LAYOUT_RECHECK_S),
+        peering_lifetime_s=r.seconds("PFSLAYOUT_PEERING_LIFETIME_SECONDS", 10),
         metrics_addr=None if metrics is None else r.checked(
             lambda: parse_addr("PFSLAYOUT_METRICS_ADDR", metrics, "127.0.0.1:9090"), None),
         cluster_domain=r.dns_name("PFSLAYOUT_CLUSTER_DOMAIN", DEFAULT_CLUSTER_DOMAIN),
@@ -254,8 +256,9 @@ def current() -> Settings:
     return load(os.environ)
 
 
-def configure(kopf_settings: kopf.OperatorSettings, s: Settings, finalizer: str) -> None:
-    """Kopf's settings from ours; only mutates the object, so a unit test can check every value."""
+def configure(kopf_settings: kopf.OperatorSettings, s: Settings, finalizer: str, start_ns: int) -> None:
+    """Kopf's settings from ours (`start_ns`: when this process started, time.time_ns()); only mutates the
+    object, so a unit test can check every value."""
     kopf_settings.watching.server_timeout = s.watch_server_timeout
     kopf_settings.watching.client_timeout = s.watch_client_timeout
     kopf_settings.watching.connect_timeout = s.watch_connect_timeout
@@ -271,3 +274,11 @@ def configure(kopf_settings: kopf.OperatorSettings, s: Settings, finalizer: str)
     kopf_settings.posting.reporting_instance = s.reporting_instance
     kopf_settings.posting.event_name_prefix = "pfslayout-"
     kopf_settings.execution.max_workers = 8
+    # Peering (`kopf run --peering=NAME`, the chart; docs/reliability.md): the oldest replica leads. Kopf pauses
+    # every operator that sees a live peer of higher or the same priority, so each process takes its start
+    # time, negated, in microseconds: distinct, and lower for the younger (a new pod of a rollout stands by
+    # until the old leader hands over). A crashed leader's record lapses after its lifetime; each replica
+    # renews its own 5-10 s before that (every 1-5 s at the default 10), logged only when it matters.
+    kopf_settings.peering.priority = -(start_ns // 1000)
+    kopf_settings.peering.lifetime = max(2, round(s.peering_lifetime_s))  # Kopf counts whole seconds
+    kopf_settings.peering.stealth = True

@@ -1,24 +1,28 @@
 """The operator's start-up: Kopf's settings, the admission webhook's server and upkeep, metrics, and the
 liveness probe's progress figure. Registered by the entry module (main.py) with the process's settings.
 
-Run as `kopf run --standalone --all-namespaces --liveness=http://0.0.0.0:8080/healthz -m pfslayout.operator.main`
-(the chart's Deployment) with PFSLAYOUT_METRICS_ADDR=0.0.0.0:9090 and PFSLAYOUT_WATCH_NAMESPACES naming
-the namespaces it serves (scope.py).
+Run as `kopf run --peering=<release> --all-namespaces --liveness=http://0.0.0.0:8080/healthz -m
+pfslayout.operator.main` (the chart's Deployment; a single local process may use `--standalone`) with
+PFSLAYOUT_METRICS_ADDR=0.0.0.0:9090 and PFSLAYOUT_WATCH_NAMESPACES naming the namespaces it serves
+(scope.py).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import kopf
 
 from pfslayout import metrics
 from pfslayout.k8s.api import load_config
-from pfslayout.operator import finalizer
-from pfslayout.operator.admission import upkeep
+from pfslayout.operator import finalizer, peering, scope
+from pfslayout.operator.admission import policy_cache, policy_watch, upkeep
 from pfslayout.operator.runtime import kube
 from pfslayout.operator.settings import Settings, configure
+
+STARTED_NS = time.time_ns()  # imported by the entry module as the process starts: its peering priority
 
 
 def serve_webhook(kopf_settings: kopf.OperatorSettings, s: Settings, logger: Any) -> None:
@@ -37,15 +41,22 @@ def serve_webhook(kopf_settings: kopf.OperatorSettings, s: Settings, logger: Any
     stop = threading.Event()
     threading.Thread(target=upkeep.run_forever, args=(kube(), w, stop), name="pfslayout-webhook-upkeep",
                      daemon=True).start()
+    # Its own watch, not Kopf's: a standby replica's Kopf is paused, and it serves admissions all the same.
+    policy_watch.start(kube(), policy_cache.POLICIES, scope.in_scope, int(s.watch_server_timeout), s.retry_s)
     logger.info(f"admission webhook on https://{w.host}:{w.port}/inject (certificates: {w.certs}, "
                 f"namespaces: {w.scope})")
 
 
 def start(kopf_settings: kopf.OperatorSettings, s: Settings, logger: Any) -> None:
-    configure(kopf_settings, s, finalizer.name(s.watch_namespaces))
+    configure(kopf_settings, s, finalizer.name(s.watch_namespaces), STARTED_NS)
     served = s.watch_namespaces
     logger.info("serving namespaces: " + (", ".join(served) if served else "all"))
     load_config()
+    p = kopf_settings.peering
+    if p.mandatory and not p.standalone:
+        made = peering.ensure(kube(), p.name)
+        logger.info(f"peering through ClusterKopfPeering {p.name}{' (created)' if made else ''}: priority "
+                    f"{p.priority} (the oldest replica leads), lifetime {p.lifetime} s")
     serve_webhook(kopf_settings, s, logger)
     if s.metrics_addr:
         host, port = metrics.serve(*s.metrics_addr).server_address[:2]

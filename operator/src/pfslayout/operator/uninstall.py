@@ -25,7 +25,7 @@ from kubernetes.client.exceptions import ApiException
 from pfslayout.errors import InputError
 from pfslayout.k8s.api import Kube, api_message, load_config
 from pfslayout.kinds import COST_CALIBRATION, LAYOUT_POLICY, ORANGEFS_CLUSTER
-from pfslayout.operator import finalizer, scope
+from pfslayout.operator import finalizer, peering, scope
 from pfslayout.operator.settings import WATCH_NAMESPACES, parse_namespaces
 
 KINDS = (ORANGEFS_CLUSTER, COST_CALIBRATION, LAYOUT_POLICY)
@@ -90,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--selector", required=True, help="the label selector of the operator's pods")
     ap.add_argument("--watch-namespaces", default="", help=f"the operator's scope, as {WATCH_NAMESPACES}")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the operator's pods to go")
+    ap.add_argument("--peering", default="", help="the replicas' ClusterKopfPeering, deleted once they are gone")
     args = ap.parse_args(argv)
     try:
         entries = parse_namespaces(args.watch_namespaces)
@@ -101,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         waited = stop_operator(kube, args.namespace, args.deployment, args.selector, args.timeout)
         done = release_objects(kube, entries)
+        # cluster-scoped, so nothing of the release's namespace takes it along
+        peering_gone = bool(args.peering) and peering.remove(kube, args.peering)
     except ApiException as err:
         print(f"pfslayout-uninstall: the API server refused: {err.status} {api_message(err)}", file=sys.stderr)
         return 1
@@ -109,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     counts = ", ".join(f"{n} {kind}" for kind, n in done.items())
     print(f"pfslayout-uninstall: operator stopped ({waited} s); finalizer {finalizer.name(entries)} removed from "
-          f"{counts}")
+          f"{counts}" + (f"; ClusterKopfPeering {args.peering} deleted" if peering_gone else ""))
     return 0
 
 

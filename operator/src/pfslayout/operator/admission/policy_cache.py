@@ -1,6 +1,6 @@
-"""The admission webhook's copy of the LayoutPolicies of every served namespace, kept by a watch on the
-event loop (handlers/layoutpolicy.py) and checked against a fresh LIST by the webhook's upkeep
-(upkeep.py), so an admission never waits for the API server."""
+"""The admission webhook's copy of the LayoutPolicies of every served namespace, kept by a watch thread in
+every replica (policy_watch.py) and checked against a fresh LIST by the webhook's upkeep (upkeep.py), so an
+admission never waits for the API server."""
 
 from __future__ import annotations
 
@@ -21,6 +21,15 @@ class PolicyCache:
         meta = body["metadata"]
         with self._lock:
             self._by_ns.setdefault(meta["namespace"], {})[meta["name"]] = body
+
+    def replace(self, policies: list[dict[str, Any]]) -> None:
+        """A fresh LIST as the whole copy (the watch that follows it starts from that LIST)."""
+        fresh: dict[str, dict[str, dict[str, Any]]] = {}
+        for p in policies:
+            fresh.setdefault(p["metadata"]["namespace"], {})[p["metadata"]["name"]] = p
+        with self._lock:
+            self._by_ns = fresh
+        self.seeded = True
 
     def drop(self, namespace: str, name: str) -> None:
         with self._lock:

@@ -5,14 +5,10 @@ while a Job of its own runs, and for the drift check every `PFSLAYOUT_LAYOUT_REC
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-import kopf
-
 from pfslayout.kinds import LAYOUT_POLICY as LP
-from pfslayout.operator import scope
-from pfslayout.operator.admission import policy_cache, upkeep
+from pfslayout.operator.admission import upkeep
 from pfslayout.operator.handlers import leveltriggered
 from pfslayout.operator.reconcilers import layoutpolicy as reconciler
 from pfslayout.operator.reconcilers.base import Context
@@ -23,15 +19,6 @@ def _describe(status: dict[str, Any]) -> str:
     return f"{status.get('appliedRules')} rules applied: {status.get('summary')}"
 
 
-async def on_policy_event(body: kopf.Body, type: str | None, **_: Any) -> None:
-    """The admission webhook's copy of the policies (admission/policy_cache.py), kept on the event loop."""
-    meta = body.get("metadata") or {}
-    if type == "DELETED":
-        policy_cache.POLICIES.drop(str(meta.get("namespace")), str(meta.get("name")))
-    else:
-        policy_cache.POLICIES.put(copy.deepcopy(dict(body)))
-
-
 def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
     # The policy's namespace joins the webhook's scope before the policy can report Ready.
     upkeep.include_namespace(ctx.kube, ctx.settings.webhook, body["metadata"]["namespace"])
@@ -40,4 +27,3 @@ def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
 
 def register(s: Settings) -> None:
     leveltriggered.register(LP, reconcile, s, _describe, period_s=s.layout_recheck_s, driven=True)
-    kopf.on.event(LP.group, LP.version, LP.plural, id="admission-copy", when=scope.in_scope)(on_policy_event)
