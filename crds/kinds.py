@@ -812,6 +812,8 @@ def layout_policy_status() -> Schema:
         "failedDigest": string("Digest of hints whose Job just failed: retried after a minute, not at every "
                                "poll; empty once hints are verified."),
         "migrationPending": boolean("A migration moved files and left some: the next poll runs another Job."),
+        "shimConfigDigest": string("Digest of the shim config last published in ConfigMap `<policy>-shim`: an "
+                                   "unchanged config is not read again until the next drift check."),
         "learning": obj("The learning loop (with `spec.trace.enabled`).", {
             "collectedJobs": integer("Succeeded MPIJobs whose traces were collected (or found missing).",
                                      minimum=0),

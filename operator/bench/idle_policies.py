@@ -22,6 +22,7 @@ import argparse
 import collections
 import datetime as dt
 import json
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,11 @@ def what(e: dict[str, Any]) -> str:
     return f"{e.get('verb')} {ref.get('resource', e.get('requestURI', '?'))}{sub}"
 
 
+def _interrupted(signum: int, frame: Any) -> None:
+    """`kill` (SIGTERM) cleans up like Ctrl-C: a bench started in the background ignores SIGINT."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--audit-log", type=Path, required=True)
@@ -76,6 +82,7 @@ def main() -> None:
     ap.add_argument("--recheck", type=float, default=None,
                     help="PFSLAYOUT_LAYOUT_RECHECK_SECONDS for the operator (its default when not given)")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, _interrupted)
     c = Cluster("idle-policies bench")
     if not args.audit_log.exists():
         c.fail(f"no audit log at {args.audit_log}: restart the API server with PFSLAYOUT_E2E_AUDIT_LOG set "

@@ -21,7 +21,7 @@ WEBHOOK = {"PFSLAYOUT_WEBHOOK_ADDR": "0.0.0.0:9443", "POD_NAMESPACE": "pfs-syste
 def test_defaults_without_any_variable() -> None:
     s = settings.load({})
     assert s.watch_namespaces is None and s.webhook is None and s.metrics_addr is None
-    assert (s.retry_s, s.forbidden_retry_s, s.resync_s, s.layout_recheck_s) == (5, 60, 300, 600)
+    assert (s.retry_s, s.forbidden_retry_s, s.resync_s, s.layout_recheck_s) == (5, 60, 300, 900)
     assert s.watch_server_timeout == 120 and s.watch_client_timeout == 150
     assert s.cluster_domain == "cluster.local" and s.operator_image == images.DEFAULT_OPERATOR_IMAGE
     assert s.operator_image_pull_policy == "IfNotPresent"

@@ -36,7 +36,7 @@ PREFIX = "pfslayout.io"
 # scale-down consent) must count as changes.
 STORAGE_PREFIX = f"operator.{PREFIX}"
 PULL_POLICIES = ("IfNotPresent", "Always", "Never")
-DEFAULT_LAYOUT_RECHECK_S = 600.0  # seconds between drift checks of a LayoutPolicy's hints
+DEFAULT_LAYOUT_RECHECK_S = 900.0  # seconds between drift checks of a LayoutPolicy's hints
 WATCH_NAMESPACES = "PFSLAYOUT_WATCH_NAMESPACES"
 # A namespace name, or a glob of one with * and ? (fnmatch, case-sensitive).
 _NAMESPACE_ENTRY = re.compile(r"^[a-z0-9*?]([-a-z0-9*?]{0,61}[a-z0-9*?])?$")
@@ -229,7 +229,8 @@ def load(env: Mapping[str, str]) -> Settings:
         calibration_probing=r.choice("PFSLAYOUT_CALIBRATION_PROBING", "exclusive", PROBING_MODES),
         layout_poll_s=r.seconds("PFSLAYOUT_LAYOUT_POLL_SECONDS", 5),
         # The drift check: a hint Job per policy and period, the only work of an idle policy (about ten API
-        # requests each); 10 minutes keeps 200 idle policies under one request per policy and minute
+        # requests: the Job created, looked at, its pod listed and log read, the status written, the Job
+        # deleted); 15 minutes keeps idle policies well under one request per policy and minute
         # (operator/bench/idle_policies.py, docs/operator.md "Driven by events").
         layout_recheck_s=r.seconds("PFSLAYOUT_LAYOUT_RECHECK_SECONDS", DEFAULT_LAYOUT_RECHECK_S),
         peering_lifetime_s=r.seconds("PFSLAYOUT_PEERING_LIFETIME_SECONDS", 10),

@@ -26,4 +26,6 @@ def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def register(s: Settings) -> None:
-    leveltriggered.register(LP, reconcile, s, _describe, period_s=s.layout_recheck_s, driven=True)
+    # Each reconcile sets its next alarm itself (its drift check, a poll while its Job runs): the daemon's own
+    # period is only a safety net, so it never fires just before the check is due.
+    leveltriggered.register(LP, reconcile, s, _describe, period_s=2 * s.layout_recheck_s, driven=True)

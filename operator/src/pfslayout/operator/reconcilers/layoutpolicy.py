@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 from typing import Any
 
@@ -82,6 +83,12 @@ def _age_s(stamp: str | None) -> float:
     return dt.datetime.now(dt.UTC).timestamp() - epoch(stamp)
 
 
+def _spread(meta: dict[str, Any], period_s: float) -> float:
+    """A policy's own offset within the first tenth of the drift period, from its UID (stable across
+    restarts and replicas)."""
+    return int(hashlib.sha256(str(meta.get("uid")).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF * period_s / 10
+
+
 def reconcile(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
     """Plan, apply (when needed) and report one LayoutPolicy; returns the status written."""
     return with_fresh(ctx.kube, LP, body, lambda fresh: Reconcile(ctx, fresh).run())
@@ -132,7 +139,7 @@ class Reconcile(Reconciler):
                      for i, r in enumerate(self.rule_specs)]
         self.platform, self.decisions = platform, decisions
         dirs = self.directories()
-        self.publish_shim_config(params)
+        shim_digest = self.publish_shim_config(params)
         self.digest = hints_digest(dirs) if dirs else ""
         self.same = self.old.get("hintsDigest") == self.digest
         dirs = self.resuming(dirs)
@@ -140,7 +147,8 @@ class Reconcile(Reconciler):
         for r in self.rules:  # the model against the last traced job that reached the rule
             if (judged := learned.predictions.get(str(r.get("path")))) is not None:
                 r["prediction"] = judged
-        status: dict[str, Any] = {"paramsSource": source, "rules": self.rules, **self.learning_block(learned)}
+        status: dict[str, Any] = {"paramsSource": source, "rules": self.rules, **self.learning_block(learned),
+                                  **({"shimConfigDigest": shim_digest} if shim_digest else {})}
         outcome: HintOutcome | None = None
         if self.due(dirs):
             outcome = ensure_hints(self.kube, cluster, self.cluster_name, self.owner, dirs,
@@ -204,16 +212,25 @@ class Reconcile(Reconciler):
         return [dataclasses.replace(x, resume_after=self.cursors.get(x.path, "")) if x.scan or x.migrate else x
                 for x in dirs]
 
-    def publish_shim_config(self, params: CostParams) -> None:
-        """The config selected jobs run with (tracing, the replica sets of hybrid rules); where no webhook
-        is served, the suspended jobs that waited for it are injected now (suspend mode)."""
+    def publish_shim_config(self, params: CostParams) -> str:
+        """The config selected jobs run with (tracing, the replica sets of hybrid rules), published when it
+        changed since the last reconcile or at a drift check (the ConfigMap is read then, so one deleted or
+        edited by hand is restored); where no webhook is served, the suspended jobs that waited for it are
+        injected now (suspend mode). Its digest, for the status ("" without a selector or shim)."""
         if self.spec.get("selector") is None or not (self.spec.get("shim") or {}).get("enabled", True):
-            return
-        trace_collector.publish_shim_config(self.kube, self.owner, shim_configmap.shim_config(
-            self.spec, self.platform.mount_path, self.owner.namespace, params, self.platform.servers,
-            [d.status for d in self.decisions if d.error is None and not d.pending]))
+            return ""
+        text = shim_configmap.shim_config(self.spec, self.platform.mount_path, self.owner.namespace, params,
+                                          self.platform.servers,
+                                          [d.status for d in self.decisions if d.error is None and not d.pending])
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        if digest != self.old.get("shimConfigDigest") or self.drift_due():
+            trace_collector.publish_shim_config(self.kube, self.owner, text)
         if self.ctx.settings.webhook is None:
             suspend.retry_waiting(self.kube, self.owner.namespace, self.post, self.ctx.settings.mpi_image)
+        return digest
+
+    def drift_due(self) -> bool:
+        return _age_s(self.old.get("lastCheckTime")) >= self.ctx.settings.layout_recheck_s
 
     def carried_over(self) -> list[dict[str, Any]]:
         """Each rule's status; with unchanged hints, what the last check verified stays recorded."""
@@ -247,21 +264,25 @@ class Reconcile(Reconciler):
         """A hint Job runs when the hints changed, a drift check is due or a migration is unfinished — but
         hints that just failed wait FAILED_RETRY_S, not every poll."""
         age = _age_s(self.old.get("lastCheckTime"))
-        recheck = age >= self.ctx.settings.layout_recheck_s
-        due = bool(dirs) and (not self.same or recheck or bool(self.old.get("migrationPending")))
+        due = bool(dirs) and (not self.same or self.drift_due() or bool(self.old.get("migrationPending")))
         return due and not (self.old.get("failedDigest") == self.digest and age < FAILED_RETRY_S)
 
     def schedule(self, any_dirs: bool, outcome: HintOutcome | None, written: dict[str, Any]) -> None:
         """When to be called again if nothing changes before (the policy's daemon, shared/wakeups.py): soon
-        while its hint Job runs or a migration has files left, after the pause of hints that failed, at the
-        next drift check otherwise (a cluster, calibration or selected job changing wakes it earlier)."""
+        while its hint Job runs or a migration has files left (a new Job's pod needs a few seconds to start:
+        its first look comes after two polls), after the pause of hints that failed, at the next drift check
+        otherwise — each policy a few seconds of its own later (`_spread`), so policies applied together do not
+        all run their drift Jobs at once. A cluster, calibration or selected job changing wakes it earlier."""
         s = self.ctx.settings
-        if (outcome is not None and outcome.state in ("created", "running")) or written.get("migrationPending"):
+        if outcome is not None and outcome.state == "created":
+            self.ctx.requeue(2 * s.layout_poll_s)
+        elif (outcome is not None and outcome.state == "running") or written.get("migrationPending"):
             self.ctx.requeue(s.layout_poll_s)
         elif any_dirs:
             age = _age_s(written.get("lastCheckTime"))
             failed = written.get("failedDigest") == self.digest and bool(self.digest)
-            self.ctx.requeue(max(s.layout_poll_s, (FAILED_RETRY_S if failed else s.layout_recheck_s) - age))
+            wait = FAILED_RETRY_S - age if failed else s.layout_recheck_s - age + _spread(self.meta, s.layout_recheck_s)
+            self.ctx.requeue(max(s.layout_poll_s, wait))
 
     def hint_job(self, outcome: HintOutcome, status: dict[str, Any], count: int) -> Ready:
         """Where the hint Job over `count` directories stands, recorded in `status`; the Ready condition it

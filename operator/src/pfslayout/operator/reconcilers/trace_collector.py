@@ -76,7 +76,7 @@ def _save(kube: Kube, owner: Owner, state: dict[str, Any]) -> None:
 
 def publish_shim_config(kube: Kube, owner: Owner, text: str) -> None:
     """ConfigMap `<policy>-shim`: the shim config (`shim.json`, kinds/layoutpolicy/shim_configmap.py) the
-    policy's jobs run with."""
+    policy's jobs run with, written when it differs from what the ConfigMap holds."""
     cm = kube.get("ConfigMap", owner.namespace, naming.shim_configmap(owner.name))
     if ((cm or {}).get("data") or {}).get("shim.json") != text:
         kube.apply({"apiVersion": "v1", "kind": "ConfigMap",
