@@ -66,6 +66,10 @@ def test_every_value_set_renders_valid_objects(render: Render, args: list[str]) 
                                           "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
     (pdb,) = by_kind(docs, "PodDisruptionBudget")
     assert pdb["spec"]["maxUnavailable"] == 1
+    # a stopping replica serves on while it leaves the webhook's endpoints
+    pod = deploy["spec"]["template"]["spec"]
+    assert pod["containers"][0]["lifecycle"]["preStop"]["exec"]["command"] == ["sleep", "5"]
+    assert pod["terminationGracePeriodSeconds"] == 35
     assert pdb["spec"]["selector"] == deploy["spec"]["selector"]
 
 
@@ -389,6 +393,7 @@ BAD_VALUES = {
     "negated glob (Kopf syntax fnmatch lacks)": ({"operator": {"watchNamespaces": ["!kube-*"]}}, "!kube-*"),
     "no namespace": ({"operator": {"watchNamespaces": []}}, "[]"),
     "no replica": ({"replicas": 0}, "0"),
+    "a shutdown delay past a minute": ({"shutdownDelaySeconds": 600}, "600"),
     "a budget that blocks every drain": ({"podDisruptionBudget": {"enabled": True, "maxUnavailable": 0}}, "0"),
     "a peering lifetime too short to renew": ({"peering": {"lifetimeSeconds": 1}}, "1"),
 }
