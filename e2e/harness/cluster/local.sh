@@ -57,14 +57,18 @@ start_etcd() {
   wait_for "etcd health" etcd curl -fsS "http://127.0.0.1:$PORT_ETCD_CLIENT/health"
 }
 
-# PFSLAYOUT_E2E_AUDIT_LOG=<file>: the API server also writes an audit log there (one JSON line per request,
-# metadata only), e.g. for operator/bench/idle_policies.py, which counts the operator's requests from it.
-# Off by default: every request would cost a write. Read at each start (a restart without it turns it off).
+# PFSLAYOUT_E2E_AUDIT_LOG=<file> at `up`: the API server also writes an audit log there (one JSON line per
+# request, metadata only), e.g. for operator/bench/idle_policies.py, which counts the operator's requests from
+# it. Off by default: every request would cost a write. Kept in the state, so a restart (the fault tests
+# restart the API server) keeps it; the next `up` without the variable turns it off.
 audit_args() {
-  [ -n "${PFSLAYOUT_E2E_AUDIT_LOG:-}" ] || return 0
+  local log=${PFSLAYOUT_E2E_AUDIT_LOG:-}
+  [ -n "$log" ] || log=$(cat "$STATE_DIR/audit-log" 2>/dev/null || true)
+  [ -n "$log" ] || return 0
+  echo "$log" > "$STATE_DIR/audit-log"
   printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' 'rules:' \
     '  - level: Metadata' > "$STATE_DIR/audit-policy.yaml"
-  printf '%s\n' --audit-policy-file="$STATE_DIR/audit-policy.yaml" --audit-log-path="$PFSLAYOUT_E2E_AUDIT_LOG" \
+  printf '%s\n' --audit-policy-file="$STATE_DIR/audit-policy.yaml" --audit-log-path="$log" \
     --audit-log-format=json --audit-log-maxsize=500 --audit-log-maxbackup=1
 }
 
@@ -126,6 +130,7 @@ up() {
   # Everything but the dot-files: the up/down and test-session locks live there.
   find "$STATE_DIR" -mindepth 1 -maxdepth 1 ! -name '.*' -exec rm -rf {} +
   mkdir -p "$STATE_DIR" "$PIDS" "$LOGS" "$STATE_DIR/helm"/{cache,config,data}
+  rm -f "$STATE_DIR/audit-log"  # an audit log only when this `up` asks for one (audit_args)
   local t0=$SECONDS
   [ "$REAL_NODE" = 1 ] && node_preflight
   "$CLUSTER_LIB_DIR/pki.sh" "$PKI" "$PORT_APISERVER" "$NODE_NAME" "$NODE_IP"

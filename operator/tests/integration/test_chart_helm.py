@@ -91,7 +91,7 @@ def test_operator_command_is_the_kopf_contract(render: Render) -> None:
     assert env["PFSLAYOUT_SERVICE_ACCOUNT"] == "pfs-system:rel-pfs-layout-operator"
     from_field = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"] if "valueFrom" in e}
     assert from_field == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name", "POD_ID": "metadata.name"}
-    assert env["PFSLAYOUT_PEERING_LIFETIME_SECONDS"] == "10"
+    assert env["PFSLAYOUT_PEERING_LIFETIME_SECONDS"] == "15"
     for probe in ("livenessProbe", "readinessProbe"):
         assert c[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"health": 8080, "metrics": 9090, "webhook": 9443}

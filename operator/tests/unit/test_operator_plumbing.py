@@ -41,7 +41,7 @@ def test_peering_priorities_make_the_oldest_replica_lead() -> None:
     settings.configure(younger, ours, "f", 1_700_000_000_000_001_000)  # one microsecond later
     assert older.peering.priority > younger.peering.priority
     assert older.peering.lifetime == 12 and older.peering.stealth
-    assert configured({}).peering.lifetime == 10
+    assert configured({}).peering.lifetime == 15
 
 
 def test_every_retried_handler_and_timer_backs_off_seconds_not_kopfs_minute() -> None:

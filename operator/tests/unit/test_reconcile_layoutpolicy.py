@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pfslayout import naming
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.operator.reconcilers import layoutpolicy as rec
 from pfslayout.orangefs import relayout
@@ -245,3 +246,21 @@ def test_a_big_directory_is_scanned_in_pages_each_job_resuming_where_the_last_st
     assert "scanning" not in files and (files["olderLayout"], files["scanned"]) == (5, 25000)
     assert not st["migrationPending"] and cond(st)["reason"] == "Applied"
     assert ("Normal", "OlderLayouts") in {(t, r) for t, r, _ in events.posted}
+
+
+def test_the_shim_config_is_read_when_it_changes_or_a_drift_check_starts_not_at_every_reconcile() -> None:
+    kube, events = FakeKube(), Events()
+    ready_cluster(kube)
+    body = example("layoutpolicy.yaml", "LayoutPolicy")
+    body["spec"]["selector"] = {"matchLabels": {"app": "sim"}}  # selected jobs: a shim ConfigMap
+    assert kube.custom.create(LP, NS, body) is not None
+    step(kube, events)
+    answer(kube)
+    st = step(kube, events)
+    cm = naming.shim_configmap(NAME)
+    assert kube.get("ConfigMap", NS, cm) is not None and st["shimConfigDigest"]
+    kube.delete("ConfigMap", NS, cm)  # by hand
+    step(kube, events)  # nothing changed, no check due: not looked at (an idle policy reads nothing)
+    assert kube.get("ConfigMap", NS, cm) is None
+    step(kube, events, recheck_s=0)  # the drift check's Job starts: the ConfigMap is read and restored
+    assert kube.get("ConfigMap", NS, cm) is not None

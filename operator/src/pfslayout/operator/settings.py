@@ -233,7 +233,7 @@ def load(env: Mapping[str, str]) -> Settings:
         # deleted); 15 minutes keeps idle policies well under one request per policy and minute
         # (operator/bench/idle_policies.py, docs/operator.md "Driven by events").
         layout_recheck_s=r.seconds("PFSLAYOUT_LAYOUT_RECHECK_SECONDS", DEFAULT_LAYOUT_RECHECK_S),
-        peering_lifetime_s=r.seconds("PFSLAYOUT_PEERING_LIFETIME_SECONDS", 10),
+        peering_lifetime_s=r.seconds("PFSLAYOUT_PEERING_LIFETIME_SECONDS", 15),
         metrics_addr=None if metrics is None else r.checked(
             lambda: parse_addr("PFSLAYOUT_METRICS_ADDR", metrics, "127.0.0.1:9090"), None),
         cluster_domain=r.dns_name("PFSLAYOUT_CLUSTER_DOMAIN", DEFAULT_CLUSTER_DOMAIN),
@@ -279,7 +279,7 @@ def configure(kopf_settings: kopf.OperatorSettings, s: Settings, finalizer: str,
     # every operator that sees a live peer of higher or the same priority, so each process takes its start
     # time, negated, in microseconds: distinct, and lower for the younger (a new pod of a rollout stands by
     # until the old leader hands over). A crashed leader's record lapses after its lifetime; each replica
-    # renews its own 5-10 s before that (every 1-5 s at the default 10), logged only when it matters.
+    # renews its own 5-10 s before that (every 5-10 s at the default 15), logged only when it matters.
     kopf_settings.peering.priority = -(start_ns // 1000)
     kopf_settings.peering.lifetime = max(2, round(s.peering_lifetime_s))  # Kopf counts whole seconds
     kopf_settings.peering.stealth = True

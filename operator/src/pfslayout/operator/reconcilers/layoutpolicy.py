@@ -121,6 +121,7 @@ class Reconcile(Reconciler):
         self.digest = ""
         self.same = False
         self.cursors: dict[str, str] = {}  # rule directory -> where its scan resumes ("": from the start)
+        self.shim_text = ""  # the shim config published (publish_shim_config)
 
     # ----------------------------------------------------------------------------------------- main
 
@@ -155,6 +156,7 @@ class Reconcile(Reconciler):
                                    children.labels(self.owner),
                                    nonce=int(self.old.get("checks") or 0) + 1)
             ready = self.hint_job(outcome, status, len(dirs))
+            self.check_shim_config(outcome)
         else:
             ready = self.between_checks(bool(dirs))
         written = self.finish(status, ready, calibrated, learned.condition)
@@ -214,20 +216,27 @@ class Reconcile(Reconciler):
 
     def publish_shim_config(self, params: CostParams) -> str:
         """The config selected jobs run with (tracing, the replica sets of hybrid rules), published when it
-        changed since the last reconcile or at a drift check (the ConfigMap is read then, so one deleted or
-        edited by hand is restored); where no webhook is served, the suspended jobs that waited for it are
-        injected now (suspend mode). Its digest, for the status ("" without a selector or shim)."""
+        changed since the last reconcile (and read at each drift check: `check_shim_config`); where no
+        webhook is served, the suspended jobs that waited for it are injected now (suspend mode). Its digest,
+        for the status ("" without a selector or shim)."""
         if self.spec.get("selector") is None or not (self.spec.get("shim") or {}).get("enabled", True):
             return ""
         text = shim_configmap.shim_config(self.spec, self.platform.mount_path, self.owner.namespace, params,
                                           self.platform.servers,
                                           [d.status for d in self.decisions if d.error is None and not d.pending])
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        if digest != self.old.get("shimConfigDigest") or self.drift_due():
+        self.shim_text = text
+        if digest != self.old.get("shimConfigDigest"):
             trace_collector.publish_shim_config(self.kube, self.owner, text)
         if self.ctx.settings.webhook is None:
             suspend.retry_waiting(self.kube, self.owner.namespace, self.post, self.ctx.settings.mpi_image)
         return digest
+
+    def check_shim_config(self, outcome: HintOutcome) -> None:
+        """A drift check reads the ConfigMap too (one deleted or edited by hand is restored) — once, from the
+        reconcile that starts its Job, not from each that follows it until the check is recorded."""
+        if self.shim_text and self.same and outcome.state == "created":
+            trace_collector.publish_shim_config(self.kube, self.owner, self.shim_text)
 
     def drift_due(self) -> bool:
         return _age_s(self.old.get("lastCheckTime")) >= self.ctx.settings.layout_recheck_s
