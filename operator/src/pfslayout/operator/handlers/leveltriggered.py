@@ -120,7 +120,7 @@ def _register_daemon(resource: CustomResource, run: Callable[[dict[str, Any], An
                 alarm.due = WAKEUPS.clock() + period_s
                 try:
                     await asyncio.to_thread(instrumented, dict(body), logger)
-                except (kopf.PermanentError, InputError) as err:
+                except kopf.PermanentError as err:  # `run` turns a bad spec (InputError) into this
                     logger.error(f"{resource.kind} not reconciled: {err}")  # a spec change brings the next call
                 except kopf.TemporaryError as err:
                     logger.warning(str(err))
