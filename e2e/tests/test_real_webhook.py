@@ -381,6 +381,11 @@ def test_kubectl_apply_gets_the_shim_at_admission(cluster: Cluster, webhook_oper
     assert "ShimInjected" in reasons(cluster, namespace, "wh")
     cluster.wait_until(lambda: lp_status(cluster, namespace, "wh").get("lastInjectedJob") == "ior-wh",
                        "the injection counted", timeout=30, interval=1)
+    # The policy learns from the job it injected: the job's success reached the operator through its MPIJob
+    # watch (with the webhook, a thread of its own: handlers/wakeups.py) and woke the policy, which collected
+    # the trace — long before its drift check (15 min) would have looked.
+    cluster.wait_until(lambda: (lp_status(cluster, namespace, "wh").get("learning") or {}).get("lastJob") == "ior-wh"
+                       or None, "the policy learned from ior-wh", timeout=180, interval=2)
 
     # Open MPI: the same policy selects a job of the image's Open MPI flavour; it gets the shim built for
     # Open MPI's ABI, and the variables reach every rank through orted's launch agent, beside the user's -x.

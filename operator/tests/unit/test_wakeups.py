@@ -172,6 +172,24 @@ async def test_a_succeeded_job_wakes_the_learning_policies_that_select_it_once()
     assert react.mpijob(job, False) == []
 
 
+@on_a_loop
+async def test_a_listing_wakes_for_jobs_that_succeeded_unseen_and_forgets_the_deleted() -> None:
+    """The webhook mode's MPIJob watch thread (k8s/follow.py) lists again after its watch ends: a job that
+    succeeded meanwhile wakes its learners once, one seen before wakes nobody, one deleted is forgotten."""
+    w = Wakeups(Clock())
+    react = Reactions(Watched(), w)
+    w.attach(("layoutpolicies", NS, "learns"), policy("learns", selector={"matchLabels": {"app": "ior"}},
+                                                      trace={"enabled": True}), 300)
+    done = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    first, gone = (obj("MPIJob", n, labels={"app": "ior"}, status=done) for n in ("first", "gone"))
+    assert react.mpijob(first, False) and react.mpijob(gone, False)
+    later = obj("MPIJob", "later", labels={"app": "ior"}, status=done)
+    running = obj("MPIJob", "running", labels={"app": "ior"})
+    assert react.mpijobs_listed([first, later, running]) == [("layoutpolicies", NS, "learns")]
+    assert sorted(j["metadata"]["name"] for j in react.watched.succeeded(NS, {})) == ["first", "later"]
+    assert react.mpijobs_listed([first, later]) == []
+
+
 def test_the_fingerprint_ignores_metadata_noise_and_sees_a_scale() -> None:
     a = obj("OrangeFSCluster", "fs", status={"phase": "Ready", "servers": 4}, resourceVersion="1")
     b = obj("OrangeFSCluster", "fs", status={"phase": "Ready", "servers": 4}, resourceVersion="2",

@@ -19,6 +19,7 @@ from pfslayout import metrics
 from pfslayout.k8s.api import load_config
 from pfslayout.operator import finalizer, peering, scope
 from pfslayout.operator.admission import policy_cache, policy_watch, upkeep
+from pfslayout.operator.handlers import wakeups
 from pfslayout.operator.runtime import kube
 from pfslayout.operator.settings import Settings, configure
 
@@ -58,6 +59,8 @@ def start(kopf_settings: kopf.OperatorSettings, s: Settings, logger: Any) -> Non
         logger.info(f"peering through ClusterKopfPeering {p.name}{' (created)' if made else ''}: priority "
                     f"{p.priority} (the oldest replica leads), lifetime {p.lifetime} s")
     serve_webhook(kopf_settings, s, logger)
+    if wakeups.own_mpijob_watch(s):
+        wakeups.start_mpijob_watch(kube(), s)
     if s.metrics_addr:
         host, port = metrics.serve(*s.metrics_addr).server_address[:2]
         logger.info(f"metrics on http://{host}:{port}/metrics")

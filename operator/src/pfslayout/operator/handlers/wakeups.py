@@ -1,6 +1,8 @@
 """The changes that wake a LayoutPolicy or CostCalibration (shared/wakeups.py): its OrangeFSCluster's, its
 calibration's, and an MPIJob it selects succeeding. Each watch event also refreshes the operator's copy
-(shared/watched.py) that the reconcilers read instead of the API.
+(shared/watched.py) that the reconcilers read instead of the API. Clusters and calibrations come from
+Kopf's watches; MPIJobs from Kopf's in suspend mode and from a thread of their own with the webhook
+(`own_mpijob_watch`).
 
 A wake needs a change that matters to the woken: the status writes of a calibration in progress, or Kopf's
 own annotations on a cluster, wake nobody (`fingerprint`), so a busy neighbour does not make idle policies
@@ -14,6 +16,8 @@ from typing import Any
 import kopf
 
 from pfslayout import metrics
+from pfslayout.k8s import follow
+from pfslayout.k8s.api import Kube
 from pfslayout.kinds import COST_CALIBRATION as CC
 from pfslayout.kinds import LAYOUT_POLICY as LP
 from pfslayout.kinds import MPIJOB
@@ -78,8 +82,13 @@ class Reactions:
 
     def mpijob(self, body: dict[str, Any], deleted: bool) -> list[tuple[str, str, str]]:
         """An MPIJob succeeded: the learning policies that select it."""
-        if not self.watched.mpijob(body, deleted):
-            return []
+        return self._learners(body) if self.watched.mpijob(body, deleted) else []
+
+    def mpijobs_listed(self, jobs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+        """A listing of the MPIJobs: the learning policies that select a job succeeded since the last."""
+        return [key for job in self.watched.mpijobs_listed(jobs) for key in self._learners(job)]
+
+    def _learners(self, body: dict[str, Any]) -> list[tuple[str, str, str]]:
         meta = body.get("metadata") or {}
         labels = meta.get("labels") or {}
         return self.wakeups.wake_where(LP.plural, str(meta.get("namespace")), lambda b: learning_enabled(
@@ -89,15 +98,29 @@ class Reactions:
 REACTIONS = Reactions(WATCHED, WAKEUPS)
 
 
-def register(s: Settings) -> None:
-    del s  # nothing configurable: a watch event is acted on at once
+def own_mpijob_watch(s: Settings) -> bool:
+    """Whether MPIJobs are followed by a thread of their own (k8s/follow.py), not Kopf: in webhook mode
+    Kopf does not watch MPIJobs at all (handlers/mpijob.py), and its watch would keep a worker and a queue
+    per job for nothing but these wake-ups. In suspend mode Kopf watches them anyway (the injection)."""
+    return s.webhook is not None
 
+
+def start_mpijob_watch(kube: Kube, s: Settings) -> None:
+    """The MPIJob watch thread started (by startup.py, once the API configuration is loaded)."""
+    follower = follow.Follower(MPIJOB, REACTIONS.mpijobs_listed, REACTIONS.mpijob, scope.in_scope)
+    follow.start(kube, follower, int(s.watch_server_timeout), s.retry_s)
+
+
+def register(s: Settings) -> None:
     def handler(react: Any) -> Any:
         async def on_event(body: kopf.Body, type: str | None, **_: Any) -> None:
             react(dict(body), type == "DELETED")
         return on_event
 
-    for resource, react in ((OFS, REACTIONS.cluster), (CC, REACTIONS.calibration), (MPIJOB, REACTIONS.mpijob)):
+    watched = [(OFS, REACTIONS.cluster), (CC, REACTIONS.calibration)]
+    if not own_mpijob_watch(s):
+        watched.append((MPIJOB, REACTIONS.mpijob))
+    for resource, react in watched:
         kopf.on.event(resource.group, resource.version, resource.plural, id="wake-dependents",
                       when=lambda namespace, **_: scope.in_scope(namespace))(
             metrics.instrumented(resource.kind, "wake-dependents")(handler(react)))

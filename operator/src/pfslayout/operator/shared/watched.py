@@ -1,5 +1,6 @@
 """What the operator's watches last showed: OrangeFSClusters and CostCalibrations (whole bodies) and the
-MPIJobs that succeeded (a slim copy each), kept by handlers/wakeups.py on Kopf's event loop and read by
+MPIJobs that succeeded (a slim copy each), kept by handlers/wakeups.py (from Kopf's watches, and for MPIJobs
+in webhook mode a watch thread of its own, k8s/follow.py) and read by
 the reconcilers through `Context.custom` and `Context.succeeded_mpijobs` — so a LayoutPolicy's reconcile
 reads its cluster and calibration from memory instead of a GET each, and its learning loop finds the
 finished jobs without a LIST per policy.
@@ -68,6 +69,20 @@ class Watched:
             new = uid not in jobs
             jobs[uid] = _slim(body)
             return new
+
+    def mpijobs_listed(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A fresh LIST as the whole record of succeeded jobs (a deletion missed while a watch was down is
+        forgotten); the succeeded jobs not seen before."""
+        fresh: dict[str, dict[str, dict[str, Any]]] = {}
+        for job in jobs:
+            if completion(job) is not None:
+                meta = job["metadata"]
+                fresh.setdefault(str(meta.get("namespace")), {})[str(meta.get("uid"))] = _slim(job)
+        with self._lock:
+            new = [j for ns, by_uid in fresh.items() for uid, j in by_uid.items()
+                   if uid not in self._succeeded.get(ns, {})]
+            self._succeeded = fresh
+        return new
 
     def succeeded(self, namespace: str, selector: dict[str, Any]) -> list[dict[str, Any]]:
         """The succeeded MPIJobs of `namespace` that `selector` (a LabelSelector) selects."""
