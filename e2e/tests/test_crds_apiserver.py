@@ -4,11 +4,16 @@ budget), defaults filled in, short names, printer columns, status subresource, a
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
 import yaml
+from kubernetes import config
 
+from pfslayout.k8s import follow
+from pfslayout.k8s.api import Kube
+from pfslayout.kinds import ORANGEFS_CLUSTER as OFS
 from pfstestkit import REPO
 from pfstestkit.crd_release import CRDS, crd_namespace, install_crds
 
@@ -157,3 +162,35 @@ def test_status_rewrite_removes_what_a_nested_object_no_longer_has(cluster, ns: 
     assert plain["params"]["e_write"] == 5e-5 and plain["fit"]["identified"]["e_write"] is True
     assert write(merge_patch(plain, run2)) == run2
     assert merge_patch(run2, run2) == {}  # nothing changed: the reconcilers skip the write
+
+
+def test_a_follower_lists_in_pages_once_then_watches_on_across_server_timeouts(
+        cluster, ns: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """k8s/follow.py on this API server (the webhook's policy copy and the MPIJob wake-ups use it): the LIST
+    comes in pages, and a watch the server ends (timeoutSeconds) goes on from its last version — the
+    objects made and deleted after two such ends arrive, and nothing was listed a second time."""
+    monkeypatch.setattr(follow, "PAGE", 2)
+    minimal = yaml.safe_load((ACCEPTED / "orangefscluster-minimal.yaml").read_text())
+
+    def make(name: str) -> None:
+        cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(
+            {**minimal, "metadata": {"name": name}}))
+    for i in range(5):
+        make(f"follow-{i}")
+    listings: list[list[str]] = []
+    changes: list[tuple[str, bool]] = []
+    follower = follow.Follower(OFS, lambda items: listings.append(sorted(o["metadata"]["name"] for o in items)),
+                               lambda body, deleted: changes.append((body["metadata"]["name"], deleted)),
+                               lambda namespace: namespace == ns)
+    kube = Kube(config.new_client_from_config(str(cluster.kubeconfig)))
+    stop = follow.start(kube, follower, timeout_s=2, retry_s=1)
+    try:
+        cluster.wait_until(lambda: listings or None, "the first listing", timeout=30, interval=0.2)
+        time.sleep(5)  # the server ends the watch twice meanwhile
+        make("follow-5")
+        cluster.kubectl("delete", "orangefsclusters.pfslayout.io", "follow-0", "-n", ns, "--wait=false")
+        cluster.wait_until(lambda: {("follow-5", False), ("follow-0", True)} <= set(changes) or None,
+                           "the create and the delete after the timeouts", timeout=30, interval=0.2)
+    finally:
+        stop.set()
+    assert listings == [[f"follow-{i}" for i in range(5)]], listings

@@ -202,7 +202,14 @@ def main() -> None:
             return c.k("get", "--raw", "/metrics")
 
         def scrape_operator() -> str:
-            return c.k("get", "--raw", f"/api/v1/namespaces/{RELEASE_NS}/services/{RELEASE}:metrics/proxy/metrics")
+            """Every replica's metrics, one after the other (each serves admissions; the Service's proxy
+            would reach one at random, and two scrapes of different replicas make no difference)."""
+            pods = json.loads(c.k("get", "pods", "-n", RELEASE_NS, "-l", "app.kubernetes.io/component=operator",
+                                  "-o", "json"))["items"]
+            port = lambda p: next(cp["containerPort"] for ct in p["spec"]["containers"]  # noqa: E731
+                                  for cp in ct.get("ports") or [] if cp.get("name") == "metrics")
+            return "\n".join(c.k("get", "--raw", f"/api/v1/namespaces/{RELEASE_NS}/pods/{p['metadata']['name']}:"
+                                  f"{port(p)}/proxy/metrics") for p in pods)
 
         def create(ns: str, name: str, labels: dict[str, str]) -> float:
             t0 = time.perf_counter()

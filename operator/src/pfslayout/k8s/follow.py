@@ -1,5 +1,6 @@
 """A copy of one custom resource kind kept by a thread of its own: LIST (in pages), then WATCH from that
-list's resourceVersion until the stream ends or fails, then again; an error waits `retry_s`.
+list's resourceVersion, again and again from the last version seen, until a watch fails (410 Gone: the
+version is too old) — then LIST again; an error waits `retry_s` (doubled per failure in a row).
 
 Used where Kopf's watch does not fit: the webhook's copy of the LayoutPolicies, which a standby replica
 (Kopf paused by peering) must keep too (admission/policy_watch.py), and the MPIJobs the operator only needs
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
 
 from pfslayout.k8s.api import Kube
 from pfslayout.k8s.resource import CustomResource
@@ -47,42 +49,62 @@ def pages(api: Any, r: CustomResource, timeout: float) -> Iterator[dict[str, Any
             return
 
 
+def watch_from(api: Any, f: Follower, version: str, timeout_s: int, stop: threading.Event) -> str | None:
+    """One WATCH from `version` until the server ends it: the version to watch on from (bookmarks keep it
+    fresh), or None when the copy must be listed again (410 Gone, an error, a stop)."""
+    r = f.resource
+    w: Any = watch.Watch()  # type: ignore[no-untyped-call]
+    try:
+        for event in w.stream(api.list_cluster_custom_object, r.group, r.version, r.plural,
+                              resource_version=version, allow_watch_bookmarks=True, timeout_seconds=timeout_s,
+                              _request_timeout=timeout_s + 30):
+            if stop.is_set():
+                return None
+            kind, body = event.get("type"), event.get("object") or {}
+            meta = body.get("metadata") or {}
+            if kind == "ERROR" or not isinstance(meta, dict):
+                return None  # e.g. 410 Gone: list again
+            version = str(meta.get("resourceVersion") or version)
+            if kind in ("ADDED", "MODIFIED", "DELETED") and f.served(str(meta.get("namespace"))):
+                f.changed(body, kind == "DELETED")
+    except ApiException as err:
+        if err.status == 410:  # the client raises the ERROR event of a version too old: list again at once
+            return None
+        raise
+    finally:
+        w.stop()
+    return version
+
+
 def follow(kube: Kube, f: Follower, timeout_s: int, stop: threading.Event) -> None:
-    """One LIST and one WATCH: the copy follows the API server until the watch ends."""
+    """One LIST, then WATCHes from it, one after the other, until one fails: the copy follows the API
+    server (a watch the server ends after `timeout_s` goes on from where it was, without a new LIST)."""
     api: Any = client.CustomObjectsApi(kube.api_client)
     items: list[dict[str, Any]] = []
-    version = ""
+    version: str | None = None
     for page in pages(api, f.resource, kube.timeout):
         items += [o for o in page.get("items") or [] if f.served(str(o["metadata"]["namespace"]))]
         version = str(page["metadata"]["resourceVersion"])
     f.listed(items)
     del items
-    w: Any = watch.Watch()  # type: ignore[no-untyped-call]
-    r = f.resource
-    try:
-        for event in w.stream(api.list_cluster_custom_object, r.group, r.version, r.plural,
-                              resource_version=version, timeout_seconds=timeout_s,
-                              _request_timeout=timeout_s + 30):
-            if stop.is_set():
-                return
-            kind, body = event.get("type"), event.get("object") or {}
-            meta = body.get("metadata") or {}
-            if kind == "ERROR" or not isinstance(meta, dict):
-                return  # e.g. 410 Gone: list again
-            if kind in ("ADDED", "MODIFIED", "DELETED") and f.served(str(meta.get("namespace"))):
-                f.changed(body, kind == "DELETED")
-    finally:
-        w.stop()
+    while version and not stop.is_set():
+        version = watch_from(api, f, version, timeout_s, stop)
 
 
 def run_forever(kube: Kube, f: Follower, timeout_s: int, retry_s: float, stop: threading.Event) -> None:
+    failures = 0
     while not stop.is_set():
         try:
             follow(kube, f, timeout_s, stop)
+            failures = 0
         except Exception as err:  # an API hiccup (or the kind's CRD missing) must not end the copy
+            # doubled per failure in a row, up to 16 times: a CRD that is missing for good (no MPI Operator)
+            # costs a line a minute or so, not one every few seconds
+            wait = retry_s * 2 ** min(failures, 4)
+            failures += 1
             log.warning(f"{f.resource.kind} watch failed ({type(err).__name__}: {err}); listing again in "
-                        f"{retry_s:g} s")
-            stop.wait(retry_s)
+                        f"{wait:g} s")
+            stop.wait(wait)
 
 
 def start(kube: Kube, f: Follower, timeout_s: int, retry_s: float) -> threading.Event:
