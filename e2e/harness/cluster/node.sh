@@ -348,6 +348,11 @@ node_import_images() {
     log "dropping $name from containerd: not pulled from the registry at $digest"
     ctr_ images rm "$name" >/dev/null
   done < <(registry_stale_tags "$(ctr_ images ls -q)" "$pushed")
+  local ref
+  while read -r ref; do
+    log "dropping $ref from containerd: an earlier build"
+    ctr_ images rm "$ref" >/dev/null
+  done < <(registry_old_pulls "$(ctr_ images ls -q)" "$pushed")
 }
 
 node_ready() {

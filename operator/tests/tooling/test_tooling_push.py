@@ -89,3 +89,20 @@ def test_the_chart_push_refuses_bad_input(tmp_path: Path, args: tuple[str, ...],
     done = push_chart(tmp_path, *args)
     assert done.returncode == 2
     assert expected in one_line_error(done)
+
+
+def test_the_node_drops_what_an_earlier_cluster_pulled_of_earlier_builds(tmp_path: Path) -> None:
+    """registry.sh's `registry_old_pulls`, which `up` feeds containerd's listing (node.sh): the references
+    of a pushed repository at another digest than the one just pushed — and nothing else."""
+    pushed = tmp_path / "images.pushed"
+    pushed.write_text("docker.io/pfslayout/operator:dev 127.0.0.1:5000/pfslayout/operator:dev@sha256:new\n"
+                      "docker.io/pfslayout/mpi:dev 127.0.0.1:5000/pfslayout/mpi:dev@sha256:m1\n")
+    listing = "\n".join(["docker.io/pfslayout/operator:dev", "docker.io/pfslayout/operator@sha256:new",
+                         "docker.io/pfslayout/operator@sha256:old1", "docker.io/pfslayout/operator@sha256:old2",
+                         "docker.io/pfslayout/operator-x@sha256:other", "docker.io/pfslayout/mpi@sha256:m1",
+                         "registry.k8s.io/pause:3.10", "docker.io/pfslayout/orangefs@sha256:o0"])
+    script = f'. {ROOT / "e2e" / "harness" / "cluster" / "registry.sh"}; registry_old_pulls "$1" "$2"'
+    done = subprocess.run(["bash", "-c", script, "bash", listing, str(pushed)], capture_output=True, text=True,
+                          timeout=30, check=True)
+    assert done.stdout.split() == ["docker.io/pfslayout/operator@sha256:old1",
+                                   "docker.io/pfslayout/operator@sha256:old2"]
