@@ -115,10 +115,14 @@ def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, serv
     waited = max(b - a for a, b in itertools.pairwise(times))
     gaps = sorted(b - a for a, b in itertools.pairwise(times))
     typical = gaps[len(gaps) // 2]
-    # The server answers before its pod reports Ready (readiness period): judge by the writes themselves,
-    # one of which must have been held up far beyond a normal write.
-    assert failed or waited >= max(1.0, 10 * typical), \
-        f"no write was held up by the outage (longest gap {waited:.2f} s, typical {typical:.3f} s):\n{lines[:20]}"
+    # The server answers before its pod reports Ready (readiness period): judge by the writes themselves —
+    # the one in flight at the kill must have been held up far beyond a normal write. Judged on the gap
+    # across the kill, at 5x the typical one: under the kind session's load a write took 1.6 s and the held
+    # one 13.4 s (8.4x), which the longest gap anywhere at 10x refused.
+    across = min((b - a for a, b in itertools.pairwise(times) if a <= killed_wall < b), default=0.0)
+    assert failed or across >= max(1.0, 5 * typical), \
+        f"no write was held up by the outage (the gap across the kill {across:.2f} s, longest {waited:.2f} s, " \
+        f"typical {typical:.3f} s):\n{lines[:20]}"
 
     # Written before the kill: intact after the server's restart.
     assert sha256_of(cluster, namespace, tool, "before.bin") == hashlib.sha256(before).hexdigest()
