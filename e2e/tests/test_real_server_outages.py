@@ -116,12 +116,13 @@ def test_a_server_killed_mid_write_loses_nothing_acknowledged(cluster: Any, serv
     gaps = sorted(b - a for a, b in itertools.pairwise(times))
     typical = gaps[len(gaps) // 2]
     # The server answers before its pod reports Ready (readiness period): judge by the writes themselves —
-    # the one in flight at the kill must have been held up far beyond a normal write. Judged on the gap
-    # across the kill, at 5x the typical one: under the kind session's load a write took 1.6 s and the held
-    # one 13.4 s (8.4x), which the longest gap anywhere at 10x refused.
-    across = min((b - a for a, b in itertools.pairwise(times) if a <= killed_wall < b), default=0.0)
-    assert failed or across >= max(1.0, 5 * typical), \
-        f"no write was held up by the outage (the gap across the kill {across:.2f} s, longest {waited:.2f} s, " \
+    # one acknowledged after the kill must have been held up far beyond a normal write (the kill takes
+    # effect some time after the delete: on the real node writes went on for a while, then one waited 76 s).
+    # At 5x the typical write, not 10x: under the kind session's load a write took 1.6 s and the held one
+    # 13.4 s (8.4x).
+    held = max((b - a for a, b in itertools.pairwise(times) if b > killed_wall), default=0.0)
+    assert failed or held >= max(1.0, 5 * typical), \
+        f"no write was held up by the outage (longest gap after the kill {held:.2f} s, longest {waited:.2f} s, " \
         f"typical {typical:.3f} s):\n{lines[:20]}"
 
     # Written before the kill: intact after the server's restart.
