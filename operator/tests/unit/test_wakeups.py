@@ -25,7 +25,7 @@ from pfslayout.operator.handlers.wakeups import Reactions, fingerprint
 from pfslayout.operator.reconcilers import costcalibration as cc_rec
 from pfslayout.operator.reconcilers import layoutpolicy as lp_rec
 from pfslayout.operator.shared.wakeups import Wakeups
-from pfslayout.operator.shared.watched import Watched
+from pfslayout.operator.shared.watched import Watched, slim
 from pfstestkit import fakekube
 from pfstestkit.fakekube import Events, FakeKube, context, example, hint_log
 
@@ -118,6 +118,7 @@ def test_succeeded_mpijobs_are_kept_slim_and_selected_by_label() -> None:
     assert seen.mpijob(job, deleted=False) is False  # seen before: no second wake
     [kept] = seen.succeeded(NS, {"matchLabels": {"app": "ior"}})
     assert "spec" not in kept and [c["type"] for c in kept["status"]["conditions"]] == ["Succeeded"]
+    assert slim(kept) == kept == slim(job)  # a listing trimmed to it (k8s/follow.py `trim`) records the same
     assert seen.succeeded(NS, {"matchLabels": {"app": "other"}}) == []
     assert seen.mpijob(job, deleted=True) is False and seen.succeeded(NS, {}) == []
 

@@ -24,7 +24,7 @@ from pfslayout.k8s.resource import CustomResource
 
 log = logging.getLogger("pfslayout.follow")
 
-PAGE = 500  # objects per LIST page: a large listing is never held whole
+PAGE = 500  # objects per LIST page: one response (and its decoding) stays small however many there are
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,9 @@ class Follower:
     listed: Callable[[list[dict[str, Any]]], object]  # the whole listing: the copy replaced (result unused)
     changed: Callable[[dict[str, Any], bool], object]  # one object added/modified (False) or deleted (True)
     served: Callable[[str], bool]
+    # what of each listed object is kept until `listed` runs: a kind read only in part (MPIJobs, whose pod
+    # templates are kilobytes) keeps that part, so the listing is never held whole
+    trim: Callable[[dict[str, Any]], dict[str, Any]] = lambda o: o
 
 
 def pages(api: Any, r: CustomResource, timeout: float) -> Iterator[dict[str, Any]]:
@@ -83,7 +86,7 @@ def follow(kube: Kube, f: Follower, timeout_s: int, stop: threading.Event) -> No
     items: list[dict[str, Any]] = []
     version: str | None = None
     for page in pages(api, f.resource, kube.timeout):
-        items += [o for o in page.get("items") or [] if f.served(str(o["metadata"]["namespace"]))]
+        items += [f.trim(o) for o in page.get("items") or [] if f.served(str(o["metadata"]["namespace"]))]
         version = str(page["metadata"]["resourceVersion"])
     f.listed(items)
     del items

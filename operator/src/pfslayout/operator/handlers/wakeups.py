@@ -27,7 +27,7 @@ from pfslayout.kinds.layoutpolicy.learn import learning_enabled
 from pfslayout.operator import scope
 from pfslayout.operator.settings import Settings
 from pfslayout.operator.shared.wakeups import WAKEUPS, Wakeups
-from pfslayout.operator.shared.watched import WATCHED, Watched
+from pfslayout.operator.shared.watched import WATCHED, Watched, slim
 
 
 def fingerprint(body: dict[str, Any]) -> tuple[Any, ...]:
@@ -107,7 +107,7 @@ def own_mpijob_watch(s: Settings) -> bool:
 
 def start_mpijob_watch(kube: Kube, s: Settings) -> None:
     """The MPIJob watch thread started (by startup.py, once the API configuration is loaded)."""
-    follower = follow.Follower(MPIJOB, REACTIONS.mpijobs_listed, REACTIONS.mpijob, scope.in_scope)
+    follower = follow.Follower(MPIJOB, REACTIONS.mpijobs_listed, REACTIONS.mpijob, scope.in_scope, trim=slim)
     follow.start(kube, follower, int(s.watch_server_timeout), s.retry_s)
 
 

@@ -21,7 +21,7 @@ from pfslayout.kinds.layoutpolicy.learn import completion
 Key = tuple[str, str, str]  # (plural, namespace, name)
 
 
-def _slim(job: dict[str, Any]) -> dict[str, Any]:
+def slim(job: dict[str, Any]) -> dict[str, Any]:
     """What the learning loop reads of a succeeded MPIJob: identity, labels, the policy that injected it and
     its Succeeded condition (a full MPIJob carries its pod templates: kilobytes each)."""
     meta = job.get("metadata") or {}
@@ -67,7 +67,7 @@ class Watched:
                 jobs.pop(uid, None)
                 return False
             new = uid not in jobs
-            jobs[uid] = _slim(body)
+            jobs[uid] = slim(body)
             return new
 
     def mpijobs_listed(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -77,7 +77,7 @@ class Watched:
         for job in jobs:
             if completion(job) is not None:
                 meta = job["metadata"]
-                fresh.setdefault(str(meta.get("namespace")), {})[str(meta.get("uid"))] = _slim(job)
+                fresh.setdefault(str(meta.get("namespace")), {})[str(meta.get("uid"))] = slim(job)
         with self._lock:
             new = [j for ns, by_uid in fresh.items() for uid, j in by_uid.items()
                    if uid not in self._succeeded.get(ns, {})]
